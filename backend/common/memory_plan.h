@@ -1,0 +1,41 @@
+// Lifetime-based offset planning of a backend's tensors into one pool.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cltrain/cltrain_backend.h"
+
+namespace cltrain {
+
+struct PlanItem {
+  int32_t id = -1;       // caller's tensor id
+  uint64_t bytes = 0;    // size before alignment
+  int32_t first = 0;     // lifetime, inclusive
+  int32_t last = 0;
+  int32_t role = 0;      // cltrain_role, for the report
+};
+
+struct MemoryPlan {
+  std::vector<uint64_t> offsets;  // one per item, in the order given
+  uint64_t pool_bytes = 0;
+  uint64_t lower_bound = 0;       // largest sum of (aligned) live bytes at one step
+  uint64_t role_peak[CLTRAIN_ROLE_COUNT] = {};
+  std::string algorithm;          // which algorithm produced the kept result
+};
+
+// Plans offsets for items; each offset is a multiple of `alignment`. Runs several algorithms
+// and keeps the smallest pool.
+MemoryPlan plan_memory(const std::vector<PlanItem>& items, uint64_t alignment);
+
+// Empty string if no two items with overlapping lifetimes share a byte and all offsets are
+// aligned; else a description of the first conflict.
+std::string check_plan(const std::vector<PlanItem>& items, const MemoryPlan& plan,
+                       uint64_t alignment);
+
+// Size in bytes of a tensor described at the ABI.
+uint64_t tensor_bytes(const cltrain_tensor_desc& t);
+uint64_t tensor_elements(const cltrain_tensor_desc& t);
+
+}  // namespace cltrain

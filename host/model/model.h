@@ -1,0 +1,59 @@
+// The in-memory model: what the loader produces and the builder writes.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cltrain/cltrain_backend.h"
+
+namespace cltrain {
+
+// A problem with a model file; what() is one line for the user.
+struct ModelError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Tensor {
+  std::string name;
+  std::vector<int32_t> shape;    // shape[0] is the batch for activations
+  int32_t dtype = CLTRAIN_FLOAT32;
+  // Constant contents (weights, shape operands), empty for activations. Float32 data is stored
+  // as floats in host order.
+  std::vector<uint8_t> data;
+  int32_t buffer = 0;            // index of the model buffer holding data (0: none)
+  bool is_constant() const { return !data.empty(); }
+  uint64_t elements() const {
+    uint64_t n = 1;
+    for (int32_t d : shape) n *= static_cast<uint64_t>(d);
+    return n;
+  }
+};
+
+struct Operator {
+  int32_t op = -1;                // cltrain_op
+  std::vector<int32_t> inputs;    // tensor indices; -1 for an absent optional input
+  std::vector<int32_t> outputs;
+  cltrain_op_params params{};
+};
+
+struct Model {
+  std::string format;             // "circle" or "tflite"
+  std::vector<Tensor> tensors;
+  std::vector<Operator> operators;
+  std::vector<int32_t> inputs;    // subgraph inputs
+  std::vector<int32_t> outputs;   // subgraph outputs
+  std::vector<uint8_t> file;      // the file as loaded (for export with new weights)
+};
+
+// Loads and verifies a .circle (CIR0) or .tflite (TFL3) file. Throws ModelError with one line
+// naming the problem.
+Model load_model(const std::string& path);
+Model load_model_from_memory(const std::vector<uint8_t>& bytes, const std::string& what);
+
+// Sets the batch (first) dimension of every non-constant tensor whose first dimension is the
+// model's batch, and of Reshape target shapes. Throws ModelError if the model cannot take it.
+void set_batch_size(Model& model, int32_t batch);
+
+}  // namespace cltrain

@@ -1,0 +1,229 @@
+#include "backend.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <sstream>
+
+namespace cltrain {
+
+Backend::Backend(const cltrain_backend_iface* iface, cltrain_backend* obj, void* dl_handle)
+    : iface_(iface), obj_(obj), dl_handle_(dl_handle), name_(iface->name ? iface->name : "?") {}
+
+Backend::~Backend() {
+  if (obj_ && iface_->destroy) iface_->destroy(obj_);
+  if (dl_handle_) dlclose(dl_handle_);
+}
+
+void Backend::fail(const char* what, cltrain_status status) const {
+  const char* msg = iface_->last_error ? iface_->last_error(obj_) : nullptr;
+  std::ostringstream m;
+  m << name_ << ": " << ((msg && *msg) ? msg : what);
+  if (!(msg && *msg)) m << " failed (status " << static_cast<int>(status) << ")";
+  throw BackendError(m.str());
+}
+
+std::string Backend::device_name() const {
+  const char* d = iface_->device_name ? iface_->device_name(obj_) : nullptr;
+  return d ? d : name_;
+}
+
+bool Backend::supports(const cltrain_step_desc& step, const std::vector<cltrain_tensor_desc>& tensors,
+                       bool training) const {
+  return iface_->supports(obj_, &step, tensors.data(), training ? 1 : 0) != 0;
+}
+
+cltrain_memory_report Backend::prepare(const cltrain_graph_desc& graph) {
+  cltrain_memory_report report{};
+  const cltrain_status s = iface_->prepare(obj_, &graph, &report);
+  if (s != CLTRAIN_OK) fail("prepare", s);
+  return report;
+}
+
+void Backend::run(const std::vector<int32_t>& steps, const cltrain_run_args& args) {
+  if (steps.empty()) return;
+  const cltrain_status s =
+      iface_->run(obj_, steps.data(), static_cast<int32_t>(steps.size()), &args);
+  if (s != CLTRAIN_OK) fail("run", s);
+}
+
+void Backend::write(int32_t tensor, const void* src, uint64_t bytes) {
+  const cltrain_status s = iface_->write_tensor(obj_, tensor, src, bytes);
+  if (s != CLTRAIN_OK) fail("write_tensor", s);
+}
+
+void Backend::read(int32_t tensor, void* dst, uint64_t bytes) {
+  const cltrain_status s = iface_->read_tensor(obj_, tensor, dst, bytes);
+  if (s != CLTRAIN_OK) fail("read_tensor", s);
+}
+
+void Backend::sync() {
+  const cltrain_status s = iface_->sync(obj_);
+  if (s != CLTRAIN_OK) fail("sync", s);
+}
+
+std::vector<int64_t> Backend::plan_offsets(int32_t num_tensors) {
+  if (!iface_->plan_offsets) return {};
+  std::vector<int64_t> offsets(static_cast<size_t>(num_tensors), -1);
+  const cltrain_status s = iface_->plan_offsets(obj_, offsets.data(), num_tensors);
+  if (s != CLTRAIN_OK) fail("plan_offsets", s);
+  return offsets;
+}
+
+cltrain_backend_config default_backend_config() {
+  cltrain_backend_config c{};
+  c.struct_size = sizeof(c);
+  c.device_index = -1;
+  c.cache_dir = nullptr;
+  return c;
+}
+
+namespace {
+
+std::string executable_dir() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<size_t>(n));
+  const auto slash = p.rfind('/');
+  return slash == std::string::npos ? "." : p.substr(0, slash);
+}
+
+bool file_exists(const std::string& p) { return access(p.c_str(), F_OK) == 0; }
+
+std::unique_ptr<Backend> create_from_iface(const cltrain_backend_iface* iface, void* handle,
+                                           const cltrain_backend_config& config, std::string* why) {
+  const std::string name = iface->name ? iface->name : "?";
+  char err[512] = {0};
+  if (iface->probe) {
+    const cltrain_status s = iface->probe(err, sizeof(err));
+    if (s != CLTRAIN_OK) {
+      *why = name + " backend not available: " + (err[0] ? err : "probe failed");
+      if (handle) dlclose(handle);
+      return nullptr;
+    }
+  }
+  cltrain_backend* obj = nullptr;
+  err[0] = 0;
+  const cltrain_status s = iface->create(&config, &obj, err, sizeof(err));
+  if (s != CLTRAIN_OK || !obj) {
+    *why = name + " backend not available: " + (err[0] ? err : "create failed");
+    if (handle) dlclose(handle);
+    return nullptr;
+  }
+  return std::make_unique<Backend>(iface, obj, handle);
+}
+
+}  // namespace
+
+std::vector<std::string> plugin_search_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("CLTRAIN_BACKEND_PATH")) {
+    std::string s(env);
+    size_t start = 0;
+    while (start <= s.size()) {
+      const size_t colon = s.find(':', start);
+      const std::string d = s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+      if (!d.empty()) dirs.push_back(d);
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+  }
+  dirs.push_back(executable_dir());
+  return dirs;
+}
+
+std::unique_ptr<Backend> open_plugin_file(const std::string& path, const cltrain_backend_config& config,
+                                          std::string* why) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* e = dlerror();
+    *why = "cannot load backend plugin " + path + ": " + (e ? e : "dlopen failed");
+    return nullptr;
+  }
+  auto entry = reinterpret_cast<cltrain_backend_entry_fn>(dlsym(handle, CLTRAIN_BACKEND_ENTRY_SYMBOL));
+  if (!entry) {
+    *why = "backend plugin " + path + " has no " CLTRAIN_BACKEND_ENTRY_SYMBOL " symbol";
+    dlclose(handle);
+    return nullptr;
+  }
+  const cltrain_backend_iface* iface = entry();
+  if (!iface) {
+    *why = "backend plugin " + path + " returned no interface";
+    dlclose(handle);
+    return nullptr;
+  }
+  if (iface->abi_version != CLTRAIN_BACKEND_ABI_VERSION) {
+    std::ostringstream m;
+    m << "backend plugin " << path << " has ABI version " << iface->abi_version
+      << ", this cltrain needs version " << CLTRAIN_BACKEND_ABI_VERSION;
+    *why = m.str();
+    dlclose(handle);
+    return nullptr;
+  }
+  if (!iface->create || !iface->destroy || !iface->supports || !iface->prepare || !iface->run ||
+      !iface->write_tensor || !iface->read_tensor || !iface->sync || !iface->last_error) {
+    *why = "backend plugin " + path + " lacks a required function";
+    dlclose(handle);
+    return nullptr;
+  }
+  return create_from_iface(iface, handle, config, why);
+}
+
+std::unique_ptr<Backend> open_backend(const std::string& name, const cltrain_backend_config& config,
+                                      std::string* why) {
+  if (name == "cpu") return create_from_iface(cltrain_cpu_backend_iface(), nullptr, config, why);
+  const std::string file = "libcltrain_" + name + ".so";
+  for (const auto& dir : plugin_search_dirs()) {
+    const std::string path = dir + "/" + file;
+    if (file_exists(path)) return open_plugin_file(path, config, why);
+  }
+  *why = "backend plugin " + file + " not found (looked in CLTRAIN_BACKEND_PATH and " +
+         executable_dir() + ")";
+  return nullptr;
+}
+
+std::string list_backend_devices(const std::string& name, std::string* why) {
+  const cltrain_backend_iface* iface = nullptr;
+  void* handle = nullptr;
+  if (name == "cpu") {
+    iface = cltrain_cpu_backend_iface();
+  } else {
+    const std::string file = "libcltrain_" + name + ".so";
+    for (const auto& dir : plugin_search_dirs()) {
+      const std::string path = dir + "/" + file;
+      if (!file_exists(path)) continue;
+      handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!handle) {
+        const char* e = dlerror();
+        *why = "cannot load backend plugin " + path + ": " + (e ? e : "dlopen failed");
+        return {};
+      }
+      auto entry = reinterpret_cast<cltrain_backend_entry_fn>(dlsym(handle, CLTRAIN_BACKEND_ENTRY_SYMBOL));
+      iface = entry ? entry() : nullptr;
+      break;
+    }
+    if (!iface || iface->abi_version != CLTRAIN_BACKEND_ABI_VERSION) {
+      *why = "backend plugin " + file + " not found or not usable";
+      if (handle) dlclose(handle);
+      return {};
+    }
+  }
+  std::string out;
+  if (!iface->list_devices) {
+    out = std::string(iface->name) + ": (no device list)\n";
+  } else {
+    std::vector<char> buf(1 << 16, 0);
+    if (iface->list_devices(buf.data(), buf.size()) != CLTRAIN_OK) {
+      *why = std::string(iface->name) + ": " + buf.data();
+      if (handle) dlclose(handle);
+      return {};
+    }
+    out = buf.data();
+  }
+  if (handle) dlclose(handle);
+  return out;
+}
+
+}  // namespace cltrain

@@ -1,0 +1,73 @@
+// The host's view of a backend: a plugin (or the built-in CPU backend) behind the C ABI,
+// wrapped so that failures become exceptions inside the host.
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cltrain/cltrain_backend.h"
+
+namespace cltrain {
+
+// A backend failed; what() is one line: "opencl: <the backend's message>".
+struct BackendError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Backend {
+ public:
+  Backend(const cltrain_backend_iface* iface, cltrain_backend* obj, void* dl_handle);
+  ~Backend();
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  const std::string& name() const { return name_; }
+  std::string device_name() const;
+  const cltrain_backend_iface* iface() const { return iface_; }
+  cltrain_backend* object() const { return obj_; }
+
+  bool supports(const cltrain_step_desc& step, const std::vector<cltrain_tensor_desc>& tensors,
+                bool training) const;
+  cltrain_memory_report prepare(const cltrain_graph_desc& graph);
+  void run(const std::vector<int32_t>& steps, const cltrain_run_args& args);
+  void write(int32_t tensor, const void* src, uint64_t bytes);
+  void read(int32_t tensor, void* dst, uint64_t bytes);
+  void sync();
+  // Byte offset of each tensor in this backend's pool, -1 where not planned; empty if the
+  // backend does not say.
+  std::vector<int64_t> plan_offsets(int32_t num_tensors);
+
+ private:
+  [[noreturn]] void fail(const char* what, cltrain_status status) const;
+
+  const cltrain_backend_iface* iface_;
+  cltrain_backend* obj_;
+  void* dl_handle_;
+  std::string name_;
+};
+
+// The built-in CPU backend's interface (backend/cpu).
+extern "C" const cltrain_backend_iface* cltrain_cpu_backend_iface(void);
+
+// Where plugins are looked for: each directory of CLTRAIN_BACKEND_PATH (':'-separated), then the
+// directory of the running executable.
+std::vector<std::string> plugin_search_dirs();
+
+// Opens a backend by name ("cpu" or a plugin libcltrain_<name>.so). Returns nullptr and sets
+// *why to one line when the backend cannot be used here (missing plugin, failed load, another
+// ABI version, no device, failed create).
+std::unique_ptr<Backend> open_backend(const std::string& name, const cltrain_backend_config& config,
+                                      std::string* why);
+
+// Opens a plugin from an explicit file (used by open_backend and by tests).
+std::unique_ptr<Backend> open_plugin_file(const std::string& path, const cltrain_backend_config& config,
+                                          std::string* why);
+
+// The device list of a backend (list_devices), or why it has none.
+std::string list_backend_devices(const std::string& name, std::string* why);
+
+cltrain_backend_config default_backend_config();
+
+}  // namespace cltrain
