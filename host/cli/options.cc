@@ -1,0 +1,148 @@
+#include "options.h"
+
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+namespace cltrain {
+namespace {
+
+int32_t to_int(const std::string& opt, const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || errno || n < INT32_MIN || n > INT32_MAX)
+    throw UsageError(opt + " takes an integer, not '" + v + "'");
+  return static_cast<int32_t>(n);
+}
+
+float to_float(const std::string& opt, const std::string& v) {
+  char* end = nullptr;
+  const float f = std::strtof(v.c_str(), &end);
+  if (v.empty() || *end) throw UsageError(opt + " takes a number, not '" + v + "'");
+  return f;
+}
+
+int32_t one_of(const std::string& opt, int32_t v, std::initializer_list<int32_t> allowed, const char* meaning) {
+  for (int32_t a : allowed)
+    if (a == v) return v;
+  throw UsageError(opt + " " + std::to_string(v) + " is not one of " + meaning);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t p = s.find(sep, start);
+    out.push_back(s.substr(start, p == std::string::npos ? std::string::npos : p - start));
+    if (p == std::string::npos) break;
+    start = p + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* train_usage() {
+  return "usage: cltrain MODEL [options]\n"
+         "  --epoch N                 epochs (default 5)\n"
+         "  --batch_size N            batch size (default: the model's first dimension)\n"
+         "  --learning_rate F         (default 0.001)\n"
+         "  --loss N                  1 = mean squared error, 2 = categorical cross-entropy (default 2)\n"
+         "  --loss_reduction_type N   1 = sum over batch size (default), 2 = sum\n"
+         "  --optimizer N             1 = SGD, 2 = Adam (default 2)\n"
+         "  --metric N                -1 = none (default), 0 = categorical accuracy\n"
+         "  --validation_split F      fraction in [0,1) of the training data kept for validation\n"
+         "  --num_of_trainable_ops N  -1 = all (only -1 for now)\n"
+         "  --load_input:raw FILE     float32 input samples back to back\n"
+         "  --load_expected:raw FILE  float32 expected outputs back to back\n"
+         "  --data fashion-mnist[:DIR]  train on Fashion-MNIST (default DIR /usr/share/datasets/fashion-mnist)\n"
+         "                            and report the accuracy on its 10,000 test images\n"
+         "  --data_limit N            use only the first N training samples\n"
+         "  --backends LIST           backends in order of preference (default opencl,cpu; cpu is always last)\n"
+         "  --device N                OpenCL device index (see `cltrain devices`; or CLTRAIN_OPENCL_DEVICE)\n"
+         "  --report FILE             write a JSON report\n"
+         "  --no-progress             no progress line while an epoch runs\n"
+         "other commands:\n"
+         "  cltrain devices                           list OpenCL platforms and devices\n"
+         "  cltrain make-model NAME -o FILE [--batch_size B] [--format circle|tflite]\n";
+}
+
+Options parse_train_options(const std::vector<std::string>& args) {
+  Options o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    std::string value;
+    bool has_value = false;
+    const size_t eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+      has_value = true;
+    }
+    auto next = [&]() -> std::string {
+      if (has_value) return value;
+      if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
+      return args[++i];
+    };
+    if (a == "--epoch") {
+      o.epochs = to_int(a, next());
+      if (o.epochs < 0) throw UsageError("--epoch must not be negative");
+    } else if (a == "--batch_size") {
+      o.batch_size = to_int(a, next());
+      if (*o.batch_size < 1) throw UsageError("--batch_size must be at least 1");
+    } else if (a == "--learning_rate") {
+      o.learning_rate = to_float(a, next());
+      if (!(o.learning_rate > 0)) throw UsageError("--learning_rate must be positive");
+    } else if (a == "--loss") {
+      o.loss = one_of(a, to_int(a, next()), {1, 2}, "1 (mean squared error), 2 (categorical cross-entropy)");
+    } else if (a == "--loss_reduction_type") {
+      o.loss_reduction = one_of(a, to_int(a, next()), {1, 2}, "1 (sum over batch size), 2 (sum)");
+    } else if (a == "--optimizer") {
+      o.optimizer = one_of(a, to_int(a, next()), {1, 2}, "1 (SGD), 2 (Adam)");
+    } else if (a == "--metric") {
+      o.metric = one_of(a, to_int(a, next()), {-1, 0}, "-1 (none), 0 (categorical accuracy)");
+    } else if (a == "--validation_split") {
+      o.validation_split = to_float(a, next());
+      if (!(o.validation_split >= 0 && o.validation_split < 1)) throw UsageError("--validation_split must be in [0, 1)");
+    } else if (a == "--num_of_trainable_ops") {
+      o.num_of_trainable_ops = to_int(a, next());
+      if (o.num_of_trainable_ops != -1) throw UsageError("--num_of_trainable_ops: only -1 (all) is supported so far");
+    } else if (a == "--load_input:raw") {
+      o.load_input_raw = next();
+    } else if (a == "--load_expected:raw") {
+      o.load_expected_raw = next();
+    } else if (a == "--data") {
+      o.data = next();
+      if (o.data != "fashion-mnist" && o.data.rfind("fashion-mnist:", 0) != 0)
+        throw UsageError("--data takes fashion-mnist or fashion-mnist:DIR, not '" + o.data + "'");
+    } else if (a == "--data_limit") {
+      o.data_limit = to_int(a, next());
+    } else if (a == "--backends") {
+      o.backends.clear();
+      for (const auto& b : split(next(), ','))
+        if (!b.empty()) o.backends.push_back(b);
+      if (o.backends.empty()) throw UsageError("--backends needs at least one backend");
+    } else if (a == "--device") {
+      o.device = to_int(a, next());
+    } else if (a == "--report") {
+      o.report = next();
+    } else if (a == "--no-progress") {
+      o.progress = false;
+    } else if (a.rfind("-", 0) == 0 && a.size() > 1) {
+      throw UsageError("unknown option " + a + " (cltrain --help lists them)");
+    } else if (o.model.empty()) {
+      o.model = a;
+    } else {
+      throw UsageError("more than one model given: " + o.model + " and " + a);
+    }
+  }
+  if (o.model.empty()) throw UsageError("no model given");
+  if (o.data.empty() && (o.load_input_raw.empty() != o.load_expected_raw.empty()))
+    throw UsageError("--load_input:raw and --load_expected:raw go together");
+  if (o.data.empty() && o.load_input_raw.empty())
+    throw UsageError("no training data: give --data fashion-mnist or --load_input:raw and --load_expected:raw");
+  return o;
+}
+
+}  // namespace cltrain

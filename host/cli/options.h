@@ -1,0 +1,42 @@
+// The `cltrain MODEL [options]` command line, in onert_train's words.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cltrain {
+
+// A bad command line; what() is one line.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Options {
+  std::string model;
+  int32_t epochs = 5;
+  std::optional<int32_t> batch_size;     // default: the model's first dimension
+  float learning_rate = 0.001f;
+  int32_t loss = 2;                      // 1 = MSE, 2 = CCE (onert_train's codes)
+  int32_t loss_reduction = 1;            // 1 = sum over batch size, 2 = sum
+  int32_t optimizer = 2;                 // 1 = SGD, 2 = Adam
+  int32_t metric = -1;                   // -1 none, 0 categorical accuracy
+  float validation_split = 0.0f;
+  int32_t num_of_trainable_ops = -1;
+  std::string load_input_raw, load_expected_raw;
+  std::string data;                      // "fashion-mnist" or "fashion-mnist:DIR"
+  int64_t data_limit = -1;               // use only the first N training samples
+  std::vector<std::string> backends = {"opencl", "cpu"};
+  int32_t device = -1;
+  std::string report;
+  bool progress = true;
+};
+
+// Parses argv (after the program name). Throws UsageError.
+Options parse_train_options(const std::vector<std::string>& args);
+
+const char* train_usage();
+
+}  // namespace cltrain

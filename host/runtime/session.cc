@@ -1,0 +1,302 @@
+#include "session.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "memory_plan.h"
+
+namespace cltrain {
+namespace {
+
+// Steps that read their outputs as well as write them.
+bool reads_outputs(const cltrain_step_desc& s) {
+  return s.op == CLTRAIN_OP_ACCUMULATE || s.phase == CLTRAIN_PHASE_UPDATE;
+}
+
+int32_t lowest_bit(uint32_t mask) {
+  for (int32_t i = 0; i < 32; ++i)
+    if (mask & (1u << i)) return i;
+  return -1;
+}
+
+}  // namespace
+
+Session::Session(TrainingGraph graph, std::vector<std::unique_ptr<Backend>> backends)
+    : graph_(std::move(graph)), backends_(std::move(backends)) {
+  if (backends_.empty()) throw BackendError("no backend to run on");
+  if (backends_.size() > 32) throw BackendError("too many backends");
+}
+
+int32_t Session::batch() const { return graph_.tensors[static_cast<size_t>(graph_.input)].dims[0]; }
+
+uint64_t Session::input_elements() const { return tensor_elements(graph_.tensors[static_cast<size_t>(graph_.input)]); }
+
+uint64_t Session::prediction_elements() const {
+  return tensor_elements(graph_.tensors[static_cast<size_t>(graph_.prediction)]);
+}
+
+void Session::place() {
+  const auto& steps = graph_.steps;
+  step_backend_.assign(steps.size(), -1);
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const cltrain_step_desc& step = steps[s];
+    const int32_t owner = graph_.owner_step[s];
+    if (step.phase == CLTRAIN_PHASE_BACKWARD && step.model_op >= 0 && owner < 0) {
+      // A model op's backward runs where its forward runs.
+      for (size_t f = 0; f < static_cast<size_t>(graph_.num_forward); ++f)
+        if (steps[f].model_op == step.model_op) step_backend_[s] = step_backend_[f];
+      continue;
+    }
+    if (owner >= 0 && step.op == CLTRAIN_OP_ACCUMULATE) {
+      step_backend_[s] = step_backend_[static_cast<size_t>(owner)];
+      continue;
+    }
+    if (step.op == (graph_.steps[static_cast<size_t>(graph_.loss_step)].op) && owner == graph_.loss_step) {
+      step_backend_[s] = step_backend_[static_cast<size_t>(owner)];
+      continue;
+    }
+    // Forward steps and the loss go to the first backend that takes them for training; an
+    // update prefers the backend of the op that owns the weight.
+    if (step.phase == CLTRAIN_PHASE_UPDATE && owner >= 0) {
+      const int32_t b = step_backend_[static_cast<size_t>(owner)];
+      if (backends_[static_cast<size_t>(b)]->supports(step, graph_.tensors, true)) {
+        step_backend_[s] = b;
+        continue;
+      }
+    }
+    for (size_t b = 0; b < backends_.size(); ++b) {
+      if (backends_[b]->supports(step, graph_.tensors, true)) {
+        step_backend_[s] = static_cast<int32_t>(b);
+        break;
+      }
+    }
+    if (step_backend_[s] < 0) {
+      std::ostringstream m;
+      m << "no backend can train " << cltrain_op_name(step.op);
+      if (step.model_op >= 0) m << " (operator " << step.model_op << ")";
+      throw BackendError(m.str());
+    }
+  }
+}
+
+void Session::compute_lifetimes() {
+  const size_t nb = backends_.size();
+  const int32_t nsteps = static_cast<int32_t>(graph_.steps.size());
+  const size_t nt = graph_.tensors.size();
+  std::vector<std::vector<int32_t>> first(nb, std::vector<int32_t>(nt, -1)), last = first;
+  auto access = [&](int32_t b, int32_t t, int32_t s) {
+    auto& f = first[static_cast<size_t>(b)][static_cast<size_t>(t)];
+    auto& l = last[static_cast<size_t>(b)][static_cast<size_t>(t)];
+    f = f < 0 ? s : std::min(f, s);
+    l = std::max(l, s);
+  };
+  // Direct accesses by steps, which also give the initial holders of persistent tensors.
+  valid_.assign(nt, 0);
+  for (int32_t s = 0; s < nsteps; ++s) {
+    const auto& st = graph_.steps[static_cast<size_t>(s)];
+    for (int32_t i = 0; i < st.num_inputs; ++i)
+      if (st.inputs[i] >= 0) access(step_backend_[static_cast<size_t>(s)], st.inputs[i], s);
+    for (int32_t i = 0; i < st.num_outputs; ++i)
+      if (st.outputs[i] >= 0) access(step_backend_[static_cast<size_t>(s)], st.outputs[i], s);
+  }
+  for (size_t t = 0; t < nt; ++t)
+    if (graph_.tensors[t].persistent)
+      for (size_t b = 0; b < nb; ++b)
+        if (first[b][t] >= 0) valid_[t] |= 1u << b;
+  const std::vector<uint32_t> initial = valid_;
+
+  // Copies and host transfers, simulated over the ways the session runs steps: two training
+  // iterations (the first from the initial holders, the second from the steady state), then
+  // evaluation and prediction.
+  const int32_t loss_end = graph_.loss_step + 1;
+  struct Range { int32_t end; bool loss; };
+  const Range ranges[] = {{nsteps, true}, {nsteps, true}, {loss_end, true}, {graph_.num_forward, false}};
+  for (const Range& r : ranges) {
+    // Same rules as run_range.
+    for (size_t t = 0; t < nt; ++t)
+      if (!graph_.tensors[t].persistent) valid_[t] = 0;
+    auto host_write = [&](int32_t t) {
+      for (int32_t s = 0; s < r.end; ++s) {
+        const auto& st = graph_.steps[static_cast<size_t>(s)];
+        for (int32_t i = 0; i < st.num_inputs; ++i)
+          if (st.inputs[i] == t) {
+            const int32_t b = step_backend_[static_cast<size_t>(s)];
+            access(b, t, 0);
+            valid_[static_cast<size_t>(t)] = 1u << b;
+            return;
+          }
+      }
+    };
+    host_write(graph_.input);
+    if (r.loss) host_write(graph_.expected);
+    for (int32_t s = 0; s < r.end; ++s) {
+      const auto& st = graph_.steps[static_cast<size_t>(s)];
+      const int32_t b = step_backend_[static_cast<size_t>(s)];
+      auto need = [&](int32_t t) {
+        if (t < 0 || (valid_[static_cast<size_t>(t)] & (1u << b))) return;
+        const int32_t from = lowest_bit(valid_[static_cast<size_t>(t)]);
+        if (from < 0) throw BackendError(std::string("internal: tensor ") + graph_.name_of(t) + " is read before it is written");
+        access(from, t, s);
+        access(b, t, s);
+        valid_[static_cast<size_t>(t)] |= 1u << b;
+      };
+      for (int32_t i = 0; i < st.num_inputs; ++i) need(st.inputs[i]);
+      if (reads_outputs(st))
+        for (int32_t i = 0; i < st.num_outputs; ++i) need(st.outputs[i]);
+      for (int32_t i = 0; i < st.num_outputs; ++i)
+        if (st.outputs[i] >= 0) valid_[static_cast<size_t>(st.outputs[i])] = 1u << b;
+    }
+    // The host reads the loss and the prediction after the range: they live to the end.
+    for (int32_t t : {graph_.loss, graph_.prediction}) {
+      const int32_t from = lowest_bit(valid_[static_cast<size_t>(t)]);
+      if (from >= 0) access(from, t, nsteps - 1);
+    }
+  }
+  valid_ = initial;
+
+  tensors_.assign(nb, graph_.tensors);
+  for (size_t b = 0; b < nb; ++b)
+    for (size_t t = 0; t < nt; ++t) {
+      auto& d = tensors_[b][t];
+      if (first[b][t] < 0) {
+        d.first_step = d.last_step = -1;
+      } else if (d.persistent) {
+        d.first_step = 0;
+        d.last_step = nsteps - 1;
+      } else {
+        d.first_step = first[b][t];
+        d.last_step = last[b][t];
+      }
+    }
+}
+
+void Session::prepare() {
+  place();
+  compute_lifetimes();
+  memory_.clear();
+  for (size_t b = 0; b < backends_.size(); ++b) {
+    std::vector<uint8_t> assigned(graph_.steps.size(), 0);
+    bool any = false;
+    for (size_t s = 0; s < graph_.steps.size(); ++s)
+      if (step_backend_[s] == static_cast<int32_t>(b)) assigned[s] = 1, any = true;
+    if (!any) continue;
+    cltrain_graph_desc g{};
+    g.struct_size = sizeof(g);
+    g.num_tensors = static_cast<int32_t>(tensors_[b].size());
+    g.tensors = tensors_[b].data();
+    g.num_steps = static_cast<int32_t>(graph_.steps.size());
+    g.steps = graph_.steps.data();
+    g.assigned = assigned.data();
+    memory_.push_back({backends_[b]->name(), backends_[b]->prepare(g)});
+  }
+}
+
+int32_t Session::source_of(int32_t t) const { return lowest_bit(valid_[static_cast<size_t>(t)]); }
+
+float Session::run_range(int32_t end, const float* input, const float* expected,
+                         const cltrain_run_args& args, float* prediction, bool want_loss) {
+  const size_t nt = graph_.tensors.size();
+  for (size_t t = 0; t < nt; ++t)
+    if (!graph_.tensors[t].persistent) valid_[t] = 0;
+
+  std::vector<int32_t> pending;
+  int32_t pending_backend = -1;
+  auto flush = [&]() {
+    if (!pending.empty()) backends_[static_cast<size_t>(pending_backend)]->run(pending, args);
+    pending.clear();
+  };
+  auto bytes_of = [&](int32_t t) { return tensor_bytes(graph_.tensors[static_cast<size_t>(t)]); };
+  auto host_write = [&](int32_t t, const float* data) {
+    for (int32_t s = 0; s < end; ++s) {
+      const auto& st = graph_.steps[static_cast<size_t>(s)];
+      for (int32_t i = 0; i < st.num_inputs; ++i)
+        if (st.inputs[i] == t) {
+          const int32_t b = step_backend_[static_cast<size_t>(s)];
+          backends_[static_cast<size_t>(b)]->write(t, data, bytes_of(t));
+          valid_[static_cast<size_t>(t)] = 1u << b;
+          return;
+        }
+    }
+  };
+  host_write(graph_.input, input);
+  if (want_loss) host_write(graph_.expected, expected);
+
+  for (int32_t s = 0; s < end; ++s) {
+    const auto& st = graph_.steps[static_cast<size_t>(s)];
+    const int32_t b = step_backend_[static_cast<size_t>(s)];
+    auto need = [&](int32_t t) {
+      if (t < 0 || (valid_[static_cast<size_t>(t)] & (1u << b))) return;
+      const int32_t from = source_of(t);
+      flush();
+      const uint64_t bytes = bytes_of(t);
+      staging_.resize(bytes / 4);
+      backends_[static_cast<size_t>(from)]->read(t, staging_.data(), bytes);
+      backends_[static_cast<size_t>(b)]->write(t, staging_.data(), bytes);
+      valid_[static_cast<size_t>(t)] |= 1u << b;
+    };
+    for (int32_t i = 0; i < st.num_inputs; ++i) need(st.inputs[i]);
+    if (reads_outputs(st))
+      for (int32_t i = 0; i < st.num_outputs; ++i) need(st.outputs[i]);
+    if (b != pending_backend) {
+      flush();
+      pending_backend = b;
+    }
+    pending.push_back(s);
+    for (int32_t i = 0; i < st.num_outputs; ++i)
+      if (st.outputs[i] >= 0) valid_[static_cast<size_t>(st.outputs[i])] = 1u << b;
+  }
+  flush();
+  float loss = 0.0f;
+  if (want_loss) backends_[static_cast<size_t>(source_of(graph_.loss))]->read(graph_.loss, &loss, sizeof(float));
+  if (prediction) {
+    const int32_t t = graph_.prediction;
+    backends_[static_cast<size_t>(source_of(t))]->read(t, prediction, bytes_of(t));
+  }
+  return loss;
+}
+
+float Session::train_step(const float* input, const float* expected, int64_t iteration, float* prediction) {
+  cltrain_run_args args{};
+  args.iteration = iteration;
+  args.learning_rate = 0.0f;
+  return run_range(static_cast<int32_t>(graph_.steps.size()), input, expected, args, prediction, true);
+}
+
+float Session::evaluate(const float* input, const float* expected, float* prediction) {
+  cltrain_run_args args{};
+  args.iteration = 1;
+  return run_range(graph_.loss_step + 1, input, expected, args, prediction, true);
+}
+
+void Session::predict(const float* input, float* prediction) {
+  cltrain_run_args args{};
+  args.iteration = 1;
+  run_range(graph_.num_forward, input, nullptr, args, prediction, false);
+}
+
+std::vector<std::string> Session::model_op_placement() const {
+  std::vector<std::string> out;
+  for (int32_t s = 0; s < graph_.num_forward; ++s) {
+    const auto& st = graph_.steps[static_cast<size_t>(s)];
+    if (st.model_op >= static_cast<int32_t>(out.size())) out.resize(static_cast<size_t>(st.model_op) + 1);
+    out[static_cast<size_t>(st.model_op)] = backends_[static_cast<size_t>(step_backend_[static_cast<size_t>(s)])]->name();
+  }
+  return out;
+}
+
+std::string Session::backend_names() const {
+  std::string out;
+  for (const auto& m : memory_) out += (out.empty() ? "" : ",") + m.backend;
+  return out;
+}
+
+std::string Session::device_names() const {
+  std::string out;
+  for (size_t b = 0; b < backends_.size(); ++b) {
+    if (std::find(step_backend_.begin(), step_backend_.end(), static_cast<int32_t>(b)) == step_backend_.end()) continue;
+    out += (out.empty() ? "" : "; ") + backends_[b]->device_name();
+  }
+  return out;
+}
+
+}  // namespace cltrain

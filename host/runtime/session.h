@@ -1,0 +1,66 @@
+// A training session: a training graph placed on backends, planned, and run step by step.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "training_graph.h"
+
+namespace cltrain {
+
+struct BackendMemory {
+  std::string backend;
+  cltrain_memory_report report{};
+};
+
+class Session {
+ public:
+  // Takes the graph and the backends in order of preference (the CPU last).
+  Session(TrainingGraph graph, std::vector<std::unique_ptr<Backend>> backends);
+
+  // Places every step on a backend, computes lifetimes and prepares the backends.
+  void prepare();
+
+  // One training iteration on a batch (inputs and expected outputs, batch-major floats).
+  // Returns the loss; fills prediction (batch × outputs) when not null.
+  float train_step(const float* input, const float* expected, int64_t iteration, float* prediction);
+  // Forward and loss only.
+  float evaluate(const float* input, const float* expected, float* prediction);
+  // Forward only.
+  void predict(const float* input, float* prediction);
+
+  const TrainingGraph& graph() const { return graph_; }
+  uint64_t input_elements() const;      // per batch
+  uint64_t prediction_elements() const; // per batch
+  int32_t batch() const;
+
+  // Backend name of each model operator (by model index).
+  std::vector<std::string> model_op_placement() const;
+  std::vector<BackendMemory> memory() const { return memory_; }
+  std::string backend_names() const;    // the backends that run steps, comma-separated
+  std::string device_names() const;
+
+  // Per backend used, its tensor table with lifetimes (as prepare received it).
+  const std::vector<std::vector<cltrain_tensor_desc>>& backend_tensors() const { return tensors_; }
+  const std::vector<int32_t>& step_backend() const { return step_backend_; }
+
+ private:
+  void place();
+  void compute_lifetimes();
+  float run_range(int32_t end, const float* input, const float* expected,
+                  const cltrain_run_args& args, float* prediction, bool want_loss);
+  int32_t source_of(int32_t t) const;
+
+  TrainingGraph graph_;
+  std::vector<std::unique_ptr<Backend>> backends_;
+  std::vector<int32_t> step_backend_;          // per step, index into backends_
+  std::vector<std::vector<cltrain_tensor_desc>> tensors_;  // per backend
+  std::vector<uint32_t> valid_;                // per tensor, bitmask of backends holding it
+  std::vector<BackendMemory> memory_;
+  std::vector<float> staging_;
+};
+
+}  // namespace cltrain

@@ -1,0 +1,135 @@
+#include "trainer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+#include <random>
+
+namespace cltrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+uint64_t argmax(const float* v, uint64_t n) {
+  return static_cast<uint64_t>(std::max_element(v, v + n) - v);
+}
+
+// Gathers samples idx[first, first+count) into contiguous batch buffers, padding with the last
+// sample when fewer than `batch` remain.
+void gather(const Dataset& d, const std::vector<uint64_t>& idx, uint64_t first, uint64_t batch,
+            std::vector<float>& in, std::vector<float>& out) {
+  in.resize(batch * d.input_size);
+  out.resize(batch * d.expected_size);
+  for (uint64_t i = 0; i < batch; ++i) {
+    const uint64_t s = idx[std::min<uint64_t>(first + i, idx.size() - 1)];
+    std::copy_n(d.input(s), d.input_size, in.data() + i * d.input_size);
+    std::copy_n(d.expected_of(s), d.expected_size, out.data() + i * d.expected_size);
+  }
+}
+
+uint64_t count_correct(const float* pred, const float* expected, uint64_t rows, uint64_t width) {
+  uint64_t correct = 0;
+  for (uint64_t r = 0; r < rows; ++r)
+    correct += argmax(pred + r * width, width) == argmax(expected + r * width, width);
+  return correct;
+}
+
+void check_sizes(const Session& s, const Dataset& d) {
+  const uint64_t b = static_cast<uint64_t>(s.batch());
+  if (d.input_size * b != s.input_elements() || d.expected_size * b != s.prediction_elements())
+    throw DataError("the data has samples of " + std::to_string(d.input_size) + " inputs and " +
+                    std::to_string(d.expected_size) + " outputs, the model takes " +
+                    std::to_string(s.input_elements() / b) + " and gives " + std::to_string(s.prediction_elements() / b));
+}
+
+}  // namespace
+
+std::vector<EpochResult> train(Session& session, const Dataset& data, const Dataset& validation,
+                               const TrainerConfig& config, const EpochCallback& on_epoch) {
+  check_sizes(session, data);
+  const uint64_t batch = static_cast<uint64_t>(session.batch());
+  const uint64_t steps = data.size() / batch;
+  if (steps == 0)
+    throw DataError("the data has " + std::to_string(data.size()) + " samples, fewer than one batch of " +
+                    std::to_string(batch));
+  std::vector<uint64_t> order(data.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(config.seed);
+  std::vector<float> in, out, pred(config.accuracy ? batch * data.expected_size : 0);
+  std::vector<EpochResult> results;
+  int64_t iteration = 0;
+  for (int32_t e = 1; e <= config.epochs; ++e) {
+    if (config.shuffle) std::shuffle(order.begin(), order.end(), rng);
+    EpochResult r;
+    r.epoch = e;
+    r.steps = static_cast<int64_t>(steps);
+    double loss_sum = 0;
+    uint64_t correct = 0;
+    const auto t0 = Clock::now();
+    auto last_progress = t0;
+    for (uint64_t s = 0; s < steps; ++s) {
+      gather(data, order, s * batch, batch, in, out);
+      const float loss = session.train_step(in.data(), out.data(), ++iteration, config.accuracy ? pred.data() : nullptr);
+      loss_sum += loss;
+      if (config.accuracy) correct += count_correct(pred.data(), out.data(), batch, data.expected_size);
+      if (config.progress && ms_since(last_progress) > 200) {
+        last_progress = Clock::now();
+        std::fprintf(stdout, "\rEpoch %d/%d - step %llu/%llu - loss: %.4f", e, config.epochs,
+                     static_cast<unsigned long long>(s + 1), static_cast<unsigned long long>(steps),
+                     loss_sum / static_cast<double>(s + 1));
+        std::fflush(stdout);
+      }
+    }
+    r.ms = ms_since(t0);
+    r.ms_per_step = r.ms / static_cast<double>(steps);
+    r.loss = loss_sum / static_cast<double>(steps);
+    if (config.accuracy) r.accuracy = static_cast<double>(correct) / static_cast<double>(steps * batch);
+    if (config.progress) {
+      std::fprintf(stdout, "\r\033[K");
+      std::fflush(stdout);
+    }
+    if (validation.size() >= batch) {
+      std::vector<uint64_t> vidx(validation.size());
+      std::iota(vidx.begin(), vidx.end(), 0);
+      const uint64_t vsteps = validation.size() / batch;
+      std::vector<float> vpred(batch * validation.expected_size);
+      double vloss = 0;
+      uint64_t vcorrect = 0;
+      for (uint64_t s = 0; s < vsteps; ++s) {
+        gather(validation, vidx, s * batch, batch, in, out);
+        vloss += session.evaluate(in.data(), out.data(), vpred.data());
+        vcorrect += count_correct(vpred.data(), out.data(), batch, validation.expected_size);
+      }
+      r.val_loss = vloss / static_cast<double>(vsteps);
+      r.val_accuracy = static_cast<double>(vcorrect) / static_cast<double>(vsteps * batch);
+    }
+    results.push_back(r);
+    if (on_epoch) on_epoch(r);
+  }
+  return results;
+}
+
+double categorical_accuracy(Session& session, const Dataset& data) {
+  check_sizes(session, data);
+  const uint64_t batch = static_cast<uint64_t>(session.batch());
+  if (data.size() == 0) return 0;
+  std::vector<uint64_t> idx(data.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::vector<float> in, out, pred(batch * data.expected_size);
+  uint64_t correct = 0;
+  for (uint64_t first = 0; first < data.size(); first += batch) {
+    gather(data, idx, first, batch, in, out);
+    session.predict(in.data(), pred.data());
+    correct += count_correct(pred.data(), out.data(), std::min(batch, data.size() - first), data.expected_size);
+  }
+  return static_cast<double>(correct) / static_cast<double>(data.size());
+}
+
+}  // namespace cltrain

@@ -1,0 +1,229 @@
+#include "training_graph.h"
+
+#include <map>
+
+namespace cltrain {
+namespace {
+
+class GraphBuilder {
+ public:
+  GraphBuilder(const Model& model, const TrainOptions& options) : model_(model), opt_(options) {}
+
+  TrainingGraph build();
+
+ private:
+  int32_t add_tensor(const std::string& name, const std::vector<int32_t>& shape, int32_t role,
+                     bool persistent) {
+    cltrain_tensor_desc d{};
+    g_.names.push_back(name);
+    d.name = g_.names.back().c_str();
+    d.rank = static_cast<int32_t>(shape.size());
+    for (size_t i = 0; i < shape.size(); ++i) d.dims[i] = shape[i];
+    d.dtype = CLTRAIN_FLOAT32;
+    d.role = role;
+    d.first_step = d.last_step = -1;
+    d.persistent = persistent ? 1 : 0;
+    g_.tensors.push_back(d);
+    return static_cast<int32_t>(g_.tensors.size() - 1);
+  }
+  std::vector<int32_t> shape_of(int32_t t) const {
+    const auto& d = g_.tensors[static_cast<size_t>(t)];
+    return std::vector<int32_t>(d.dims, d.dims + d.rank);
+  }
+  int32_t add_step(int32_t op, int32_t phase, int32_t model_op, std::vector<int32_t> in,
+                   std::vector<int32_t> out, const cltrain_op_params& params, int32_t owner) {
+    cltrain_step_desc s{};
+    s.op = op;
+    s.phase = phase;
+    s.model_op = model_op;
+    s.num_inputs = static_cast<int32_t>(in.size());
+    for (size_t i = 0; i < in.size(); ++i) s.inputs[i] = in[i];
+    s.num_outputs = static_cast<int32_t>(out.size());
+    for (size_t i = 0; i < out.size(); ++i) s.outputs[i] = out[i];
+    s.params = params;
+    g_.steps.push_back(s);
+    g_.owner_step.push_back(owner);
+    return static_cast<int32_t>(g_.steps.size() - 1);
+  }
+
+  // The tensor a backward step writes the gradient of t into: the gradient tensor itself the
+  // first time, a disposable tensor (accumulated right after the step) after that.
+  int32_t grad_target(int32_t t, std::vector<std::pair<int32_t, int32_t>>* accumulate) {
+    auto it = grad_.find(t);
+    const bool weight = is_weight(t);
+    if (it == grad_.end()) {
+      const int32_t g = add_tensor(std::string(weight ? "grad/" : "backprop/") + g_.name_of(t), shape_of(t),
+                                   weight ? CLTRAIN_ROLE_GRADIENT : CLTRAIN_ROLE_BACK_PROP, false);
+      grad_[t] = g;
+      return g;
+    }
+    const int32_t d = add_tensor(std::string("disposable/") + g_.name_of(t), shape_of(t),
+                                 CLTRAIN_ROLE_DISPOSABLE, false);
+    accumulate->emplace_back(d, it->second);
+    return d;
+  }
+
+  bool is_weight(int32_t t) const {
+    return t >= 0 && t < static_cast<int32_t>(model_.tensors.size()) &&
+           model_.tensors[static_cast<size_t>(t)].is_constant() &&
+           model_.tensors[static_cast<size_t>(t)].dtype == CLTRAIN_FLOAT32;
+  }
+  bool needs_grad(int32_t t) const { return t >= 0 && needs_grad_[static_cast<size_t>(t)]; }
+
+  void forward_step(size_t i);
+  void backward_step(size_t i);
+  void update_steps_after(int32_t step, const std::vector<int32_t>& weights_done);
+
+  const Model& model_;
+  const TrainOptions& opt_;
+  TrainingGraph g_;
+  std::vector<bool> needs_grad_;
+  std::map<int32_t, int32_t> grad_;          // tensor -> its back-prop / gradient tensor
+  std::map<int32_t, int32_t> remaining_;     // weight -> backward steps still to contribute
+};
+
+void GraphBuilder::forward_step(size_t i) {
+  const Operator& op = model_.operators[i];
+  std::vector<int32_t> in;
+  switch (op.op) {
+    case CLTRAIN_OP_RESHAPE:  // the shape operand is a constant the backends do not need
+      in = {op.inputs[0]};
+      break;
+    case CLTRAIN_OP_FULLY_CONNECTED:
+      in = {op.inputs[0], op.inputs[1], op.inputs.size() > 2 ? op.inputs[2] : -1};
+      break;
+    default:
+      in = op.inputs;
+  }
+  add_step(op.op, CLTRAIN_PHASE_FORWARD, static_cast<int32_t>(i), in, {op.outputs[0]}, op.params, -1);
+}
+
+void GraphBuilder::backward_step(size_t i) {
+  const Operator& op = model_.operators[i];
+  const int32_t y = op.outputs[0];
+  const int32_t dy = grad_.at(y);
+  std::vector<std::pair<int32_t, int32_t>> acc;
+  std::vector<int32_t> in, out, weights_done;
+  const int32_t fwd = static_cast<int32_t>(i);
+  auto grad_of = [&](int32_t t) {
+    if (!needs_grad(t)) return -1;
+    if (is_weight(t)) weights_done.push_back(t);
+    return grad_target(t, &acc);
+  };
+  switch (op.op) {
+    case CLTRAIN_OP_FULLY_CONNECTED: {
+      const int32_t x = op.inputs[0], w = op.inputs[1];
+      const int32_t b = op.inputs.size() > 2 ? op.inputs[2] : -1;
+      const int32_t dx = grad_of(x), dw = grad_of(w), db = grad_of(b);
+      in = {dw >= 0 ? x : -1, w, op.params.activation != CLTRAIN_ACT_NONE ? y : -1, dy};
+      out = {dx, dw, db};
+      break;
+    }
+    case CLTRAIN_OP_RELU:
+    case CLTRAIN_OP_SOFTMAX:
+      in = {y, dy};
+      out = {grad_of(op.inputs[0])};
+      break;
+    case CLTRAIN_OP_RESHAPE:
+      in = {dy};
+      out = {grad_of(op.inputs[0])};
+      break;
+    default:
+      throw ModelError(std::string("operator ") + std::to_string(i) + " (" + cltrain_op_name(op.op) +
+                       ") has no backward step");
+  }
+  const int32_t step = add_step(op.op, CLTRAIN_PHASE_BACKWARD, fwd, in, out, op.params, -1);
+  for (const auto& [disposable, target] : acc)
+    add_step(CLTRAIN_OP_ACCUMULATE, CLTRAIN_PHASE_BACKWARD, fwd, {disposable}, {target}, {}, step);
+  update_steps_after(step, weights_done);
+}
+
+// A weight is updated right after the last backward step that contributes to its gradient, so
+// that gradients live for one step only.
+void GraphBuilder::update_steps_after(int32_t step, const std::vector<int32_t>& weights_done) {
+  for (int32_t w : weights_done) {
+    if (--remaining_[w] > 0) continue;
+    cltrain_op_params p{};
+    p.learning_rate = opt_.learning_rate;
+    p.beta1 = opt_.beta1;
+    p.beta2 = opt_.beta2;
+    p.epsilon = opt_.epsilon;
+    const std::string name = g_.name_of(w);
+    if (opt_.optimizer == CLTRAIN_OP_UPDATE_ADAM) {
+      const int32_t m = add_tensor("adam_m/" + name, shape_of(w), CLTRAIN_ROLE_OPTIMIZER, true);
+      const int32_t v = add_tensor("adam_v/" + name, shape_of(w), CLTRAIN_ROLE_OPTIMIZER, true);
+      add_step(CLTRAIN_OP_UPDATE_ADAM, CLTRAIN_PHASE_UPDATE, g_.steps[step].model_op, {grad_.at(w)},
+               {w, m, v}, p, step);
+    } else {
+      add_step(CLTRAIN_OP_UPDATE_SGD, CLTRAIN_PHASE_UPDATE, g_.steps[step].model_op, {grad_.at(w)}, {w},
+               p, step);
+    }
+  }
+}
+
+TrainingGraph GraphBuilder::build() {
+  if (model_.inputs.size() != 1 || model_.outputs.size() != 1)
+    throw ModelError("training needs a model with one input and one output (this one has " +
+                     std::to_string(model_.inputs.size()) + " and " + std::to_string(model_.outputs.size()) + ")");
+  // Model tensors first, with their model index as id.
+  for (const Tensor& t : model_.tensors) {
+    const bool weight = t.is_constant() && t.dtype == CLTRAIN_FLOAT32;
+    const int32_t id = add_tensor(t.name, t.shape, weight ? CLTRAIN_ROLE_TRAINABLE : CLTRAIN_ROLE_NON_CONST, weight);
+    if (weight) {
+      g_.tensors[static_cast<size_t>(id)].data = t.data.data();
+      g_.tensors[static_cast<size_t>(id)].data_bytes = t.data.size();
+    }
+  }
+  g_.input = model_.inputs[0];
+  g_.prediction = model_.outputs[0];
+  if (model_.tensors[static_cast<size_t>(g_.input)].dtype != CLTRAIN_FLOAT32)
+    throw ModelError("the model input must be float32");
+
+  // Which tensors need a gradient: weights, and everything computed from one.
+  needs_grad_.assign(model_.tensors.size(), false);
+  for (size_t t = 0; t < model_.tensors.size(); ++t) needs_grad_[t] = is_weight(static_cast<int32_t>(t));
+  for (const Operator& op : model_.operators) {
+    bool any = false;
+    for (int32_t in : op.inputs) any = any || needs_grad(in);
+    for (int32_t out : op.outputs) needs_grad_[static_cast<size_t>(out)] = any;
+  }
+  for (size_t i = 0; i < model_.operators.size(); ++i)
+    for (int32_t in : model_.operators[i].inputs)
+      if (is_weight(in)) ++remaining_[in];
+  for (const auto& [w, n] : remaining_) g_.weights.push_back(w);
+
+  for (size_t i = 0; i < model_.operators.size(); ++i) forward_step(i);
+  g_.num_forward = static_cast<int32_t>(g_.steps.size());
+
+  // The loss.
+  const auto pred_shape = shape_of(g_.prediction);
+  g_.expected = add_tensor("expected", pred_shape, CLTRAIN_ROLE_NON_CONST, false);
+  g_.loss = add_tensor("loss", {1}, CLTRAIN_ROLE_NON_CONST, false);
+  cltrain_op_params lp{};
+  lp.reduction = opt_.reduction;
+  g_.loss_step = add_step(opt_.loss, CLTRAIN_PHASE_FORWARD, -1, {g_.prediction, g_.expected}, {g_.loss}, lp, -1);
+  if (!needs_grad(g_.prediction)) return std::move(g_);  // nothing to train
+  const int32_t dpred = add_tensor(std::string("backprop/") + g_.name_of(g_.prediction), pred_shape,
+                                   CLTRAIN_ROLE_BACK_PROP, false);
+  grad_[g_.prediction] = dpred;
+  add_step(opt_.loss, CLTRAIN_PHASE_BACKWARD, -1, {g_.prediction, g_.expected}, {dpred}, lp, g_.loss_step);
+
+  for (size_t i = model_.operators.size(); i-- > 0;) {
+    const Operator& op = model_.operators[i];
+    if (!needs_grad(op.outputs[0]) || !grad_.count(op.outputs[0])) continue;
+    backward_step(i);
+  }
+  return std::move(g_);
+}
+
+}  // namespace
+
+TrainingGraph build_training_graph(const Model& model, const TrainOptions& options) {
+  if (options.loss != CLTRAIN_OP_LOSS_MSE && options.loss != CLTRAIN_OP_LOSS_CCE)
+    throw ModelError("unknown loss");
+  if (options.optimizer != CLTRAIN_OP_UPDATE_SGD && options.optimizer != CLTRAIN_OP_UPDATE_ADAM)
+    throw ModelError("unknown optimizer");
+  return GraphBuilder(model, options).build();
+}
+
+}  // namespace cltrain

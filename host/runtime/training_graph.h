@@ -1,0 +1,51 @@
+// The training graph: from a model, the tensors and steps one training iteration runs, with a
+// role for every tensor.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "cltrain/cltrain_backend.h"
+#include "model/model.h"
+
+namespace cltrain {
+
+struct TrainOptions {
+  int32_t loss = CLTRAIN_OP_LOSS_CCE;        // CLTRAIN_OP_LOSS_MSE or CLTRAIN_OP_LOSS_CCE
+  int32_t reduction = CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE;
+  int32_t optimizer = CLTRAIN_OP_UPDATE_ADAM;  // CLTRAIN_OP_UPDATE_SGD or CLTRAIN_OP_UPDATE_ADAM
+  float learning_rate = 0.001f;
+  float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-7f;
+};
+
+struct TrainingGraph {
+  TrainingGraph() = default;
+  TrainingGraph(const TrainingGraph&) = delete;  // descriptors point into `names`
+  TrainingGraph& operator=(const TrainingGraph&) = delete;
+  TrainingGraph(TrainingGraph&&) = default;
+  TrainingGraph& operator=(TrainingGraph&&) = default;
+
+  // Model tensors keep their model index as id; the training graph appends the expected output,
+  // the loss, back-prop, gradient, disposable and optimizer tensors. Lifetimes are left at -1:
+  // they depend on placement.
+  std::vector<cltrain_tensor_desc> tensors;
+  std::vector<cltrain_step_desc> steps;
+  std::vector<int32_t> owner_step;  // per step: the step whose backend it follows (-1: itself)
+  int32_t num_forward = 0;          // steps [0, num_forward) run the model forward
+  int32_t loss_step = 0;            // == num_forward: the loss forward step
+  int32_t input = -1, expected = -1, loss = -1, prediction = -1;
+  std::vector<int32_t> weights;     // trainable weight tensors, in model order
+
+  const char* name_of(int32_t t) const { return tensors[static_cast<size_t>(t)].name; }
+
+  // Storage for the names the descriptors point to.
+  std::deque<std::string> names;
+};
+
+// Builds the training graph of a model (whose batch is already set). Throws ModelError when the
+// model cannot be trained (no float input, output shape that the loss cannot take, ...).
+TrainingGraph build_training_graph(const Model& model, const TrainOptions& options);
+
+}  // namespace cltrain

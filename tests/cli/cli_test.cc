@@ -1,0 +1,141 @@
+// The cltrain command line: every bad input gives one clear line and a non-zero exit.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "model/builder.h"
+#include "model/model.h"
+
+namespace cltrain {
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string err;  // stderr
+};
+
+Result run_cli(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + " " + std::string(CLTRAIN_CLI) + " " + args + " 2>&1 >/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  Result r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.err.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "cltrain_cli_" + std::to_string(getpid());
+    mkdir_ok_ = system(("mkdir -p " + dir_).c_str()) == 0;
+    ASSERT_TRUE(mkdir_ok_);
+    // Four samples of valid data for the mlp (batch 2).
+    write_floats(path("x.raw"), std::vector<float>(4 * 784, 0.5f));
+    std::vector<float> y(4 * 10, 0.0f);
+    for (int i = 0; i < 4; ++i) y[i * 10 + i] = 1.0f;
+    write_floats(path("y.raw"), y);
+  }
+  std::string path(const std::string& f) const { return dir_ + "/" + f; }
+  static void write_floats(const std::string& p, const std::vector<float>& v) {
+    std::ofstream f(p, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
+  }
+  static void write_bytes(const std::string& p, const std::vector<uint8_t>& b) {
+    std::ofstream f(p, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  }
+  std::string model_file(const Model& m, const std::string& name) {
+    write_bytes(path(name), write_model(m, "circle"));
+    return path(name);
+  }
+  std::string train_args(const std::string& model) const {
+    return model + " --batch_size 2 --epoch 1 --backends cpu --load_input:raw " + path("x.raw") +
+           " --load_expected:raw " + path("y.raw");
+  }
+  // One line on stderr, naming the problem, and a non-zero exit.
+  static void expect_one_line_failure(const Result& r, const std::string& word) {
+    EXPECT_NE(r.code, 0);
+    EXPECT_LT(r.code, 128) << "crashed";
+    ASSERT_FALSE(r.err.empty());
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
+    EXPECT_NE(r.err.find(word), std::string::npos) << r.err;
+  }
+  std::string dir_;
+  bool mkdir_ok_ = false;
+};
+
+TEST_F(Cli, TrainsOnRawData) {
+  const Result r = run_cli(train_args(model_file(make_named_model("mlp", 2), "mlp.circle")));
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+TEST_F(Cli, neg_TruncatedFile) {
+  auto bytes = write_model(make_named_model("mlp", 2), "circle");
+  bytes.resize(bytes.size() / 3);
+  write_bytes(path("t.circle"), bytes);
+  expect_one_line_failure(run_cli(train_args(path("t.circle"))), "t.circle");
+}
+
+TEST_F(Cli, neg_WrongIdentifier) {
+  auto bytes = write_model(make_named_model("mlp", 2), "circle");
+  bytes[4] = 'X';
+  bytes[5] = 'Y';
+  write_bytes(path("id.circle"), bytes);
+  expect_one_line_failure(run_cli(train_args(path("id.circle"))), "identifier");
+}
+
+TEST_F(Cli, neg_TensorIndexOutOfRange) {
+  Model m = make_named_model("mlp", 2);
+  m.operators[1].inputs[0] = 99;
+  expect_one_line_failure(run_cli(train_args(model_file(m, "idx.circle"))), "99");
+}
+
+TEST_F(Cli, neg_BufferShorterThanTensor) {
+  Model m = make_named_model("mlp", 2);
+  for (auto& t : m.tensors)
+    if (t.data.size() > 1000) {
+      t.data.resize(1000);
+      break;
+    }
+  expect_one_line_failure(run_cli(train_args(model_file(m, "buf.circle"))), "buffer");
+}
+
+TEST_F(Cli, neg_MissingModel) {
+  expect_one_line_failure(run_cli(train_args(path("nothing.circle"))), "nothing.circle");
+}
+
+TEST_F(Cli, neg_RawDataNotWholeSamples) {
+  write_floats(path("x.raw"), std::vector<float>(4 * 784 + 3, 0.5f));
+  expect_one_line_failure(run_cli(train_args(model_file(make_named_model("mlp", 2), "mlp.circle"))),
+                          "not a multiple of the sample size");
+}
+
+TEST_F(Cli, neg_UnknownOption) {
+  expect_one_line_failure(run_cli("--frobnicate"), "unknown option");
+}
+
+TEST_F(Cli, neg_MissingPluginWarnsAndTrainsOnCpu) {
+  const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
+  const Result r = run_cli(train_args(model) + " --backends nosuch");
+  EXPECT_EQ(r.code, 0) << r.err;  // training continues on the CPU
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  EXPECT_NE(r.err.find("libcltrain_nosuch.so not found"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, neg_OtherAbiPluginWarnsAndTrainsOnCpu) {
+  const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
+  const Result r = run_cli(train_args(model) + " --backends badabi", "CLTRAIN_BACKEND_PATH=" CLTRAIN_TEST_PLUGIN_DIR);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("ABI version"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace cltrain
