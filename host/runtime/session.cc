@@ -1,6 +1,7 @@
 #include "session.h"
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include "memory_plan.h"
@@ -111,47 +112,16 @@ void Session::compute_lifetimes() {
   const int32_t loss_end = graph_.loss_step + 1;
   struct Range { int32_t end; bool loss; };
   const Range ranges[] = {{nsteps, true}, {nsteps, true}, {loss_end, true}, {graph_.num_forward, false}};
-  for (const Range& r : ranges) {
-    // Same rules as run_range.
-    for (size_t t = 0; t < nt; ++t)
-      if (!graph_.tensors[t].persistent) valid_[t] = 0;
-    auto host_write = [&](int32_t t) {
-      for (int32_t s = 0; s < r.end; ++s) {
-        const auto& st = graph_.steps[static_cast<size_t>(s)];
-        for (int32_t i = 0; i < st.num_inputs; ++i)
-          if (st.inputs[i] == t) {
-            const int32_t b = step_backend_[static_cast<size_t>(s)];
-            access(b, t, 0);
-            valid_[static_cast<size_t>(t)] = 1u << b;
-            return;
-          }
-      }
-    };
-    host_write(graph_.input);
-    if (r.loss) host_write(graph_.expected);
-    for (int32_t s = 0; s < r.end; ++s) {
-      const auto& st = graph_.steps[static_cast<size_t>(s)];
-      const int32_t b = step_backend_[static_cast<size_t>(s)];
-      auto need = [&](int32_t t) {
-        if (t < 0 || (valid_[static_cast<size_t>(t)] & (1u << b))) return;
-        const int32_t from = lowest_bit(valid_[static_cast<size_t>(t)]);
-        if (from < 0) throw BackendError(std::string("internal: tensor ") + graph_.name_of(t) + " is read before it is written");
-        access(from, t, s);
-        access(b, t, s);
-        valid_[static_cast<size_t>(t)] |= 1u << b;
-      };
-      for (int32_t i = 0; i < st.num_inputs; ++i) need(st.inputs[i]);
-      if (reads_outputs(st))
-        for (int32_t i = 0; i < st.num_outputs; ++i) need(st.outputs[i]);
-      for (int32_t i = 0; i < st.num_outputs; ++i)
-        if (st.outputs[i] >= 0) valid_[static_cast<size_t>(st.outputs[i])] = 1u << b;
-    }
-    // The host reads the loss and the prediction after the range: they live to the end.
-    for (int32_t t : {graph_.loss, graph_.prediction}) {
-      const int32_t from = lowest_bit(valid_[static_cast<size_t>(t)]);
-      if (from >= 0) access(from, t, nsteps - 1);
-    }
-  }
+  WalkHooks hooks;
+  hooks.write = [&](int32_t t, int32_t b) { access(b, t, 0); };
+  hooks.copy = [&](int32_t t, int32_t from, int32_t to, int32_t s) {
+    access(from, t, s);
+    access(to, t, s);
+  };
+  hooks.step = [](int32_t, int32_t) {};
+  // The host reads the loss and the prediction after the range: they live to the end.
+  hooks.read = [&](int32_t t, int32_t from) { access(from, t, nsteps - 1); };
+  for (const Range& r : ranges) walk(r.end, r.loss, r.loss, true, hooks);
   valid_ = initial;
 
   tensors_.assign(nb, graph_.tensors);
@@ -191,67 +161,86 @@ void Session::prepare() {
   }
 }
 
-int32_t Session::source_of(int32_t t) const { return lowest_bit(valid_[static_cast<size_t>(t)]); }
+void Session::walk(int32_t end, bool with_expected, bool read_loss, bool read_prediction,
+                   const WalkHooks& hooks) {
+  for (size_t t = 0; t < graph_.tensors.size(); ++t)
+    if (!graph_.tensors[t].persistent) valid_[t] = 0;
+  // The host writes its tensors into the backend of their first reader, before any step.
+  auto host_write = [&](int32_t t) {
+    for (int32_t s = 0; s < end; ++s) {
+      const auto& st = graph_.steps[static_cast<size_t>(s)];
+      for (int32_t i = 0; i < st.num_inputs; ++i)
+        if (st.inputs[i] == t) {
+          const int32_t b = step_backend_[static_cast<size_t>(s)];
+          hooks.write(t, b);
+          valid_[static_cast<size_t>(t)] = 1u << b;
+          return;
+        }
+    }
+  };
+  host_write(graph_.input);
+  if (with_expected) host_write(graph_.expected);
+  for (int32_t s = 0; s < end; ++s) {
+    const auto& st = graph_.steps[static_cast<size_t>(s)];
+    const int32_t b = step_backend_[static_cast<size_t>(s)];
+    auto need = [&](int32_t t) {
+      if (t < 0 || (valid_[static_cast<size_t>(t)] & (1u << b))) return;
+      const int32_t from = lowest_bit(valid_[static_cast<size_t>(t)]);
+      if (from < 0) throw BackendError(std::string("internal: tensor ") + graph_.name_of(t) + " is read before it is written");
+      hooks.copy(t, from, b, s);
+      valid_[static_cast<size_t>(t)] |= 1u << b;
+    };
+    for (int32_t i = 0; i < st.num_inputs; ++i) need(st.inputs[i]);
+    if (reads_outputs(st))
+      for (int32_t i = 0; i < st.num_outputs; ++i) need(st.outputs[i]);
+    hooks.step(s, b);
+    for (int32_t i = 0; i < st.num_outputs; ++i)
+      if (st.outputs[i] >= 0) valid_[static_cast<size_t>(st.outputs[i])] = 1u << b;
+  }
+  for (int32_t t : {read_loss ? graph_.loss : -1, read_prediction ? graph_.prediction : -1}) {
+    if (t < 0) continue;
+    const int32_t from = lowest_bit(valid_[static_cast<size_t>(t)]);
+    if (from < 0) throw BackendError(std::string("internal: ") + graph_.name_of(t) + " is not computed by these steps");
+    hooks.read(t, from);
+  }
+}
 
 float Session::run_range(int32_t end, const float* input, const float* expected,
                          const cltrain_run_args& args, float* prediction, bool want_loss) {
-  const size_t nt = graph_.tensors.size();
-  for (size_t t = 0; t < nt; ++t)
-    if (!graph_.tensors[t].persistent) valid_[t] = 0;
-
-  std::vector<int32_t> pending;
+  std::vector<int32_t>& pending = pending_;
+  pending.clear();
   int32_t pending_backend = -1;
   auto flush = [&]() {
     if (!pending.empty()) backends_[static_cast<size_t>(pending_backend)]->run(pending, args);
     pending.clear();
   };
   auto bytes_of = [&](int32_t t) { return tensor_bytes(graph_.tensors[static_cast<size_t>(t)]); };
-  auto host_write = [&](int32_t t, const float* data) {
-    for (int32_t s = 0; s < end; ++s) {
-      const auto& st = graph_.steps[static_cast<size_t>(s)];
-      for (int32_t i = 0; i < st.num_inputs; ++i)
-        if (st.inputs[i] == t) {
-          const int32_t b = step_backend_[static_cast<size_t>(s)];
-          backends_[static_cast<size_t>(b)]->write(t, data, bytes_of(t));
-          valid_[static_cast<size_t>(t)] = 1u << b;
-          return;
-        }
-    }
+  float loss = 0.0f;
+  WalkHooks hooks;
+  hooks.write = [&](int32_t t, int32_t b) {
+    backends_[static_cast<size_t>(b)]->write(t, t == graph_.input ? input : expected, bytes_of(t));
   };
-  host_write(graph_.input, input);
-  if (want_loss) host_write(graph_.expected, expected);
-
-  for (int32_t s = 0; s < end; ++s) {
-    const auto& st = graph_.steps[static_cast<size_t>(s)];
-    const int32_t b = step_backend_[static_cast<size_t>(s)];
-    auto need = [&](int32_t t) {
-      if (t < 0 || (valid_[static_cast<size_t>(t)] & (1u << b))) return;
-      const int32_t from = source_of(t);
-      flush();
-      const uint64_t bytes = bytes_of(t);
-      staging_.resize(bytes / 4);
-      backends_[static_cast<size_t>(from)]->read(t, staging_.data(), bytes);
-      backends_[static_cast<size_t>(b)]->write(t, staging_.data(), bytes);
-      valid_[static_cast<size_t>(t)] |= 1u << b;
-    };
-    for (int32_t i = 0; i < st.num_inputs; ++i) need(st.inputs[i]);
-    if (reads_outputs(st))
-      for (int32_t i = 0; i < st.num_outputs; ++i) need(st.outputs[i]);
+  hooks.copy = [&](int32_t t, int32_t from, int32_t to, int32_t) {
+    flush();
+    const uint64_t bytes = bytes_of(t);
+    staging_.resize(bytes / 4);
+    backends_[static_cast<size_t>(from)]->read(t, staging_.data(), bytes);
+    backends_[static_cast<size_t>(to)]->write(t, staging_.data(), bytes);
+  };
+  hooks.step = [&](int32_t s, int32_t b) {
     if (b != pending_backend) {
       flush();
       pending_backend = b;
     }
     pending.push_back(s);
-    for (int32_t i = 0; i < st.num_outputs; ++i)
-      if (st.outputs[i] >= 0) valid_[static_cast<size_t>(st.outputs[i])] = 1u << b;
-  }
+  };
+  hooks.read = [&](int32_t t, int32_t from) {
+    flush();
+    if (t == graph_.loss) backends_[static_cast<size_t>(from)]->read(t, &loss, sizeof(float));
+    else backends_[static_cast<size_t>(from)]->read(t, prediction, bytes_of(t));
+  };
+  walk(end, want_loss, want_loss, prediction != nullptr, hooks);
   flush();
-  float loss = 0.0f;
-  if (want_loss) backends_[static_cast<size_t>(source_of(graph_.loss))]->read(graph_.loss, &loss, sizeof(float));
-  if (prediction) {
-    const int32_t t = graph_.prediction;
-    backends_[static_cast<size_t>(source_of(t))]->read(t, prediction, bytes_of(t));
-  }
   return loss;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,7 +53,16 @@ class Session {
   void compute_lifetimes();
   float run_range(int32_t end, const float* input, const float* expected,
                   const cltrain_run_args& args, float* prediction, bool want_loss);
-  int32_t source_of(int32_t t) const;
+  // Walks steps [0, end) as they run: the host's writes, cross-backend copies, steps and the
+  // host's reads, tracking where each tensor is valid. Serves both the lifetime computation and
+  // the run, so that the two cannot disagree.
+  struct WalkHooks {
+    std::function<void(int32_t tensor, int32_t backend)> write;
+    std::function<void(int32_t tensor, int32_t from, int32_t to, int32_t step)> copy;
+    std::function<void(int32_t step, int32_t backend)> step;
+    std::function<void(int32_t tensor, int32_t from)> read;
+  };
+  void walk(int32_t end, bool with_expected, bool read_loss, bool read_prediction, const WalkHooks& hooks);
 
   TrainingGraph graph_;
   std::vector<std::unique_ptr<Backend>> backends_;
@@ -61,6 +71,7 @@ class Session {
   std::vector<uint32_t> valid_;                // per tensor, bitmask of backends holding it
   std::vector<BackendMemory> memory_;
   std::vector<float> staging_;
+  std::vector<int32_t> pending_;
 };
 
 }  // namespace cltrain
