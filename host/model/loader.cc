@@ -1,0 +1,325 @@
+// Loads and verifies circle (CIR0) and tflite (TFL3) files into a cltrain::Model.
+//
+// Order of checks: identifier, flatbuffer verification (every offset in bounds), then the model
+// itself: subgraph, buffers, tensors, operator codes, operators, and last the graph
+// (graph_check.cc). Every problem becomes one ModelError line that names the file.
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "circle_generated.h"
+#include "model/builtin_names.h"
+#include "model/model.h"
+#include "model/model_internal.h"
+
+namespace cltrain {
+
+using detail::fail;
+using detail::printable;
+using detail::shape_str;
+
+namespace {
+
+// Larger tensors are rejected so that element counts and byte sizes never overflow later.
+constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 40;
+
+const char* tensor_type_name(int8_t t) {
+  static const char* const names[] = {
+      "FLOAT32", "FLOAT16", "INT32",  "UINT8",  "INT64",   "STRING", "BOOL",   "INT16",  "COMPLEX64",
+      "INT8",    "FLOAT64", "COMPLEX128", "UINT64", "RESOURCE", "VARIANT", "UINT32", "UINT16", "INT4"};
+  if (t >= 0 && t < static_cast<int8_t>(sizeof(names) / sizeof(names[0]))) return names[t];
+  return nullptr;
+}
+
+std::string type_str(int8_t t) {
+  const char* n = tensor_type_name(t);
+  return n ? std::string(n) : "type " + std::to_string(t);
+}
+
+std::string identifier_str(const uint8_t* p) {
+  std::string s;
+  for (int i = 0; i < 4; ++i) {
+    char c = static_cast<char>(p[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      s += c;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", p[i]);
+      s += buf;
+    }
+  }
+  return s;
+}
+
+// A checked view of the model's buffers; data may live in the flatbuffer or after it.
+struct Buffers {
+  const std::vector<uint8_t>& file;
+  const flatbuffers::Vector<flatbuffers::Offset<fb::Buffer>>* buffers;
+  const std::string& what;
+
+  uint32_t count() const { return buffers ? buffers->size() : 0; }
+
+  // The bytes of buffer b (b < count()).
+  std::pair<const uint8_t*, uint64_t> get(uint32_t b) const {
+    const fb::Buffer* buf = buffers->Get(b);
+    if (buf->data() && buf->data()->size() > 0) return {buf->data()->data(), buf->data()->size()};
+    uint64_t off = buf->offset(), size = buf->size();
+    if (off > 1) {  // the format's "valid if > 1"
+      if (off > file.size() || size > file.size() - off)
+        fail(what, "buffer " + std::to_string(b) + ": data at offset " + std::to_string(off) +
+                       " size " + std::to_string(size) + " lies outside the file (" +
+                       std::to_string(file.size()) + " bytes)");
+      return {file.data() + off, size};
+    }
+    return {nullptr, 0};
+  }
+};
+
+void copy_le32(const uint8_t* src, uint64_t bytes, std::vector<uint8_t>& dst) {
+  dst.assign(src, src + bytes);
+#if !FLATBUFFERS_LITTLEENDIAN
+  for (uint64_t i = 0; i + 4 <= bytes; i += 4) std::swap(dst[i], dst[i + 3]), std::swap(dst[i + 1], dst[i + 2]);
+#endif
+}
+
+Tensor load_tensor(const fb::Tensor* ft, int32_t index, const Buffers& bufs,
+                   const std::string& what) {
+  Tensor t;
+  if (ft->name()) t.name = ft->name()->str();
+  const std::string label = "tensor " + std::to_string(index) + " '" + printable(t.name) + "'";
+  if (ft->shape()) t.shape.assign(ft->shape()->begin(), ft->shape()->end());
+  if (t.shape.size() > CLTRAIN_MAX_RANK)
+    fail(what, label + ": rank " + std::to_string(t.shape.size()) + " is more than " +
+                   std::to_string(CLTRAIN_MAX_RANK));
+  uint64_t elements = 1;
+  for (int32_t d : t.shape) {
+    if (d <= 0)
+      fail(what, label + ": shape " + shape_str(t.shape) + " has a " +
+                     (d < 0 ? "negative" : "zero") + " dimension");
+    elements *= static_cast<uint64_t>(d);
+    if (elements > kMaxTensorBytes / 4) fail(what, label + ": shape " + shape_str(t.shape) + " is too large");
+  }
+  const int8_t type = static_cast<int8_t>(ft->type());
+  if (type == static_cast<int8_t>(fb::TensorType::FLOAT32)) {
+    t.dtype = CLTRAIN_FLOAT32;
+  } else if (type == static_cast<int8_t>(fb::TensorType::INT32)) {
+    t.dtype = CLTRAIN_INT32;
+  } else {
+    fail(what, label + ": " + type_str(type) + " tensors are not supported (float32 models only)");
+  }
+  if (ft->sparsity()) fail(what, label + ": sparse tensors are not supported");
+
+  const uint32_t b = ft->buffer();
+  if (b != 0) {
+    if (b >= bufs.count())
+      fail(what, label + ": buffer index " + std::to_string(b) + " out of range (model has " +
+                     std::to_string(bufs.count()) + " buffers)");
+    auto [data, size] = bufs.get(b);
+    const uint64_t need = elements * detail::dtype_size(t.dtype);
+    if (size > 0) {
+      if (size != need)
+        fail(what, label + ": buffer holds " + std::to_string(size) + " bytes, shape " +
+                       shape_str(t.shape) + " " + (t.dtype == CLTRAIN_INT32 ? "int32" : "float32") +
+                       " needs " + std::to_string(need));
+      copy_le32(data, size, t.data);
+      t.buffer = static_cast<int32_t>(b);
+    }
+  }
+  if (t.dtype == CLTRAIN_INT32 && !t.is_constant())
+    fail(what, label + ": int32 tensors are supported only as constant operands");
+  return t;
+}
+
+// The builtin code an operator code stands for. Old files set only the byte field; codes from
+// 127 up (and circle's negative codes) put 127 in the byte field and the code in builtin_code.
+int32_t effective_code(const fb::OperatorCode* oc) {
+  const int32_t dep = oc->deprecated_builtin_code();
+  if (dep == kBuiltinPlaceholderForGreaterOpCodes) return oc->builtin_code();
+  return std::max(dep, oc->builtin_code());
+}
+
+// The options table each op carries (NONE: the op has none).
+fb::BuiltinOptions expected_options(int32_t op) {
+  switch (op) {
+    case CLTRAIN_OP_FULLY_CONNECTED: return fb::BuiltinOptions::FullyConnectedOptions;
+    case CLTRAIN_OP_SOFTMAX: return fb::BuiltinOptions::SoftmaxOptions;
+    case CLTRAIN_OP_RESHAPE: return fb::BuiltinOptions::ReshapeOptions;
+    default: return fb::BuiltinOptions::NONE;
+  }
+}
+
+int32_t checked_activation(int8_t act, const std::string& what, const std::string& label) {
+  if (act < CLTRAIN_ACT_NONE || act > CLTRAIN_ACT_TANH)
+    fail(what, label + ": fused activation " + std::to_string(act) + " is not supported");
+  return act;
+}
+
+cltrain_op_params load_params(int32_t op, const fb::Operator* fo, const std::string& what,
+                              const std::string& label) {
+  cltrain_op_params p{};
+  const fb::BuiltinOptions type = fo->builtin_options_type();
+  const fb::BuiltinOptions want = expected_options(op);
+  if (type != fb::BuiltinOptions::NONE && type != want)
+    fail(what, label + ": has options of union type " + std::to_string(static_cast<int>(type)) +
+                   ", expected " + std::to_string(static_cast<int>(want)));
+  if (type != fb::BuiltinOptions::NONE && fo->builtin_options() == nullptr)
+    fail(what, label + ": options missing");
+  switch (op) {
+    case CLTRAIN_OP_FULLY_CONNECTED:
+      if (auto* o = fo->builtin_options_as_FullyConnectedOptions()) {
+        p.activation = checked_activation(static_cast<int8_t>(o->fused_activation_function()), what, label);
+        if (o->weights_format() != fb::FullyConnectedOptionsWeightsFormat::DEFAULT)
+          fail(what, label + ": weights format " +
+                         std::to_string(static_cast<int>(o->weights_format())) + " is not supported");
+      }
+      break;
+    case CLTRAIN_OP_SOFTMAX: {
+      auto* o = fo->builtin_options_as_SoftmaxOptions();
+      p.beta = o ? o->beta() : 1.0f;
+      if (!(p.beta > -std::numeric_limits<float>::max() && p.beta < std::numeric_limits<float>::max()))
+        fail(what, label + ": softmax beta is not finite");
+      break;
+    }
+    default:
+      break;
+  }
+  return p;
+}
+
+std::vector<int32_t> index_list(const flatbuffers::Vector<int32_t>* v) {
+  return v ? std::vector<int32_t>(v->begin(), v->end()) : std::vector<int32_t>{};
+}
+
+void check_indices(const std::vector<int32_t>& v, size_t ntensors, bool allow_absent,
+                   const std::string& what, const std::string& label, const char* kind) {
+  for (size_t k = 0; k < v.size(); ++k) {
+    if (allow_absent && v[k] == -1) continue;
+    if (v[k] < 0 || static_cast<size_t>(v[k]) >= ntensors)
+      fail(what, label + kind + std::to_string(k) + ": tensor index " + std::to_string(v[k]) +
+                     " out of range (model has " + std::to_string(ntensors) + " tensors)");
+  }
+}
+
+}  // namespace
+
+Model load_model_from_memory(const std::vector<uint8_t>& bytes, const std::string& what) {
+  if (bytes.empty()) fail(what, "file is empty");
+  if (bytes.size() < 8)
+    fail(what, "not a circle or tflite file (only " + std::to_string(bytes.size()) + " bytes)");
+  Model m;
+  if (std::memcmp(bytes.data() + 4, "CIR0", 4) == 0) {
+    m.format = "circle";
+  } else if (std::memcmp(bytes.data() + 4, "TFL3", 4) == 0) {
+    m.format = "tflite";
+  } else {
+    fail(what, "not a circle or tflite file (identifier '" + identifier_str(bytes.data() + 4) + "')");
+  }
+  // Files over 2 GiB keep buffer data after the flatbuffer, which must lie in the first 2 GiB.
+  const size_t fb_size = std::min<size_t>(bytes.size(), FLATBUFFERS_MAX_BUFFER_SIZE - 1);
+  flatbuffers::Verifier verifier(bytes.data(), fb_size);
+  if (!verifier.VerifyBuffer<fb::Model>(nullptr))
+    fail(what, "corrupt or truncated " + m.format + " file (flatbuffer verification failed)");
+  const fb::Model* fm = flatbuffers::GetRoot<fb::Model>(bytes.data());
+
+  const auto* subgraphs = fm->subgraphs();
+  if (!subgraphs || subgraphs->size() == 0) fail(what, "model has no subgraph");
+  if (subgraphs->size() > 1)
+    fail(what, "model has " + std::to_string(subgraphs->size()) +
+                   " subgraphs; only single-subgraph models are supported");
+  const fb::SubGraph* sg = subgraphs->Get(0);
+
+  Buffers bufs{bytes, fm->buffers(), what};
+  if (bufs.count() > 0 && bufs.get(0).second > 0) fail(what, "buffer 0 must be empty");
+
+  const auto* tensors = sg->tensors();
+  if (!tensors || tensors->size() == 0) fail(what, "model has no tensors");
+  for (uint32_t i = 0; i < tensors->size(); ++i)
+    m.tensors.push_back(load_tensor(tensors->Get(i), static_cast<int32_t>(i), bufs, what));
+  const size_t nt = m.tensors.size();
+
+  m.inputs = index_list(sg->inputs());
+  m.outputs = index_list(sg->outputs());
+  if (m.inputs.empty()) fail(what, "model has no inputs");
+  if (m.outputs.empty()) fail(what, "model has no outputs");
+  check_indices(m.inputs, nt, false, what, "subgraph ", "input ");
+  check_indices(m.outputs, nt, false, what, "subgraph ", "output ");
+
+  const auto* codes = fm->operator_codes();
+  const uint32_t ncodes = codes ? codes->size() : 0;
+  const auto* ops = sg->operators();
+  if (!ops || ops->size() == 0) fail(what, "model has no operators");
+  for (uint32_t i = 0; i < ops->size(); ++i) {
+    const fb::Operator* fo = ops->Get(i);
+    std::string label = "operator " + std::to_string(i);
+    if (fo->opcode_index() >= ncodes)
+      fail(what, label + ": opcode index " + std::to_string(fo->opcode_index()) +
+                     " out of range (model has " + std::to_string(ncodes) + " operator codes)");
+    const fb::OperatorCode* oc = codes->Get(fo->opcode_index());
+    const int32_t code = effective_code(oc);
+    if (code == kBuiltinCustom)
+      fail(what, label + ": custom operator '" +
+                     printable(oc->custom_code() ? oc->custom_code()->str() : "") + "' is not supported");
+    Operator op;
+    op.op = builtin_to_op(code);
+    if (op.op < 0) fail(what, label + ": " + describe_builtin(code) + " is not supported");
+    label += std::string(" (") + cltrain_op_name(op.op) + ")";
+    op.inputs = index_list(fo->inputs());
+    op.outputs = index_list(fo->outputs());
+    check_indices(op.inputs, nt, true, what, label, ": input ");
+    check_indices(op.outputs, nt, false, what, label, ": output ");
+    op.params = load_params(op.op, fo, what, label);
+    m.operators.push_back(std::move(op));
+  }
+
+  detail::check_graph(m, what);
+  m.file = bytes;
+  return m;
+}
+
+Model load_model(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(path, "cannot open: is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  std::vector<uint8_t> bytes;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (size > 0) {
+    bytes.resize(static_cast<size_t>(size));
+    in.read(reinterpret_cast<char*>(bytes.data()), size);
+    if (in.gcount() != size) fail(path, "cannot read the whole file");
+  }
+  return load_model_from_memory(bytes, path);
+}
+
+void set_batch_size(Model& model, int32_t batch) {
+  if (batch < 1) throw ModelError("batch size " + std::to_string(batch) + " must be at least 1");
+  for (size_t i = 0; i < model.tensors.size(); ++i) {
+    Tensor& t = model.tensors[i];
+    if (t.is_constant()) continue;
+    if (t.shape.empty())
+      throw ModelError(detail::tensor_label(model, static_cast<int32_t>(i)) +
+                       ": has rank 0, so it has no batch dimension");
+    uint64_t rest = 1;
+    for (size_t d = 1; d < t.shape.size(); ++d) rest *= static_cast<uint64_t>(t.shape[d]);
+    if (rest * static_cast<uint64_t>(batch) > kMaxTensorBytes / 4)
+      throw ModelError("batch size " + std::to_string(batch) + " makes " +
+                       detail::tensor_label(model, static_cast<int32_t>(i)) + " too large");
+  }
+  for (Tensor& t : model.tensors)
+    if (!t.is_constant()) t.shape[0] = batch;
+  // A Reshape's constant target shape carries the batch too, unless it says -1 (inferred).
+  for (const Operator& op : model.operators) {
+    if (op.op != CLTRAIN_OP_RESHAPE || op.inputs.size() < 2 || op.inputs[1] < 0) continue;
+    Tensor& s = model.tensors[static_cast<size_t>(op.inputs[1])];
+    if (s.dtype != CLTRAIN_INT32 || s.data.size() < 4) continue;
+    int32_t first;
+    std::memcpy(&first, s.data.data(), 4);
+    if (first > 0) std::memcpy(s.data.data(), &batch, 4);
+  }
+}
+
+}  // namespace cltrain

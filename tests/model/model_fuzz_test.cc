@@ -1,0 +1,76 @@
+// Corrupted files (truncated, bytes changed) must be rejected with ModelError or load cleanly;
+// nothing else may happen. Run under -DCLTRAIN_ASAN=ON to catch out-of-bounds reads.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "test_util.h"
+
+namespace cltrain {
+namespace {
+
+struct Tally {
+  int rejected = 0, loaded = 0;
+};
+
+void try_load(const std::vector<uint8_t>& bytes, Tally& tally, const std::string& what) {
+  try {
+    Model m = load_model_from_memory(bytes, "fuzz.circle");
+    ++tally.loaded;
+    // What loads must also survive the next steps a user takes.
+    set_batch_size(m, 3);
+  } catch (const ModelError& e) {
+    ++tally.rejected;
+    const std::string msg = e.what();
+    if (msg.find('\n') != std::string::npos) ADD_FAILURE() << what << ": multi-line message: " << msg;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": threw something other than ModelError: " << e.what();
+  }
+}
+
+TEST(ModelFuzz, neg_TruncateEveryLength) {
+  for (const char* fmt : {"circle", "tflite"}) {
+    const std::vector<uint8_t> full = write_model(test::tiny_model(), fmt);
+    Tally tally;
+    for (size_t n = 0; n < full.size(); ++n)
+      try_load(std::vector<uint8_t>(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(n)), tally,
+               std::string(fmt) + " truncated to " + std::to_string(n));
+    EXPECT_GT(tally.rejected, 0);
+  }
+}
+
+TEST(ModelFuzz, neg_ChangeEveryByte) {
+  const std::vector<uint8_t> full = write_model(test::tiny_model(), "circle");
+  Tally tally;
+  for (size_t i = 0; i < full.size(); ++i) {
+    for (uint8_t mask : {0x01, 0x10, 0x80, 0xff}) {
+      std::vector<uint8_t> b = full;
+      b[i] ^= mask;
+      try_load(b, tally, "byte " + std::to_string(i) + " ^ " + std::to_string(mask));
+    }
+  }
+  EXPECT_GT(tally.rejected, 0);
+  EXPECT_GT(tally.loaded, 0);  // flips inside weights still load
+}
+
+TEST(ModelFuzz, neg_RandomDamageToMlp) {
+  const std::vector<uint8_t> full = write_model(make_named_model("mlp", 2), "tflite");
+  std::mt19937 rng(1234);
+  Tally tally;
+  for (int round = 0; round < 300; ++round) {
+    std::vector<uint8_t> b = full;
+    const int changes = 1 + static_cast<int>(rng() % 8);
+    for (int c = 0; c < changes; ++c) {
+      // Mostly the tables at the start of the file (flatbuffers are built back to front, and
+      // write_model adds the weights first, so they end up last).
+      const size_t span = rng() % 4 ? std::min<size_t>(b.size(), 4096) : b.size();
+      b[rng() % span] = static_cast<uint8_t>(rng());
+    }
+    if (rng() % 4 == 0) b.resize(rng() % b.size());
+    try_load(b, tally, "round " + std::to_string(round));
+  }
+  EXPECT_GT(tally.rejected, 0);
+}
+
+}  // namespace
+}  // namespace cltrain

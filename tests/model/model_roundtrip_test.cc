@@ -1,0 +1,187 @@
+// Builder -> writer -> loader round trips, named models, set_batch_size.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "model/builtin_names.h"
+#include "test_util.h"
+
+namespace cltrain {
+namespace {
+
+using test::floats;
+
+void expect_same_model(const Model& a, const Model& b) {
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    SCOPED_TRACE("tensor " + std::to_string(i));
+    EXPECT_EQ(a.tensors[i].name, b.tensors[i].name);
+    EXPECT_EQ(a.tensors[i].shape, b.tensors[i].shape);
+    EXPECT_EQ(a.tensors[i].dtype, b.tensors[i].dtype);
+    EXPECT_EQ(a.tensors[i].buffer, b.tensors[i].buffer);
+    EXPECT_TRUE(a.tensors[i].data == b.tensors[i].data);
+  }
+  ASSERT_EQ(a.operators.size(), b.operators.size());
+  for (size_t i = 0; i < a.operators.size(); ++i) {
+    SCOPED_TRACE("operator " + std::to_string(i));
+    EXPECT_EQ(a.operators[i].op, b.operators[i].op);
+    EXPECT_EQ(a.operators[i].inputs, b.operators[i].inputs);
+    EXPECT_EQ(a.operators[i].outputs, b.operators[i].outputs);
+    EXPECT_EQ(0, std::memcmp(&a.operators[i].params, &b.operators[i].params, sizeof(cltrain_op_params)));
+  }
+  EXPECT_EQ(a.inputs, b.inputs);
+  EXPECT_EQ(a.outputs, b.outputs);
+}
+
+class RoundTrip : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RoundTrip, Mlp) {
+  const std::string fmt = GetParam();
+  const Model built = make_named_model("mlp", 32);
+  const std::vector<uint8_t> bytes = write_model(built, fmt);
+  ASSERT_GE(bytes.size(), 8u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes.data()) + 4, 4), fmt == "circle" ? "CIR0" : "TFL3");
+  const Model loaded = load_model_from_memory(bytes, "mlp." + fmt);
+  EXPECT_EQ(loaded.format, fmt);
+  EXPECT_TRUE(loaded.file == bytes);
+  expect_same_model(built, loaded);
+  // Writing the loaded model again gives the same bytes.
+  EXPECT_TRUE(write_model(loaded, fmt) == bytes);
+}
+
+TEST_P(RoundTrip, EveryOpWithReshape) {
+  const Model built = test::tiny_model();
+  const Model loaded = load_model_from_memory(write_model(built, GetParam()), "tiny");
+  expect_same_model(built, loaded);
+  // Reshape carries its INT32 shape operand [-1, 3] as the second input.
+  const Operator& r = loaded.operators[1];
+  ASSERT_EQ(r.op, CLTRAIN_OP_RESHAPE);
+  ASSERT_EQ(r.inputs.size(), 2u);
+  const Tensor& s = loaded.tensors[static_cast<size_t>(r.inputs[1])];
+  EXPECT_EQ(s.dtype, CLTRAIN_INT32);
+  EXPECT_EQ(s.shape, std::vector<int32_t>({2}));
+  std::vector<int32_t> v(2);
+  std::memcpy(v.data(), s.data.data(), 8);
+  EXPECT_EQ(v, std::vector<int32_t>({-1, 3}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, RoundTrip, ::testing::Values("circle", "tflite"));
+
+TEST(Model, MlpLayout) {
+  const Model m = make_named_model("mlp", 32);
+  EXPECT_EQ(count_parameters(m), 101770u);
+  ASSERT_EQ(m.operators.size(), 3u);
+  EXPECT_EQ(m.operators[0].op, CLTRAIN_OP_FULLY_CONNECTED);
+  EXPECT_EQ(m.operators[0].params.activation, CLTRAIN_ACT_RELU);
+  EXPECT_EQ(m.operators[1].op, CLTRAIN_OP_FULLY_CONNECTED);
+  EXPECT_EQ(m.operators[1].params.activation, CLTRAIN_ACT_NONE);
+  EXPECT_EQ(m.operators[2].op, CLTRAIN_OP_SOFTMAX);
+  EXPECT_EQ(m.operators[2].params.beta, 1.0f);
+  const std::vector<std::string> names = {"input", "fc1/weights", "fc1/bias", "fc1",
+                                          "fc2/weights", "fc2/bias", "fc2", "softmax"};
+  ASSERT_EQ(m.tensors.size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(m.tensors[i].name, names[i]);
+  EXPECT_EQ(m.tensors[0].shape, std::vector<int32_t>({32, 784}));
+  EXPECT_EQ(m.tensors[1].shape, std::vector<int32_t>({128, 784}));
+  EXPECT_EQ(m.tensors[7].shape, std::vector<int32_t>({32, 10}));
+  EXPECT_EQ(m.inputs, std::vector<int32_t>({0}));
+  EXPECT_EQ(m.outputs, std::vector<int32_t>({7}));
+}
+
+TEST(Model, GlorotUniformWeightsZeroBias) {
+  const Model m = make_named_model("mlp", 1);
+  const struct { size_t w, b; double fan_in, fan_out; } layers[] = {{1, 2, 784, 128}, {4, 5, 128, 10}};
+  for (const auto& l : layers) {
+    const double limit = std::sqrt(6.0 / (l.fan_in + l.fan_out));
+    const std::vector<float> w = floats(m.tensors[l.w]);
+    double sum = 0, max_abs = 0;
+    for (float v : w) {
+      ASSERT_GE(v, -limit);
+      ASSERT_LE(v, limit);
+      sum += v;
+      max_abs = std::max(max_abs, std::fabs(static_cast<double>(v)));
+    }
+    EXPECT_GT(max_abs, 0.9 * limit);                          // spread over the whole range
+    EXPECT_LT(std::fabs(sum / w.size()), 0.05 * limit);       // centred
+    for (float v : floats(m.tensors[l.b])) EXPECT_EQ(v, 0.0f);
+  }
+  // Fixed seed: same model twice; another seed differs.
+  EXPECT_TRUE(make_named_model("mlp", 1).tensors[1].data == m.tensors[1].data);
+  ModelBuilder other(43);
+  other.fully_connected(other.input({1, 784}), 128, CLTRAIN_ACT_RELU);
+  EXPECT_FALSE(other.build().tensors[1].data == m.tensors[1].data);
+}
+
+TEST(Model, SetBatchSize) {
+  Model m = test::tiny_model();
+  set_batch_size(m, 5);
+  for (const Tensor& t : m.tensors) {
+    if (t.is_constant()) continue;
+    EXPECT_EQ(t.shape[0], 5) << t.name;
+  }
+  EXPECT_EQ(m.tensors[1].shape, std::vector<int32_t>({3, 4}));  // weights untouched
+  // The -1 of the reshape target stays; a concrete batch there follows the new batch.
+  ModelBuilder b;
+  int x = b.input({4, 2, 3});
+  x = b.reshape(x, {4, 6});
+  b.output(b.softmax(x));
+  Model rm = b.build();
+  set_batch_size(rm, 9);
+  int32_t first;
+  std::memcpy(&first, rm.tensors[1].data.data(), 4);
+  EXPECT_EQ(first, 9);
+  EXPECT_EQ(rm.tensors[2].shape, std::vector<int32_t>({9, 6}));
+  // Still a valid model after the change.
+  EXPECT_NO_THROW(load_model_from_memory(write_model(rm, "circle"), "r"));
+}
+
+TEST(Model, NamedModelsAndBuiltinNames) {
+  EXPECT_EQ(named_models(), std::vector<std::string>({"mlp"}));
+  EXPECT_STREQ(builtin_op_name(3), "CONV_2D");
+  EXPECT_STREQ(builtin_op_name(92), "SQUARE");
+  EXPECT_STREQ(builtin_op_name(161), "RIGHT_SHIFT");
+  EXPECT_STREQ(builtin_op_name(-2), "INSTANCE_NORM");
+  EXPECT_EQ(builtin_op_name(5000), nullptr);
+  EXPECT_EQ(builtin_to_op(9), CLTRAIN_OP_FULLY_CONNECTED);
+  EXPECT_EQ(op_to_builtin(CLTRAIN_OP_SOFTMAX), 25);
+  EXPECT_EQ(op_to_builtin(CLTRAIN_OP_LOSS_MSE), -1);
+}
+
+TEST(Model, SaveAndLoadFile) {
+  const std::string path = ::testing::TempDir() + "/cltrain_model_test_mlp.circle";
+  const std::vector<uint8_t> bytes = write_model(make_named_model("mlp", 2), "circle");
+  save_file_atomic(path, bytes);
+  const Model m = load_model(path);
+  EXPECT_EQ(m.format, "circle");
+  EXPECT_TRUE(m.file == bytes);
+  std::remove(path.c_str());
+}
+
+// Buffers of models over 2 GiB sit after the flatbuffer, addressed by offset and size.
+TEST(Model, BufferDataOutsideFlatbuffer) {
+  const Model tiny = test::tiny_model();
+  const std::vector<uint8_t> bytes = write_model(tiny, "tflite");
+  const uint32_t b = static_cast<uint32_t>(tiny.tensors[1].buffer);  // fc/weights
+  std::vector<uint8_t> data;
+  auto move_out = [&](uint64_t offset) {
+    return test::edit_raw(bytes, [&](fb::ModelT& m) {
+      data = m.buffers[b]->data;
+      m.buffers[b]->data.clear();
+      m.buffers[b]->offset = offset;
+      m.buffers[b]->size = data.size();
+    });
+  };
+  const std::vector<uint8_t> probe = move_out(2);
+  const uint64_t offset = (probe.size() + 15) / 16 * 16;
+  std::vector<uint8_t> file = move_out(offset);
+  ASSERT_EQ(file.size(), probe.size());
+  file.resize(offset);
+  file.insert(file.end(), data.begin(), data.end());
+  const Model m = load_model_from_memory(file, "big.tflite");
+  EXPECT_TRUE(m.tensors[1].data == tiny.tensors[1].data);
+}
+
+}  // namespace
+}  // namespace cltrain
