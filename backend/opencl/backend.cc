@@ -1,0 +1,277 @@
+// The plugin's ABI surface: cltrain_backend_entry() and the entry points behind it. Each entry
+// point catches every exception and turns it into a status plus a one-line message.
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "cl_error.h"
+#include "cltrain/cltrain_backend.h"
+#include "device.h"
+#include "launch.h"
+#include "memory_plan.h"
+#include "ops/ops.h"
+#include "pool.h"
+
+namespace cltrain::ocl {
+namespace {
+
+void copy_line(char* dst, size_t len, const std::string& s) {
+  if (!dst || len == 0) return;
+  const size_t n = std::min(len - 1, s.size());
+  std::memcpy(dst, s.data(), n);
+  dst[n] = '\0';
+}
+
+// Runs f and turns what it throws into a status; msg receives the message.
+template <class F>
+cltrain_status guarded(std::string* msg, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    if (msg) *msg = e.what();
+    return e.status();
+  } catch (const std::bad_alloc&) {
+    if (msg) *msg = "out of host memory";
+    return CLTRAIN_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    if (msg) *msg = std::string("internal error: ") + e.what();
+    return CLTRAIN_ERROR;
+  } catch (...) {
+    if (msg) *msg = "internal error: unknown exception";
+    return CLTRAIN_ERROR;
+  }
+}
+
+// A member of a struct that carries its own struct_size, if the caller's struct has it.
+#define CLT_HAS_MEMBER(ptr, type, member) \
+  ((ptr)->struct_size >= offsetof(type, member) + sizeof((ptr)->member))
+
+cltrain_status probe(char* err, size_t err_len) {
+  std::string msg;
+  const cltrain_status st = guarded(&msg, [&] {
+    const Discovery d = discover_devices();
+    if (d.devices.empty()) fail(CLTRAIN_UNAVAILABLE, d.none_reason);
+    return CLTRAIN_OK;
+  });
+  copy_line(err, err_len, st == CLTRAIN_OK ? "" : msg);
+  return st;
+}
+
+cltrain_status list_devices(char* buf, size_t buf_len) {
+  std::string text, msg;
+  const cltrain_status st = guarded(&msg, [&] {
+    const Discovery d = discover_devices();
+    if (d.devices.empty()) fail(CLTRAIN_UNAVAILABLE, d.none_reason);
+    const int def = default_device_index(d.devices);
+    for (const DeviceInfo& dev : d.devices) text += describe_device(dev, dev.index == def) + "\n";
+    return CLTRAIN_OK;
+  });
+  copy_line(buf, buf_len, st == CLTRAIN_OK ? text : msg);
+  return st;
+}
+
+cltrain_status create(const cltrain_backend_config* config, cltrain_backend** out, char* err, size_t err_len) {
+  if (out) *out = nullptr;
+  std::string msg;
+  const cltrain_status st = guarded(&msg, [&] {
+    if (!out) fail(CLTRAIN_INVALID, "create: out is NULL");
+    int index = -1;
+    std::string cache_dir;
+    if (config && CLT_HAS_MEMBER(config, cltrain_backend_config, device_index)) index = config->device_index;
+    if (config && CLT_HAS_MEMBER(config, cltrain_backend_config, cache_dir) && config->cache_dir)
+      cache_dir = config->cache_dir;
+
+    const Discovery d = discover_devices();
+    if (d.devices.empty()) fail(CLTRAIN_UNAVAILABLE, d.none_reason);
+    auto b = std::make_unique<cltrain_backend>();
+    b->device = d.devices[select_device(d.devices, index)];
+    b->device_line = device_line(b->device);
+
+    cl_int e = CL_SUCCESS;
+    b->context = clCreateContext(nullptr, 1, &b->device.id, nullptr, nullptr, &e);
+    CLT_CHECK(e, "clCreateContext", b->device_line);
+    const char* profile = std::getenv("CLTRAIN_OPENCL_PROFILE");
+    const cl_command_queue_properties props = profile && *profile ? CL_QUEUE_PROFILING_ENABLE : 0;
+    b->queue = clCreateCommandQueue(b->context, b->device.id, props, &e);  // in order
+    CLT_CHECK(e, "clCreateCommandQueue", b->device_line);
+    b->programs = std::make_unique<ProgramCache>(
+        b->context, b->device.id, b->device.name + "|" + b->device.version + "|" + b->device.driver, cache_dir);
+    b->filter = OpFilter::from_env();
+    b->last_error = b->filter.error;
+    *out = b.release();
+    return CLTRAIN_OK;
+  });
+  copy_line(err, err_len, st == CLTRAIN_OK ? "" : msg);
+  return st;
+}
+
+void destroy(cltrain_backend* b) {
+  try {
+    delete b;
+  } catch (...) {  // nothing can be reported from here
+  }
+}
+
+const char* device_name(cltrain_backend* b) { return b ? b->device_line.c_str() : "(no backend)"; }
+
+// Empty if the backend can run the step, else why not.
+std::string why_unsupported(const cltrain_backend* b, const StepView& s) {
+  const OpFamily* family = find_op_family(s.step.op);
+  if (!family || !family->check || !family->prepare)
+    return std::string("op ") + cltrain_op_name(s.step.op) + " is not implemented on OpenCL";
+  if (b && b->filter.blocks(s.step.op)) return "filtered out by CLTRAIN_OPENCL_OP_FILTER";
+  if (s.step.num_inputs < 0 || s.step.num_inputs > CLTRAIN_MAX_STEP_IO || s.step.num_outputs < 0 ||
+      s.step.num_outputs > CLTRAIN_MAX_STEP_IO)
+    return "has a bad number of inputs or outputs";
+  for (int i = 0; i < s.step.num_inputs + s.step.num_outputs; ++i) {
+    const int32_t id = i < s.step.num_inputs ? s.step.inputs[i] : s.step.outputs[i - s.step.num_inputs];
+    if (id < -1) return "refers to tensor " + std::to_string(id);
+    if (id >= 0 && s.tensors[id].dtype != CLTRAIN_FLOAT32)
+      return "tensor " + std::to_string(id) + " is not float32";
+  }
+  return family->check(s);
+}
+
+int supports(cltrain_backend* b, const cltrain_step_desc* step, const cltrain_tensor_desc* tensors, int training) {
+  if (!step || !tensors) return 0;
+  try {
+    return why_unsupported(b, StepView{*step, tensors, -1}).empty() ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+// Every tensor a step touches must be planned here and live at the step.
+void check_step_tensors(const cltrain_backend& b, const StepView& s) {
+  for (int i = 0; i < s.step.num_inputs + s.step.num_outputs; ++i) {
+    const int32_t id = i < s.step.num_inputs ? s.step.inputs[i] : s.step.outputs[i - s.step.num_inputs];
+    if (id < 0) continue;
+    if (id >= static_cast<int32_t>(b.tensors.size()))
+      fail(CLTRAIN_INVALID, s.what() + " refers to tensor " + std::to_string(id) + " outside the table");
+    const cltrain_tensor_desc& t = b.tensors[id];
+    if (b.offsets[id] < 0 || (!t.persistent && (s.index < t.first_step || s.index > t.last_step)))
+      fail(CLTRAIN_INVALID, s.what() + " uses " + b.tensor_label(id) + " outside its lifetime [" +
+                                std::to_string(t.first_step) + ", " + std::to_string(t.last_step) + "]");
+  }
+}
+
+cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltrain_memory_report* report) {
+  if (!b) return CLTRAIN_INVALID;
+  return guarded(&b->last_error, [&] {
+    if (b->prepared || !b->steps.empty()) fail(CLTRAIN_INVALID, "prepare: called more than once");
+    if (!graph || graph->struct_size < sizeof(cltrain_graph_desc))
+      fail(CLTRAIN_INVALID, "prepare: graph is NULL or its struct_size is smaller than this plugin's (" +
+                                std::to_string(sizeof(cltrain_graph_desc)) + ")");
+    if (graph->num_tensors < 0 || graph->num_steps < 0 || (graph->num_tensors > 0 && !graph->tensors) ||
+        (graph->num_steps > 0 && (!graph->steps || !graph->assigned)))
+      fail(CLTRAIN_INVALID, "prepare: graph has negative counts or NULL tables");
+    b->steps.assign(graph->steps, graph->steps + graph->num_steps);
+    b->assigned.assign(graph->assigned, graph->assigned + graph->num_steps);
+    b->runs.assign(graph->num_steps, StepRun{});
+
+    plan_pool(*b, *graph, report);
+
+    for (int32_t i = 0; i < graph->num_steps; ++i) {
+      if (!b->assigned[i]) continue;
+      const StepView s{b->steps[i], b->tensors.data(), i};
+      if (const std::string why = why_unsupported(b, s); !why.empty())
+        fail(CLTRAIN_INVALID, s.what() + " cannot run on OpenCL: " + why);
+      check_step_tensors(*b, s);
+      b->runs[i] = find_op_family(s.step.op)->prepare(*b, s);
+    }
+    if (b->gemm_temp_bytes > 0) {
+      cl_int e = CL_SUCCESS;
+      b->gemm_temp = clCreateBuffer(b->context, CL_MEM_READ_WRITE, b->gemm_temp_bytes, nullptr, &e);
+      CLT_CHECK(e, "clCreateBuffer", "GEMM scratch of " + std::to_string(b->gemm_temp_bytes) + " bytes");
+    }
+    CLT_CALL(clFinish, (b->queue), "end of prepare");
+    b->prepared = true;
+    return CLTRAIN_OK;
+  });
+}
+
+cltrain_status run(cltrain_backend* b, const int32_t* steps, int32_t num_steps, const cltrain_run_args* args) {
+  if (!b) return CLTRAIN_INVALID;
+  return guarded(&b->last_error, [&] {
+    if (!b->prepared) fail(CLTRAIN_INVALID, "run: prepare has not succeeded");
+    if (num_steps < 0 || (num_steps > 0 && !steps)) fail(CLTRAIN_INVALID, "run: bad step list");
+    // Check the whole list before enqueueing anything.
+    for (int32_t i = 0; i < num_steps; ++i) {
+      const int32_t id = steps[i];
+      if (id < 0 || id >= static_cast<int32_t>(b->runs.size()) || !b->runs[id])
+        fail(CLTRAIN_INVALID, "run: step " + std::to_string(id) + " is not assigned to the OpenCL backend");
+      if (b->steps[id].op == CLTRAIN_OP_UPDATE_ADAM && (!args || args->iteration < 1))
+        fail(CLTRAIN_INVALID, "run: step " + std::to_string(id) + " (Adam) needs run_args.iteration >= 1");
+    }
+    // The queue is in order, so data from write_tensor is visible to the first kernel.
+    for (int32_t i = 0; i < num_steps; ++i) b->runs[steps[i]](args);
+    return CLTRAIN_OK;
+  });
+}
+
+cltrain_status write_tensor(cltrain_backend* b, int32_t tensor, const void* src, uint64_t bytes) {
+  if (!b) return CLTRAIN_INVALID;
+  return guarded(&b->last_error, [&] {
+    if (!b->prepared) fail(CLTRAIN_INVALID, "write_tensor: prepare has not succeeded");
+    const uint64_t size = planned_bytes(*b, tensor);
+    if (bytes != size)
+      fail(CLTRAIN_INVALID, "write_tensor: " + b->tensor_label(tensor) + " has " + std::to_string(size) +
+                                " bytes, got " + std::to_string(bytes));
+    if (!src && bytes > 0) fail(CLTRAIN_INVALID, "write_tensor: src is NULL");
+    if (bytes > 0)  // blocking: src may be reused as soon as this returns
+      CLT_CALL(clEnqueueWriteBuffer, (b->queue, b->pool, CL_TRUE, b->offsets[tensor], bytes, src, 0, nullptr, nullptr),
+               "write_tensor " + b->tensor_label(tensor));
+    return CLTRAIN_OK;
+  });
+}
+
+cltrain_status read_tensor(cltrain_backend* b, int32_t tensor, void* dst, uint64_t bytes) {
+  if (!b) return CLTRAIN_INVALID;
+  return guarded(&b->last_error, [&] {
+    if (!b->prepared) fail(CLTRAIN_INVALID, "read_tensor: prepare has not succeeded");
+    const uint64_t size = planned_bytes(*b, tensor);
+    if (bytes != size)
+      fail(CLTRAIN_INVALID, "read_tensor: " + b->tensor_label(tensor) + " has " + std::to_string(size) +
+                                " bytes, got " + std::to_string(bytes));
+    if (!dst && bytes > 0) fail(CLTRAIN_INVALID, "read_tensor: dst is NULL");
+    if (bytes > 0)  // blocking, after everything queued before it
+      CLT_CALL(clEnqueueReadBuffer, (b->queue, b->pool, CL_TRUE, b->offsets[tensor], bytes, dst, 0, nullptr, nullptr),
+               "read_tensor " + b->tensor_label(tensor));
+    return CLTRAIN_OK;
+  });
+}
+
+cltrain_status sync(cltrain_backend* b) {
+  if (!b) return CLTRAIN_INVALID;
+  return guarded(&b->last_error, [&] {
+    CLT_CALL(clFinish, (b->queue), "sync");
+    return CLTRAIN_OK;
+  });
+}
+
+const char* last_error(cltrain_backend* b) { return b ? b->last_error.c_str() : "no backend object"; }
+
+cltrain_status plan_offsets(cltrain_backend* b, int64_t* offsets, int32_t num_tensors) {
+  if (!b) return CLTRAIN_INVALID;
+  return guarded(&b->last_error, [&] {
+    if (!b->prepared) fail(CLTRAIN_INVALID, "plan_offsets: prepare has not succeeded");
+    if (num_tensors < 0 || (num_tensors > 0 && !offsets)) fail(CLTRAIN_INVALID, "plan_offsets: bad table");
+    for (int32_t i = 0; i < num_tensors; ++i)
+      offsets[i] = static_cast<size_t>(i) < b->offsets.size() ? b->offsets[i] : -1;
+    return CLTRAIN_OK;
+  });
+}
+
+}  // namespace
+}  // namespace cltrain::ocl
+
+extern "C" CLTRAIN_EXPORT const cltrain_backend_iface* cltrain_backend_entry(void) {
+  using namespace cltrain::ocl;
+  static const cltrain_backend_iface iface = {
+      CLTRAIN_BACKEND_ABI_VERSION, "opencl", probe,  list_devices, create,     destroy,   device_name,
+      supports,                    prepare,  run,    write_tensor, read_tensor, sync,      last_error,
+      plan_offsets,
+  };
+  return &iface;
+}

@@ -1,0 +1,82 @@
+// The backend object behind the opaque cltrain_backend handle, and the view of one step that the
+// op families check and generate kernels from.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "cl_headers.h"
+#include "cltrain/cltrain_backend.h"
+#include "device.h"
+#include "program_cache.h"
+
+namespace cltrain::ocl {
+
+// What run() enqueues for one prepared step.
+using StepRun = std::function<void(const cltrain_run_args* args)>;
+
+// CLTRAIN_OPENCL_OP_FILTER: ops whose name matches are refused, so that tests can force fallback.
+struct OpFilter {
+  bool active = false;
+  std::regex re;
+  std::string error;  // set when the pattern is not a valid regular expression (then inactive)
+  bool blocks(int op) const;
+  static OpFilter from_env();
+};
+
+// One step and the tensor table it refers to.
+struct StepView {
+  const cltrain_step_desc& step;
+  const cltrain_tensor_desc* tensors;
+  int32_t index;  // global step index; -1 in supports()
+
+  int32_t in(int i) const { return i < step.num_inputs ? step.inputs[i] : -1; }
+  int32_t out(int i) const { return i < step.num_outputs ? step.outputs[i] : -1; }
+  const cltrain_tensor_desc& tensor(int32_t id) const { return tensors[id]; }
+  uint64_t count(int32_t id) const;  // elements
+  std::string what() const;          // "step 5 (FullyConnected backward)"
+};
+
+std::string phase_name(int32_t phase);
+
+}  // namespace cltrain::ocl
+
+struct cltrain_backend {
+  cltrain::ocl::DeviceInfo device;
+  std::string device_line;
+  cl_context context = nullptr;
+  cl_command_queue queue = nullptr;
+  std::unique_ptr<cltrain::ocl::ProgramCache> programs;
+  cltrain::ocl::OpFilter filter;
+  std::string last_error;
+
+  // Set by prepare.
+  bool prepared = false;
+  std::vector<cltrain_tensor_desc> tensors;  // copies; name and data pointers cleared
+  std::vector<std::string> tensor_names;
+  std::vector<int64_t> offsets;              // byte offset in the pool, -1 where not planned here
+  std::vector<cltrain_step_desc> steps;
+  std::vector<uint8_t> assigned;
+  std::vector<cltrain::ocl::StepRun> runs;   // per global step; empty where not assigned
+  cl_mem pool = nullptr;
+  uint64_t pool_bytes = 0;
+  uint64_t alignment = 64;
+  cl_mem gemm_temp = nullptr;                // CLBlast's scratch, shared by all GEMMs
+  size_t gemm_temp_bytes = 0;
+  std::vector<cl_kernel> kernels;            // every kernel object the steps use
+
+  cltrain_backend() = default;
+  cltrain_backend(const cltrain_backend&) = delete;
+  cltrain_backend& operator=(const cltrain_backend&) = delete;
+  ~cltrain_backend();
+
+  std::string tensor_label(int32_t id) const;  // "tensor 3 'dense/W'"
+};
+
+namespace cltrain::ocl {
+using Backend = ::cltrain_backend;
+}

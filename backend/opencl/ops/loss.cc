@@ -1,0 +1,53 @@
+// Losses (kernels/loss.cl): loss_forward reduces the whole batch in one work-group into the
+// one-element loss; loss_backward writes dpred elementwise. Conventions as cltrain_backend.h:
+// CCE clamps pred to [1e-7, 1 - 1e-7]; SUM_OVER_BATCH_SIZE divides by dims[0] of pred.
+#include "launch.h"
+#include "ops/ops.h"
+
+namespace cltrain::ocl {
+namespace {
+
+constexpr const char* kFamily = "loss.cl";
+
+std::string check_loss(const StepView& s) {
+  std::string why;
+  const int32_t pred = s.in(0), expected = s.in(1);
+  if (!(why = require_tensor(s, pred, "prediction")).empty()) return why;
+  const uint64_t n = s.count(pred);
+  if (n == 0) return "prediction is empty";
+  if (!(why = require_count(s, expected, "expected", n)).empty()) return why;
+  const int red = s.step.params.reduction;
+  if (red != CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE && red != CLTRAIN_REDUCTION_SUM)
+    return "reduction " + std::to_string(red) + " is not supported";
+  if (s.step.phase == CLTRAIN_PHASE_FORWARD) return require_count(s, s.out(0), "loss", 1);
+  if (s.step.phase == CLTRAIN_PHASE_BACKWARD) return require_count(s, s.out(0), "prediction gradient", n);
+  return "has no " + phase_name(s.step.phase) + " step";
+}
+
+StepRun prepare_loss(Backend& b, const StepView& s) {
+  const int32_t pred = s.in(0), expected = s.in(1), out = s.out(0);
+  const cltrain_tensor_desc& p = s.tensor(pred);
+  const uint64_t count = s.count(pred);
+  const uint64_t batch = p.rank > 0 && p.dims[0] > 0 ? static_cast<uint64_t>(p.dims[0]) : 1;
+  const bool mse = s.step.op == CLTRAIN_OP_LOSS_MSE;
+  double factor = s.step.params.reduction == CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE ? 1.0 / batch : 1.0;
+  if (mse) factor /= static_cast<double>(count / batch);  // the mean over a sample's elements
+  Defines d;
+  d.set("COUNT", count).set(mse ? "LOSS_MSE" : "LOSS_CCE", 1).set_float("FACTOR", static_cast<float>(factor));
+  if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
+    size_t wg = 1;
+    Kernel k = make_reduction_kernel(b, kFamily, d, "loss_forward", count, &wg);
+    set_args(k, b.pool, elem_offset(b, pred), elem_offset(b, expected), elem_offset(b, out));
+    return [&b, k, wg](const cltrain_run_args*) { launch_groups(b, k, 1, wg); };
+  }
+  Kernel k = make_kernel(b, kFamily, d, "loss_backward");
+  set_args(k, b.pool, elem_offset(b, pred), elem_offset(b, expected), elem_offset(b, out));
+  return [&b, k, count](const cltrain_run_args*) { launch_1d(b, k, count); };
+}
+
+}  // namespace
+
+const OpFamily kOp_LOSS_MSE = {check_loss, prepare_loss};
+const OpFamily kOp_LOSS_CCE = {check_loss, prepare_loss};
+
+}  // namespace cltrain::ocl

@@ -1,0 +1,29 @@
+#include "ops/ops.h"
+
+namespace cltrain::ocl {
+
+const OpFamily* find_op_family(int op) {
+  static const OpFamily* const kTable[] = {
+#define CLTRAIN_OCL_TABLE_ENTRY(e, name, code, kind) &kOp_##e,
+      CLTRAIN_OP_LIST(CLTRAIN_OCL_TABLE_ENTRY)
+#undef CLTRAIN_OCL_TABLE_ENTRY
+  };
+  static_assert(sizeof kTable / sizeof kTable[0] == CLTRAIN_OP_COUNT, "one entry per op");
+  if (op < 0 || op >= CLTRAIN_OP_COUNT) return nullptr;
+  return kTable[op];
+}
+
+std::string require_tensor(const StepView& s, int32_t id, const char* role) {
+  if (id < 0) return std::string("needs the ") + role + " tensor";
+  return {};
+}
+
+std::string require_count(const StepView& s, int32_t id, const char* role, uint64_t count) {
+  if (id < 0) return std::string("needs the ") + role + " tensor";
+  if (s.count(id) != count)
+    return std::string(role) + " (tensor " + std::to_string(id) + ") has " + std::to_string(s.count(id)) +
+           " elements, expected " + std::to_string(count);
+  return {};
+}
+
+}  // namespace cltrain::ocl

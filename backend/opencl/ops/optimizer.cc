@@ -1,0 +1,72 @@
+// Optimizer updates (kernels/optimizer.cl): sgd_update and adam_update, one work-item per weight.
+// The learning rate is a kernel argument set at run time (run_args may override it); Adam's
+// bias-corrected step size is computed here on the host in double.
+#include <cmath>
+
+#include "launch.h"
+#include "ops/ops.h"
+
+namespace cltrain::ocl {
+namespace {
+
+constexpr const char* kFamily = "optimizer.cl";
+
+float learning_rate(const cltrain_step_desc& step, const cltrain_run_args* args) {
+  return args && args->learning_rate > 0.0f ? args->learning_rate : step.params.learning_rate;
+}
+
+std::string check_update(const StepView& s) {
+  if (s.step.phase != CLTRAIN_PHASE_UPDATE) return "has no " + phase_name(s.step.phase) + " step";
+  std::string why;
+  if (!(why = require_tensor(s, s.in(0), "gradient")).empty()) return why;
+  const uint64_t n = s.count(s.in(0));
+  if (!(why = require_count(s, s.out(0), "weight", n)).empty()) return why;
+  if (s.step.op == CLTRAIN_OP_UPDATE_ADAM) {
+    if (!(why = require_count(s, s.out(1), "Adam m", n)).empty()) return why;
+    if (!(why = require_count(s, s.out(2), "Adam v", n)).empty()) return why;
+  }
+  return {};
+}
+
+StepRun prepare_sgd(Backend& b, const StepView& s) {
+  const uint64_t count = s.count(s.in(0));
+  Defines d;
+  d.set("COUNT", count);
+  Kernel k = make_kernel(b, kFamily, d, "sgd_update");
+  set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.out(0)));
+  const cltrain_step_desc step = s.step;
+  return [&b, k, count, step](const cltrain_run_args* args) {
+    const float lr = learning_rate(step, args);
+    set_arg(k, 3, sizeof lr, &lr);
+    launch_1d(b, k, count);
+  };
+}
+
+StepRun prepare_adam(Backend& b, const StepView& s) {
+  const uint64_t count = s.count(s.in(0));
+  const cltrain_op_params& p = s.step.params;
+  Defines d;
+  d.set("COUNT", count).set_float("BETA1", p.beta1).set_float("BETA2", p.beta2).set_float("EPSILON", p.epsilon);
+  Kernel k = make_kernel(b, kFamily, d, "adam_update");
+  set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.out(0)), elem_offset(b, s.out(1)),
+           elem_offset(b, s.out(2)));
+  const cltrain_step_desc step = s.step;
+  const std::string what = s.what();
+  return [&b, k, count, step, what](const cltrain_run_args* args) {
+    if (!args || args->iteration < 1)
+      fail(CLTRAIN_INVALID, what + " needs run_args.iteration >= 1 (Adam's t)");
+    const double t = static_cast<double>(args->iteration);
+    const double b1 = step.params.beta1, b2 = step.params.beta2;
+    const float step_size = static_cast<float>(learning_rate(step, args) * std::sqrt(1.0 - std::pow(b2, t)) /
+                                               (1.0 - std::pow(b1, t)));
+    set_arg(k, 5, sizeof step_size, &step_size);
+    launch_1d(b, k, count);
+  };
+}
+
+}  // namespace
+
+const OpFamily kOp_UPDATE_SGD = {check_update, prepare_sgd};
+const OpFamily kOp_UPDATE_ADAM = {check_update, prepare_adam};
+
+}  // namespace cltrain::ocl

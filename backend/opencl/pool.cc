@@ -1,0 +1,107 @@
+#include "pool.h"
+
+#include <algorithm>
+
+#include "cl_error.h"
+#include "memory_plan.h"
+
+namespace cltrain::ocl {
+namespace {
+
+void allocate_pool(Backend& b, uint64_t bytes) {
+  const std::string sizes = "pool of " + std::to_string(bytes) + " bytes on " + b.device.name +
+                            " (CL_DEVICE_MAX_MEM_ALLOC_SIZE " + std::to_string(b.device.max_alloc) +
+                            ", CL_DEVICE_GLOBAL_MEM_SIZE " + std::to_string(b.device.global_mem) + ")";
+  if (bytes > b.device.max_alloc) fail(CLTRAIN_OUT_OF_MEMORY, "the " + sizes + " exceeds the largest allocation");
+  if (bytes / 4 > UINT32_MAX) fail(CLTRAIN_OUT_OF_MEMORY, "the " + sizes + " exceeds the 32-bit element offsets of the kernels");
+  cl_int err = CL_SUCCESS;
+  b.pool = clCreateBuffer(b.context, CL_MEM_READ_WRITE, bytes, nullptr, &err);
+  if (err != CL_SUCCESS && is_allocation_error(err))
+    fail(CLTRAIN_OUT_OF_MEMORY, "clCreateBuffer: " + cl_error_name(err) + " for the " + sizes);
+  CLT_CHECK(err, "clCreateBuffer", sizes);
+  b.pool_bytes = bytes;
+}
+
+}  // namespace
+
+uint64_t planned_bytes(const Backend& b, int32_t tensor) {
+  if (tensor < 0 || static_cast<size_t>(tensor) >= b.tensors.size())
+    fail(CLTRAIN_INVALID, "tensor id " + std::to_string(tensor) + " is outside the tensor table (" +
+                              std::to_string(b.tensors.size()) + " tensors)");
+  if (b.offsets[tensor] < 0) fail(CLTRAIN_INVALID, b.tensor_label(tensor) + " is not planned on the OpenCL backend");
+  return tensor_bytes(b.tensors[tensor]);
+}
+
+void plan_pool(Backend& b, const cltrain_graph_desc& graph, cltrain_memory_report* report) {
+  const size_t n = static_cast<size_t>(graph.num_tensors);
+  b.tensors.assign(graph.tensors, graph.tensors + n);
+  b.tensor_names.resize(n);
+  b.offsets.assign(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    b.tensor_names[i] = graph.tensors[i].name ? graph.tensors[i].name : "";
+    b.tensors[i].name = nullptr;
+    b.tensors[i].data = nullptr;
+  }
+
+  // Persistent tensors (weights, optimizer variables) keep their bytes from one iteration to the
+  // next, so they are planned as live over the whole step order whatever lifetime they carry.
+  int32_t last_step = graph.num_steps - 1;
+  for (const auto& t : b.tensors)
+    if (t.first_step >= 0) last_step = std::max(last_step, t.last_step);
+
+  std::vector<PlanItem> items;
+  for (size_t i = 0; i < n; ++i) {
+    const cltrain_tensor_desc& t = b.tensors[i];
+    if (t.first_step < 0) continue;
+    if (t.rank < 0 || t.rank > CLTRAIN_MAX_RANK)
+      fail(CLTRAIN_INVALID, b.tensor_label(static_cast<int32_t>(i)) + " has rank " + std::to_string(t.rank));
+    if (t.last_step < t.first_step)
+      fail(CLTRAIN_INVALID, b.tensor_label(static_cast<int32_t>(i)) + " has lifetime [" +
+                                std::to_string(t.first_step) + ", " + std::to_string(t.last_step) + "]");
+    PlanItem it;
+    it.id = static_cast<int32_t>(i);
+    it.bytes = tensor_bytes(t);
+    it.first = t.persistent ? 0 : t.first_step;
+    it.last = t.persistent ? last_step : t.last_step;
+    it.role = t.role;
+    items.push_back(it);
+  }
+
+  b.alignment = std::max<uint64_t>(64, b.device.base_addr_align_bits / 8);
+  const MemoryPlan plan = plan_memory(items, b.alignment);
+  if (const std::string conflict = check_plan(items, plan, b.alignment); !conflict.empty())
+    fail(CLTRAIN_ERROR, "memory plan (" + plan.algorithm + ") is wrong: " + conflict);
+  for (size_t i = 0; i < items.size(); ++i) b.offsets[items[i].id] = static_cast<int64_t>(plan.offsets[i]);
+
+  if (plan.pool_bytes > 0) allocate_pool(b, plan.pool_bytes);
+
+  // Blocking writes: the host's data is only valid during prepare. The first write also makes a
+  // lazily allocating driver commit the pool, so running out of memory shows here.
+  for (const PlanItem& it : items) {
+    const cltrain_tensor_desc& src = graph.tensors[it.id];
+    if (src.data) {
+      if (src.data_bytes != it.bytes)
+        fail(CLTRAIN_INVALID, b.tensor_label(it.id) + " has " + std::to_string(it.bytes) +
+                                  " bytes but its initial data has " + std::to_string(src.data_bytes));
+      CLT_CALL(clEnqueueWriteBuffer,
+               (b.queue, b.pool, CL_TRUE, b.offsets[it.id], it.bytes, src.data, 0, nullptr, nullptr),
+               "initial data of " + b.tensor_label(it.id));
+    } else if (src.role == CLTRAIN_ROLE_OPTIMIZER && it.bytes > 0) {
+      const float zero = 0.0f;
+      CLT_CALL(clEnqueueFillBuffer,
+               (b.queue, b.pool, &zero, sizeof zero, b.offsets[it.id], it.bytes, 0, nullptr, nullptr),
+               "zeroing " + b.tensor_label(it.id));
+    }
+  }
+  CLT_CALL(clFinish, (b.queue), "after the initial uploads");
+
+  if (report) {
+    *report = cltrain_memory_report{};
+    for (int r = 0; r < CLTRAIN_ROLE_COUNT; ++r) report->role_peak[r] = plan.role_peak[r];
+    report->pool_bytes = plan.pool_bytes;
+    report->lower_bound = plan.lower_bound;
+    report->num_tensors = items.size();
+  }
+}
+
+}  // namespace cltrain::ocl
