@@ -30,8 +30,7 @@ int ModelBuilder::add_tensor(std::string name, std::vector<int32_t> shape, int32
   return static_cast<int>(model_.tensors.size() - 1);
 }
 
-int ModelBuilder::add_op(int32_t op, std::vector<int32_t> inputs, int output,
-                         cltrain_op_params params) {
+int ModelBuilder::add_op(int32_t op, std::vector<int32_t> inputs, int output, cltrain_op_params params) {
   Operator o;
   o.op = op;
   o.inputs = std::move(inputs);
@@ -76,7 +75,8 @@ int ModelBuilder::fully_connected(int x, int units, int activation, bool bias, s
   const int y = add_tensor(name, ys);
   cltrain_op_params p{};
   p.activation = activation;
-  return add_op(CLTRAIN_OP_FULLY_CONNECTED, bias ? std::vector<int32_t>{x, wt, bt} : std::vector<int32_t>{x, wt}, y, p);
+  return add_op(CLTRAIN_OP_FULLY_CONNECTED,
+                bias ? std::vector<int32_t>{x, wt, bt} : std::vector<int32_t>{x, wt}, y, p);
 }
 
 int ModelBuilder::relu(int x, std::string name) {

@@ -6,6 +6,7 @@ namespace cltrain {
 namespace {
 
 // BuiltinOperator names, indexed by code, as the format defines them.
+// clang-format off
 const char* const kNames[] = {
     "ADD", "AVERAGE_POOL_2D", "CONCATENATION", "CONV_2D", "DEPTHWISE_CONV_2D",        // 0
     "DEPTH_TO_SPACE", "DEQUANTIZE", "EMBEDDING_LOOKUP", "FLOOR", "FULLY_CONNECTED",    // 5
@@ -47,6 +48,7 @@ const char* const kNames[] = {
     "UNSORTED_SEGMENT_SUM", "ATAN2", "UNSORTED_SEGMENT_MIN", "SIGN", "BITCAST",          // 155
     "BITWISE_XOR", "RIGHT_SHIFT",                                                        // 160
 };
+// clang-format on
 constexpr int32_t kNumNames = static_cast<int32_t>(sizeof(kNames) / sizeof(kNames[0]));
 static_assert(kNumNames == 162, "builtin name table must end at RIGHT_SHIFT = 161");
 

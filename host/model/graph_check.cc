@@ -63,8 +63,10 @@ class Checker {
     for (size_t k = 0; k < m_.inputs.size(); ++k) {
       const int32_t t = m_.inputs[k];
       const Tensor& x = m_.tensors[static_cast<size_t>(t)];
-      if (x.is_constant()) fail(what_, "subgraph input " + std::to_string(k) + ": " + tensor_label(m_, t) + " is constant");
-      if (x.dtype != CLTRAIN_FLOAT32) fail(what_, "subgraph input " + std::to_string(k) + ": " + tensor_label(m_, t) + " is not float32");
+      if (x.is_constant())
+        fail(what_, "subgraph input " + std::to_string(k) + ": " + tensor_label(m_, t) + " is constant");
+      if (x.dtype != CLTRAIN_FLOAT32)
+        fail(what_, "subgraph input " + std::to_string(k) + ": " + tensor_label(m_, t) + " is not float32");
       state[static_cast<size_t>(t)] = kInput;
     }
     for (size_t i = 0; i < m_.operators.size(); ++i) {
@@ -84,7 +86,8 @@ class Checker {
                           : state[static_cast<size_t>(t)] == kInput        ? "is a subgraph input"
                           : state[static_cast<size_t>(t)] == kComputed     ? "is computed twice"
                                                                            : nullptr;
-        if (why) fail(what_, label_ + ": output " + std::to_string(k) + " " + tensor_label(m_, t) + " " + why);
+        if (why)
+          fail(what_, label_ + ": output " + std::to_string(k) + " " + tensor_label(m_, t) + " " + why);
         if (m_.tensors[static_cast<size_t>(t)].dtype != CLTRAIN_FLOAT32)
           fail(what_, label_ + ": output " + tensor_label(m_, t) + " is not float32");
         state[static_cast<size_t>(t)] = kComputed;
@@ -102,8 +105,12 @@ class Checker {
  private:
   enum { kUnset = 0, kInput = 1, kComputed = 2 };
 
-  const Tensor& in(const Operator& op, size_t k) const { return m_.tensors[static_cast<size_t>(op.inputs[k])]; }
-  const Tensor& out(const Operator& op, size_t k) const { return m_.tensors[static_cast<size_t>(op.outputs[k])]; }
+  const Tensor& in(const Operator& op, size_t k) const {
+    return m_.tensors[static_cast<size_t>(op.inputs[k])];
+  }
+  const Tensor& out(const Operator& op, size_t k) const {
+    return m_.tensors[static_cast<size_t>(op.outputs[k])];
+  }
 
   [[noreturn]] void bad(const std::string& msg) const { fail(what_, label_ + ": " + msg); }
 
@@ -172,8 +179,7 @@ class Checker {
         if (in(op, 0).shape.empty()) bad("input is a scalar");
         same_shape(op);
         break;
-      default:
-        break;
+      default: break;
     }
   }
 

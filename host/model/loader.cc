@@ -26,9 +26,9 @@ namespace {
 constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 40;
 
 const char* tensor_type_name(int8_t t) {
-  static const char* const names[] = {
-      "FLOAT32", "FLOAT16", "INT32",  "UINT8",  "INT64",   "STRING", "BOOL",   "INT16",  "COMPLEX64",
-      "INT8",    "FLOAT64", "COMPLEX128", "UINT64", "RESOURCE", "VARIANT", "UINT32", "UINT16", "INT4"};
+  static const char* const names[] = {"FLOAT32", "FLOAT16",  "INT32",     "UINT8",  "INT64",   "STRING",
+                                      "BOOL",    "INT16",    "COMPLEX64", "INT8",   "FLOAT64", "COMPLEX128",
+                                      "UINT64",  "RESOURCE", "VARIANT",   "UINT32", "UINT16",  "INT4"};
   if (t >= 0 && t < static_cast<int8_t>(sizeof(names) / sizeof(names[0]))) return names[t];
   return nullptr;
 }
@@ -68,9 +68,9 @@ struct Buffers {
     uint64_t off = buf->offset(), size = buf->size();
     if (off > 1) {  // the format's "valid if > 1"
       if (off > file.size() || size > file.size() - off)
-        fail(what, "buffer " + std::to_string(b) + ": data at offset " + std::to_string(off) +
-                       " size " + std::to_string(size) + " lies outside the file (" +
-                       std::to_string(file.size()) + " bytes)");
+        fail(what, "buffer " + std::to_string(b) + ": data at offset " + std::to_string(off) + " size " +
+                       std::to_string(size) + " lies outside the file (" + std::to_string(file.size()) +
+                       " bytes)");
       return {file.data() + off, size};
     }
     return {nullptr, 0};
@@ -80,12 +80,12 @@ struct Buffers {
 void copy_le32(const uint8_t* src, uint64_t bytes, std::vector<uint8_t>& dst) {
   dst.assign(src, src + bytes);
 #if !FLATBUFFERS_LITTLEENDIAN
-  for (uint64_t i = 0; i + 4 <= bytes; i += 4) std::swap(dst[i], dst[i + 3]), std::swap(dst[i + 1], dst[i + 2]);
+  for (uint64_t i = 0; i + 4 <= bytes; i += 4)
+    std::swap(dst[i], dst[i + 3]), std::swap(dst[i + 1], dst[i + 2]);
 #endif
 }
 
-Tensor load_tensor(const fb::Tensor* ft, int32_t index, const Buffers& bufs,
-                   const std::string& what) {
+Tensor load_tensor(const fb::Tensor* ft, int32_t index, const Buffers& bufs, const std::string& what) {
   Tensor t;
   if (ft->name()) t.name = ft->name()->str();
   const std::string label = "tensor " + std::to_string(index) + " '" + printable(t.name) + "'";
@@ -96,8 +96,8 @@ Tensor load_tensor(const fb::Tensor* ft, int32_t index, const Buffers& bufs,
   uint64_t elements = 1;
   for (int32_t d : t.shape) {
     if (d <= 0)
-      fail(what, label + ": shape " + shape_str(t.shape) + " has a " +
-                     (d < 0 ? "negative" : "zero") + " dimension");
+      fail(what, label + ": shape " + shape_str(t.shape) + " has a " + (d < 0 ? "negative" : "zero") +
+                     " dimension");
     elements *= static_cast<uint64_t>(d);
     if (elements > kMaxTensorBytes / 4) fail(what, label + ": shape " + shape_str(t.shape) + " is too large");
   }
@@ -120,9 +120,9 @@ Tensor load_tensor(const fb::Tensor* ft, int32_t index, const Buffers& bufs,
     const uint64_t need = elements * detail::dtype_size(t.dtype);
     if (size > 0) {
       if (size != need)
-        fail(what, label + ": buffer holds " + std::to_string(size) + " bytes, shape " +
-                       shape_str(t.shape) + " " + (t.dtype == CLTRAIN_INT32 ? "int32" : "float32") +
-                       " needs " + std::to_string(need));
+        fail(what, label + ": buffer holds " + std::to_string(size) + " bytes, shape " + shape_str(t.shape) +
+                       " " + (t.dtype == CLTRAIN_INT32 ? "int32" : "float32") + " needs " +
+                       std::to_string(need));
       copy_le32(data, size, t.data);
       t.buffer = static_cast<int32_t>(b);
     }
@@ -171,8 +171,8 @@ cltrain_op_params load_params(int32_t op, const fb::Operator* fo, const std::str
       if (auto* o = fo->builtin_options_as_FullyConnectedOptions()) {
         p.activation = checked_activation(static_cast<int8_t>(o->fused_activation_function()), what, label);
         if (o->weights_format() != fb::FullyConnectedOptionsWeightsFormat::DEFAULT)
-          fail(what, label + ": weights format " +
-                         std::to_string(static_cast<int>(o->weights_format())) + " is not supported");
+          fail(what, label + ": weights format " + std::to_string(static_cast<int>(o->weights_format())) +
+                         " is not supported");
       }
       break;
     case CLTRAIN_OP_SOFTMAX: {
@@ -182,8 +182,7 @@ cltrain_op_params load_params(int32_t op, const fb::Operator* fo, const std::str
         fail(what, label + ": softmax beta is not finite");
       break;
     }
-    default:
-      break;
+    default: break;
   }
   return p;
 }
@@ -192,8 +191,8 @@ std::vector<int32_t> index_list(const flatbuffers::Vector<int32_t>* v) {
   return v ? std::vector<int32_t>(v->begin(), v->end()) : std::vector<int32_t>{};
 }
 
-void check_indices(const std::vector<int32_t>& v, size_t ntensors, bool allow_absent,
-                   const std::string& what, const std::string& label, const char* kind) {
+void check_indices(const std::vector<int32_t>& v, size_t ntensors, bool allow_absent, const std::string& what,
+                   const std::string& label, const char* kind) {
   for (size_t k = 0; k < v.size(); ++k) {
     if (allow_absent && v[k] == -1) continue;
     if (v[k] < 0 || static_cast<size_t>(v[k]) >= ntensors)
@@ -202,9 +201,8 @@ void check_indices(const std::vector<int32_t>& v, size_t ntensors, bool allow_ab
   }
 }
 
-}  // namespace
-
-Model load_model_from_memory(const std::vector<uint8_t>& bytes, const std::string& what) {
+// Parses and checks bytes, which the returned model then keeps (no second copy of the file).
+Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   if (bytes.empty()) fail(what, "file is empty");
   if (bytes.size() < 8)
     fail(what, "not a circle or tflite file (only " + std::to_string(bytes.size()) + " bytes)");
@@ -274,8 +272,14 @@ Model load_model_from_memory(const std::vector<uint8_t>& bytes, const std::strin
   }
 
   detail::check_graph(m, what);
-  m.file = bytes;
+  m.file = std::move(bytes);
   return m;
+}
+
+}  // namespace
+
+Model load_model_from_memory(const std::vector<uint8_t>& bytes, const std::string& what) {
+  return load_owned(std::vector<uint8_t>(bytes), what);
 }
 
 Model load_model(const std::string& path) {
@@ -292,7 +296,7 @@ Model load_model(const std::string& path) {
     in.read(reinterpret_cast<char*>(bytes.data()), size);
     if (in.gcount() != size) fail(path, "cannot read the whole file");
   }
-  return load_model_from_memory(bytes, path);
+  return load_owned(std::move(bytes), path);
 }
 
 void set_batch_size(Model& model, int32_t batch) {
@@ -303,9 +307,13 @@ void set_batch_size(Model& model, int32_t batch) {
     if (t.shape.empty())
       throw ModelError(detail::tensor_label(model, static_cast<int32_t>(i)) +
                        ": has rank 0, so it has no batch dimension");
-    uint64_t rest = 1;
-    for (size_t d = 1; d < t.shape.size(); ++d) rest *= static_cast<uint64_t>(t.shape[d]);
-    if (rest * static_cast<uint64_t>(batch) > kMaxTensorBytes / 4)
+    constexpr uint64_t kMaxElements = kMaxTensorBytes / 4;
+    uint64_t elements = static_cast<uint64_t>(batch);
+    for (size_t d = 1; d < t.shape.size() && elements <= kMaxElements; ++d) {
+      const uint64_t dim = static_cast<uint64_t>(std::max<int32_t>(t.shape[d], 0));
+      elements = dim != 0 && elements > kMaxElements / dim ? kMaxElements + 1 : elements * dim;
+    }
+    if (elements > kMaxElements)
       throw ModelError("batch size " + std::to_string(batch) + " makes " +
                        detail::tensor_label(model, static_cast<int32_t>(i)) + " too large");
   }

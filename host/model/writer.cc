@@ -52,18 +52,20 @@ std::vector<int32_t> reshape_target(const Model& m, const Operator& op) {
   return {};
 }
 
-std::pair<fb::BuiltinOptions, Offset<void>> options(FlatBufferBuilder& fbb, const Model& m, const Operator& op) {
+std::pair<fb::BuiltinOptions, Offset<void>> options(FlatBufferBuilder& fbb, const Model& m,
+                                                    const Operator& op) {
   switch (op.op) {
     case CLTRAIN_OP_FULLY_CONNECTED:
-      return {fb::BuiltinOptions::FullyConnectedOptions,
-              fb::CreateFullyConnectedOptions(fbb, static_cast<fb::ActivationFunctionType>(op.params.activation)).Union()};
+      return {
+          fb::BuiltinOptions::FullyConnectedOptions,
+          fb::CreateFullyConnectedOptions(fbb, static_cast<fb::ActivationFunctionType>(op.params.activation))
+              .Union()};
     case CLTRAIN_OP_SOFTMAX:
       return {fb::BuiltinOptions::SoftmaxOptions, fb::CreateSoftmaxOptions(fbb, op.params.beta).Union()};
     case CLTRAIN_OP_RESHAPE:
       return {fb::BuiltinOptions::ReshapeOptions,
               fb::CreateReshapeOptions(fbb, fbb.CreateVector(reshape_target(m, op))).Union()};
-    default:
-      return {fb::BuiltinOptions::NONE, 0};
+    default: return {fb::BuiltinOptions::NONE, 0};
   }
 }
 
@@ -109,8 +111,8 @@ std::vector<uint8_t> write_model(const Model& m, const std::string& format) {
     const Operator& op = m.operators[i];
     const int32_t code = op_to_builtin(op.op);
     if (code < 0)
-      throw std::invalid_argument("write_model: operator " + std::to_string(i) + " (" + cltrain_op_name(op.op) +
-                                  ") has no builtin code");
+      throw std::invalid_argument("write_model: operator " + std::to_string(i) + " (" +
+                                  cltrain_op_name(op.op) + ") has no builtin code");
     auto it = code_index.find(code);
     if (it == code_index.end()) {
       it = code_index.emplace(code, static_cast<uint32_t>(codes.size())).first;
@@ -118,12 +120,13 @@ std::vector<uint8_t> write_model(const Model& m, const std::string& format) {
       codes.push_back(fb::CreateOperatorCode(fbb, dep, 0, 1, code));
     }
     auto [type, opts] = options(fbb, m, op);
-    ops.push_back(fb::CreateOperator(fbb, it->second, fbb.CreateVector(op.inputs), fbb.CreateVector(op.outputs),
-                                     type, opts));
+    ops.push_back(fb::CreateOperator(fbb, it->second, fbb.CreateVector(op.inputs),
+                                     fbb.CreateVector(op.outputs), type, opts));
   }
 
-  auto subgraph = fb::CreateSubGraph(fbb, fbb.CreateVector(tensors), fbb.CreateVector(m.inputs),
-                                     fbb.CreateVector(m.outputs), fbb.CreateVector(ops), fbb.CreateString("main"));
+  auto subgraph =
+      fb::CreateSubGraph(fbb, fbb.CreateVector(tensors), fbb.CreateVector(m.inputs),
+                         fbb.CreateVector(m.outputs), fbb.CreateVector(ops), fbb.CreateString("main"));
   const uint32_t version = format == "tflite" ? 3 : 0;
   auto model = fb::CreateModel(fbb, version, fbb.CreateVector(codes), fbb.CreateVector(&subgraph, 1),
                                fbb.CreateString("cltrain"), fbb.CreateVector(buffers));

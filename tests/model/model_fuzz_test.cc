@@ -2,6 +2,8 @@
 // nothing else may happen. Run under -DCLTRAIN_ASAN=ON to catch out-of-bounds reads.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <random>
 
 #include "test_util.h"
@@ -53,18 +55,28 @@ TEST(ModelFuzz, neg_ChangeEveryByte) {
   EXPECT_GT(tally.loaded, 0);  // flips inside weights still load
 }
 
-TEST(ModelFuzz, neg_RandomDamageToMlp) {
-  const std::vector<uint8_t> full = write_model(make_named_model("mlp", 2), "tflite");
+// CLTRAIN_FUZZ_ROUNDS=100000 for a longer run.
+TEST(ModelFuzz, neg_RandomDamage) {
+  const char* env = std::getenv("CLTRAIN_FUZZ_ROUNDS");
+  const int rounds = env ? std::atoi(env) : 500;
+  const std::vector<uint8_t> models[] = {write_model(test::tiny_model(), "circle"),
+                                         write_model(make_named_model("mlp", 2), "tflite")};
   std::mt19937 rng(1234);
   Tally tally;
-  for (int round = 0; round < 300; ++round) {
-    std::vector<uint8_t> b = full;
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<uint8_t> b = models[round % 2];
     const int changes = 1 + static_cast<int>(rng() % 8);
     for (int c = 0; c < changes; ++c) {
       // Mostly the tables at the start of the file (flatbuffers are built back to front, and
       // write_model adds the weights first, so they end up last).
-      const size_t span = rng() % 4 ? std::min<size_t>(b.size(), 4096) : b.size();
-      b[rng() % span] = static_cast<uint8_t>(rng());
+      const size_t span = rng() % 4 ? std::min<size_t>(b.size(), 2048) : b.size();
+      const size_t pos = rng() % span;
+      if (rng() % 2) {
+        b[pos] = static_cast<uint8_t>(rng());
+      } else {  // small offsets and counts are more likely to point somewhere plausible
+        const uint32_t v = rng() % 64;
+        std::memcpy(b.data() + std::min(pos, b.size() - 4), &v, 4);
+      }
     }
     if (rng() % 4 == 0) b.resize(rng() % b.size());
     try_load(b, tally, "round " + std::to_string(round));

@@ -7,9 +7,9 @@
 namespace cltrain {
 namespace {
 
-using ::testing::HasSubstr;
 using test::edit_raw;
 using test::load_error;
+using ::testing::HasSubstr;
 
 std::vector<uint8_t> mlp_bytes() { return write_model(make_named_model("mlp", 4), "circle"); }
 
@@ -19,10 +19,10 @@ void expect_one_line(const std::string& msg) {
   EXPECT_EQ(msg.rfind("m.circle: ", 0), 0u) << msg;
 }
 
-#define EXPECT_LOAD_ERROR(bytes, ...)                                     \
-  do {                                                                    \
-    const std::string msg_ = load_error(bytes);                           \
-    expect_one_line(msg_);                                                \
+#define EXPECT_LOAD_ERROR(bytes, ...)                                          \
+  do {                                                                         \
+    const std::string msg_ = load_error(bytes);                                \
+    expect_one_line(msg_);                                                     \
     for (const char* part : {__VA_ARGS__}) EXPECT_THAT(msg_, HasSubstr(part)); \
   } while (0)
 
@@ -52,7 +52,9 @@ TEST(ModelLoad, neg_MissingFile) {
   }
 }
 
-TEST(ModelLoad, neg_TooShort) { EXPECT_LOAD_ERROR(std::vector<uint8_t>(5, 0), "not a circle or tflite file"); }
+TEST(ModelLoad, neg_TooShort) {
+  EXPECT_LOAD_ERROR(std::vector<uint8_t>(5, 0), "not a circle or tflite file");
+}
 
 TEST(ModelLoad, neg_WrongIdentifier) {
   std::vector<uint8_t> b = mlp_bytes();
@@ -69,7 +71,8 @@ TEST(ModelLoad, neg_TruncatedFile) {
 TEST(ModelLoad, neg_OperatorInputOutOfRange) {
   Model m = make_named_model("mlp", 4);
   m.operators[1].inputs[0] = 99;
-  EXPECT_LOAD_ERROR(write_model(m, "circle"), "operator 1 (FullyConnected): input 0: tensor index 99 out of range");
+  EXPECT_LOAD_ERROR(write_model(m, "circle"),
+                    "operator 1 (FullyConnected): input 0: tensor index 99 out of range");
 }
 
 TEST(ModelLoad, neg_SubgraphOutputOutOfRange) {
@@ -92,7 +95,9 @@ TEST(ModelLoad, neg_BufferShorterThanTensor) {
 }
 
 TEST(ModelLoad, neg_NonEmptyBufferZero) {
-  const std::vector<uint8_t> b = edit_raw(mlp_bytes(), [](fb::ModelT& m) { m.buffers[0]->data = {1, 2, 3, 4}; });
+  const std::vector<uint8_t> b = edit_raw(mlp_bytes(), [](fb::ModelT& m) {
+    m.buffers[0]->data = {1, 2, 3, 4};
+  });
   EXPECT_LOAD_ERROR(b, "buffer 0 must be empty");
 }
 
@@ -112,7 +117,8 @@ TEST(ModelLoad, neg_UnsupportedOp) {
       m.operator_codes[0]->builtin_code = code;
     });
     const std::string name = code == 92 ? "SQUARE" : code == 3 ? "CONV_2D" : "GELU";
-    const std::string expected = "operator 0: " + name + " (builtin " + std::to_string(code) + ") is not supported";
+    const std::string expected =
+        "operator 0: " + name + " (builtin " + std::to_string(code) + ") is not supported";
     EXPECT_LOAD_ERROR(b, expected.c_str());
   }
 }
@@ -127,21 +133,20 @@ TEST(ModelLoad, neg_CustomOp) {
 }
 
 TEST(ModelLoad, neg_OpcodeIndexOutOfRange) {
-  const std::vector<uint8_t> b = edit_raw(mlp_bytes(), [](fb::ModelT& m) { m.subgraphs[0]->operators[2]->opcode_index = 7; });
+  const std::vector<uint8_t> b =
+      edit_raw(mlp_bytes(), [](fb::ModelT& m) { m.subgraphs[0]->operators[2]->opcode_index = 7; });
   EXPECT_LOAD_ERROR(b, "operator 2: opcode index 7 out of range");
 }
 
 TEST(ModelLoad, neg_TwoSubgraphs) {
-  const std::vector<uint8_t> b = edit_raw(mlp_bytes(), [](fb::ModelT& m) {
-    m.subgraphs.push_back(std::make_unique<fb::SubGraphT>());
-  });
+  const std::vector<uint8_t> b =
+      edit_raw(mlp_bytes(), [](fb::ModelT& m) { m.subgraphs.push_back(std::make_unique<fb::SubGraphT>()); });
   EXPECT_LOAD_ERROR(b, "2 subgraphs");
 }
 
 TEST(ModelLoad, neg_UnsupportedTensorType) {
-  const std::vector<uint8_t> b = edit_raw(mlp_bytes(), [](fb::ModelT& m) {
-    m.subgraphs[0]->tensors[0]->type = fb::TensorType::INT8;
-  });
+  const std::vector<uint8_t> b =
+      edit_raw(mlp_bytes(), [](fb::ModelT& m) { m.subgraphs[0]->tensors[0]->type = fb::TensorType::INT8; });
   EXPECT_LOAD_ERROR(b, "tensor 0 'input': INT8 tensors are not supported");
 }
 
@@ -160,13 +165,15 @@ TEST(ModelLoad, neg_HugeShape) {
 TEST(ModelLoad, neg_ShapeMismatch) {
   Model m = make_named_model("mlp", 4);
   m.tensors[3].shape = {4, 127};
-  EXPECT_LOAD_ERROR(write_model(m, "circle"), "operator 0 (FullyConnected): output shape [4,127] does not match");
+  EXPECT_LOAD_ERROR(write_model(m, "circle"),
+                    "operator 0 (FullyConnected): output shape [4,127] does not match");
 }
 
 TEST(ModelLoad, neg_OperatorsOutOfOrder) {
   Model m = make_named_model("mlp", 4);
   std::swap(m.operators[0], m.operators[1]);
-  EXPECT_LOAD_ERROR(write_model(m, "circle"), "operator 0 (FullyConnected): input 0 tensor 3 'fc1' is read before");
+  EXPECT_LOAD_ERROR(write_model(m, "circle"),
+                    "operator 0 (FullyConnected): input 0 tensor 3 'fc1' is read before");
 }
 
 TEST(ModelLoad, neg_OutputNotComputed) {
@@ -184,7 +191,8 @@ TEST(ModelLoad, neg_MissingRequiredInput) {
 TEST(ModelLoad, neg_UnsupportedActivation) {
   Model m = make_named_model("mlp", 4);
   m.operators[0].params.activation = 5;  // SIGN_BIT
-  EXPECT_LOAD_ERROR(write_model(m, "circle"), "operator 0 (FullyConnected): fused activation 5 is not supported");
+  EXPECT_LOAD_ERROR(write_model(m, "circle"),
+                    "operator 0 (FullyConnected): fused activation 5 is not supported");
 }
 
 TEST(ModelLoad, neg_WrongOptionsType) {

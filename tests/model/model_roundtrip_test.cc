@@ -42,7 +42,8 @@ TEST_P(RoundTrip, Mlp) {
   const Model built = make_named_model("mlp", 32);
   const std::vector<uint8_t> bytes = write_model(built, fmt);
   ASSERT_GE(bytes.size(), 8u);
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes.data()) + 4, 4), fmt == "circle" ? "CIR0" : "TFL3");
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes.data()) + 4, 4),
+            fmt == "circle" ? "CIR0" : "TFL3");
   const Model loaded = load_model_from_memory(bytes, "mlp." + fmt);
   EXPECT_EQ(loaded.format, fmt);
   EXPECT_TRUE(loaded.file == bytes);
@@ -79,8 +80,8 @@ TEST(Model, MlpLayout) {
   EXPECT_EQ(m.operators[1].params.activation, CLTRAIN_ACT_NONE);
   EXPECT_EQ(m.operators[2].op, CLTRAIN_OP_SOFTMAX);
   EXPECT_EQ(m.operators[2].params.beta, 1.0f);
-  const std::vector<std::string> names = {"input", "fc1/weights", "fc1/bias", "fc1",
-                                          "fc2/weights", "fc2/bias", "fc2", "softmax"};
+  const std::vector<std::string> names = {"input",       "fc1/weights", "fc1/bias", "fc1",
+                                          "fc2/weights", "fc2/bias",    "fc2",      "softmax"};
   ASSERT_EQ(m.tensors.size(), names.size());
   for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(m.tensors[i].name, names[i]);
   EXPECT_EQ(m.tensors[0].shape, std::vector<int32_t>({32, 784}));
@@ -92,7 +93,10 @@ TEST(Model, MlpLayout) {
 
 TEST(Model, GlorotUniformWeightsZeroBias) {
   const Model m = make_named_model("mlp", 1);
-  const struct { size_t w, b; double fan_in, fan_out; } layers[] = {{1, 2, 784, 128}, {4, 5, 128, 10}};
+  const struct {
+    size_t w, b;
+    double fan_in, fan_out;
+  } layers[] = {{1, 2, 784, 128}, {4, 5, 128, 10}};
   for (const auto& l : layers) {
     const double limit = std::sqrt(6.0 / (l.fan_in + l.fan_out));
     const std::vector<float> w = floats(m.tensors[l.w]);
@@ -103,8 +107,8 @@ TEST(Model, GlorotUniformWeightsZeroBias) {
       sum += v;
       max_abs = std::max(max_abs, std::fabs(static_cast<double>(v)));
     }
-    EXPECT_GT(max_abs, 0.9 * limit);                          // spread over the whole range
-    EXPECT_LT(std::fabs(sum / w.size()), 0.05 * limit);       // centred
+    EXPECT_GT(max_abs, 0.9 * limit);                     // spread over the whole range
+    EXPECT_LT(std::fabs(sum / w.size()), 0.05 * limit);  // centred
     for (float v : floats(m.tensors[l.b])) EXPECT_EQ(v, 0.0f);
   }
   // Fixed seed: same model twice; another seed differs.
