@@ -1,0 +1,432 @@
+// The CPU backend: the cltrain_backend_iface of the built-in backend. It plans all of its
+// tensors into one 64-byte aligned pool with the shared planner, and runs steps synchronously
+// through a dispatch table generated from the op list.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cltrain/cltrain_backend.h"
+#include "cpu_op.h"
+#include "memory_plan.h"
+
+namespace cltrain {
+namespace cpu {
+namespace {
+
+constexpr uint64_t kPoolAlignment = 64;
+const char kDeviceName[] = "host CPU";
+
+const CpuOp* const kOps[CLTRAIN_OP_COUNT] = {
+#define CLTRAIN_CPU_OP_ENTRY(e, name, code, kind) &kCpuOp_##e,
+    CLTRAIN_OP_LIST(CLTRAIN_CPU_OP_ENTRY)
+#undef CLTRAIN_CPU_OP_ENTRY
+};
+
+const int kOpKinds[CLTRAIN_OP_COUNT] = {
+#define CLTRAIN_CPU_OP_KIND(e, name, code, kind) kind,
+    CLTRAIN_OP_LIST(CLTRAIN_CPU_OP_KIND)
+#undef CLTRAIN_CPU_OP_KIND
+};
+
+const char* phase_name(int32_t phase) {
+  switch (phase) {
+    case CLTRAIN_PHASE_FORWARD: return "forward";
+    case CLTRAIN_PHASE_BACKWARD: return "backward";
+    case CLTRAIN_PHASE_UPDATE: return "update";
+    default: return "?";
+  }
+}
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+struct CpuBackend {
+  std::string error;
+  bool prepared = false;
+  std::vector<std::string> names;           // owned copies of the tensor names
+  std::vector<cltrain_tensor_desc> tensors; // the host's table, names pointing into `names`
+  std::vector<int64_t> offsets;             // byte offset in the pool, -1 where not planned
+  std::vector<cltrain_step_desc> steps;
+  std::vector<uint8_t> assigned;
+  std::vector<StepView> views;              // per step, resolved against the pool if assigned
+  std::unique_ptr<uint8_t, FreeDeleter> pool;
+  uint64_t pool_bytes = 0;
+};
+
+CpuBackend* self(cltrain_backend* b) { return reinterpret_cast<CpuBackend*>(b); }
+
+cltrain_status fail(CpuBackend* b, cltrain_status status, const std::string& message) {
+  b->error = message;
+  return status;
+}
+
+// Runs f, turning any exception into a status and a message: nothing may cross the ABI.
+template <typename F>
+cltrain_status guarded(CpuBackend* b, const char* what, F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return fail(b, CLTRAIN_OUT_OF_MEMORY, std::string(what) + ": out of host memory");
+  } catch (const std::exception& e) {
+    return fail(b, CLTRAIN_ERROR, std::string(what) + ": " + e.what());
+  } catch (...) {
+    return fail(b, CLTRAIN_ERROR, std::string(what) + ": unknown failure");
+  }
+}
+
+std::string tensor_label(const cltrain_tensor_desc* tensors, int32_t id) {
+  const char* n = tensors[id].name;
+  return "tensor " + std::to_string(id) + (n && *n ? " (" + std::string(n) + ")" : "");
+}
+
+TensorRef make_ref(const cltrain_tensor_desc* tensors, int32_t id, uint8_t* pool,
+                   const int64_t* offsets) {
+  TensorRef r;
+  if (id < 0) return r;
+  r.desc = &tensors[id];
+  r.elements = tensor_elements(tensors[id]);
+  if (pool && offsets) r.data = reinterpret_cast<float*>(pool + offsets[id]);
+  return r;
+}
+
+StepView make_view(const cltrain_step_desc& step, const cltrain_tensor_desc* tensors,
+                   uint8_t* pool, const int64_t* offsets) {
+  StepView v;
+  v.step = &step;
+  for (int i = 0; i < step.num_inputs; ++i) v.in[i] = make_ref(tensors, step.inputs[i], pool, offsets);
+  for (int i = 0; i < step.num_outputs; ++i) v.out[i] = make_ref(tensors, step.outputs[i], pool, offsets);
+  return v;
+}
+
+// Everything about a step except its lifetimes and placement: op, phase, slots, dtypes, shapes.
+// num_tensors < 0 when the caller does not know the table's size (supports()).
+std::string check_step(const cltrain_step_desc& step, const cltrain_tensor_desc* tensors,
+                       int32_t num_tensors) {
+  if (step.op < 0 || step.op >= CLTRAIN_OP_COUNT) return "op " + std::to_string(step.op) + " is unknown";
+  std::string where = std::string(cltrain_op_name(step.op)) + " " + phase_name(step.phase) + ": ";
+  if (step.phase < 0 || step.phase > CLTRAIN_PHASE_UPDATE || !kOps[step.op]->phase[step.phase].run)
+    return where + "the op has no step of phase " + std::to_string(step.phase);
+  if (step.num_inputs < 0 || step.num_inputs > CLTRAIN_MAX_STEP_IO || step.num_outputs < 0 ||
+      step.num_outputs > CLTRAIN_MAX_STEP_IO)
+    return where + "bad number of inputs or outputs";
+  for (int side = 0; side < 2; ++side) {
+    const int32_t count = side ? step.num_outputs : step.num_inputs;
+    const int32_t* ids = side ? step.outputs : step.inputs;
+    for (int i = 0; i < count; ++i) {
+      const int32_t id = ids[i];
+      if (id < -1 || (num_tensors >= 0 && id >= num_tensors))
+        return where + (side ? "output " : "input ") + std::to_string(i) + " is tensor " +
+               std::to_string(id) + ", outside the tensor table";
+      if (id < 0) continue;
+      const cltrain_tensor_desc& t = tensors[id];
+      if (t.dtype != CLTRAIN_FLOAT32) return where + tensor_label(tensors, id) + " is not float32";
+      if (t.rank < 0 || t.rank > CLTRAIN_MAX_RANK)
+        return where + tensor_label(tensors, id) + " has rank " + std::to_string(t.rank);
+      for (int d = 0; d < t.rank; ++d)
+        if (t.dims[d] < 0) return where + tensor_label(tensors, id) + " has a negative dimension";
+    }
+  }
+  if (std::string e = kOps[step.op]->phase[step.phase].check(make_view(step, tensors, nullptr, nullptr));
+      !e.empty())
+    return where + e;
+  return {};
+}
+
+std::string check_tensor(const cltrain_tensor_desc* tensors, int32_t id, int32_t last_step) {
+  const cltrain_tensor_desc& t = tensors[id];
+  std::ostringstream m;
+  m << tensor_label(tensors, id) << ": ";
+  if (t.rank < 0 || t.rank > CLTRAIN_MAX_RANK) {
+    m << "rank " << t.rank << " is outside [0, " << CLTRAIN_MAX_RANK << "]";
+  } else if (std::any_of(t.dims, t.dims + t.rank, [](int32_t d) { return d < 0; })) {
+    m << "has a negative dimension";
+  } else if (t.dtype != CLTRAIN_FLOAT32 && t.dtype != CLTRAIN_INT32) {
+    m << "dtype " << t.dtype << " is unknown";
+  } else if (t.role < 0 || t.role >= CLTRAIN_ROLE_COUNT) {
+    m << "role " << t.role << " is unknown";
+  } else if (t.first_step > t.last_step || t.last_step > last_step) {
+    m << "lifetime [" << t.first_step << ", " << t.last_step << "] is not within the "
+      << (last_step + 1) << " steps";
+  } else if (t.data && t.data_bytes != tensor_bytes(t)) {
+    m << "initial data has " << t.data_bytes << " bytes, the tensor " << tensor_bytes(t);
+  } else {
+    return {};
+  }
+  return m.str();
+}
+
+cltrain_status prepare(CpuBackend* b, const cltrain_graph_desc* g, cltrain_memory_report* report) {
+  if (b->prepared) return fail(b, CLTRAIN_INVALID, "prepare was already called on this backend");
+  if (!g) return fail(b, CLTRAIN_INVALID, "prepare: no graph");
+  if (g->struct_size < sizeof(cltrain_graph_desc))
+    return fail(b, CLTRAIN_INVALID, "prepare: graph struct_size " + std::to_string(g->struct_size) +
+                                        " is smaller than this backend's " +
+                                        std::to_string(sizeof(cltrain_graph_desc)));
+  if (g->num_tensors < 0 || g->num_steps < 0 || (g->num_tensors > 0 && !g->tensors) ||
+      (g->num_steps > 0 && (!g->steps || !g->assigned)))
+    return fail(b, CLTRAIN_INVALID, "prepare: the graph's tables are missing or have negative sizes");
+
+  // Own copies of everything the host's pointers reach.
+  b->names.resize(static_cast<size_t>(g->num_tensors));
+  b->tensors.assign(g->tensors, g->tensors + g->num_tensors);
+  for (size_t i = 0; i < b->tensors.size(); ++i) {
+    b->names[i] = b->tensors[i].name ? b->tensors[i].name : "";
+    b->tensors[i].name = b->names[i].c_str();
+    b->tensors[i].data = nullptr;
+  }
+  b->steps.assign(g->steps, g->steps + g->num_steps);
+  b->assigned.assign(g->assigned, g->assigned + g->num_steps);
+  const cltrain_tensor_desc* tensors = b->tensors.data();
+  const int32_t last_step = std::max(g->num_steps, 1) - 1;
+
+  std::vector<PlanItem> items;
+  for (int32_t id = 0; id < g->num_tensors; ++id) {
+    const cltrain_tensor_desc& t = g->tensors[id];
+    if (t.first_step < 0) continue;
+    if (std::string e = check_tensor(g->tensors, id, last_step); !e.empty())
+      return fail(b, CLTRAIN_INVALID, "prepare: " + e);
+    PlanItem it;
+    it.id = id;
+    it.bytes = tensor_bytes(t);
+    it.role = t.role;
+    // What must survive from one iteration to the next may share its bytes with nothing.
+    const bool keep = t.persistent != 0 || t.data != nullptr;
+    it.first = keep ? 0 : t.first_step;
+    it.last = keep ? last_step : t.last_step;
+    items.push_back(it);
+  }
+
+  for (int32_t s = 0; s < g->num_steps; ++s) {
+    if (!b->assigned[s]) continue;
+    const cltrain_step_desc& step = b->steps[s];
+    const std::string where = "prepare: step " + std::to_string(s) + ": ";
+    if (std::string e = check_step(step, tensors, g->num_tensors); !e.empty())
+      return fail(b, CLTRAIN_INVALID, where + e);
+    for (int side = 0; side < 2; ++side) {
+      const int32_t count = side ? step.num_outputs : step.num_inputs;
+      const int32_t* ids = side ? step.outputs : step.inputs;
+      for (int i = 0; i < count; ++i) {
+        if (ids[i] < 0) continue;
+        const cltrain_tensor_desc& t = tensors[ids[i]];
+        const bool keep = t.persistent != 0 || g->tensors[ids[i]].data != nullptr;
+        if (t.first_step < 0 || (!keep && (s < t.first_step || s > t.last_step)))
+          return fail(b, CLTRAIN_INVALID,
+                      where + cltrain_op_name(step.op) + " uses " + tensor_label(tensors, ids[i]) +
+                          " outside its lifetime [" + std::to_string(t.first_step) + ", " +
+                          std::to_string(t.last_step) + "]");
+      }
+    }
+  }
+
+  MemoryPlan plan = plan_memory(items, kPoolAlignment);
+  if (std::string e = check_plan(items, plan, kPoolAlignment); !e.empty())
+    return fail(b, CLTRAIN_ERROR, "prepare: the memory plan (" + plan.algorithm + ") is wrong: " + e);
+
+  if (plan.pool_bytes > 0) {
+    // aligned_alloc wants a size that is a multiple of the alignment.
+    const uint64_t bytes = (plan.pool_bytes + kPoolAlignment - 1) / kPoolAlignment * kPoolAlignment;
+    void* p = std::aligned_alloc(kPoolAlignment, bytes);
+    if (!p)
+      return fail(b, CLTRAIN_OUT_OF_MEMORY,
+                  "prepare: cannot allocate the pool of " + std::to_string(bytes) + " bytes");
+    std::memset(p, 0, bytes);
+    b->pool.reset(static_cast<uint8_t*>(p));
+  }
+  b->pool_bytes = plan.pool_bytes;
+  b->offsets.assign(b->tensors.size(), -1);
+  for (size_t i = 0; i < items.size(); ++i) b->offsets[items[i].id] = static_cast<int64_t>(plan.offsets[i]);
+
+  for (const PlanItem& it : items) {
+    const cltrain_tensor_desc& t = g->tensors[it.id];
+    uint8_t* dst = b->pool.get() + b->offsets[it.id];
+    if (t.role == CLTRAIN_ROLE_OPTIMIZER) std::memset(dst, 0, it.bytes);
+    if (t.data) std::memcpy(dst, t.data, it.bytes);
+  }
+
+  b->views.assign(b->steps.size(), StepView{});
+  for (size_t s = 0; s < b->steps.size(); ++s)
+    if (b->assigned[s]) b->views[s] = make_view(b->steps[s], tensors, b->pool.get(), b->offsets.data());
+
+  if (report) {
+    *report = cltrain_memory_report{};
+    for (int r = 0; r < CLTRAIN_ROLE_COUNT; ++r) report->role_peak[r] = plan.role_peak[r];
+    report->pool_bytes = plan.pool_bytes;
+    report->lower_bound = plan.lower_bound;
+    report->num_tensors = items.size();
+  }
+  b->prepared = true;
+  return CLTRAIN_OK;
+}
+
+cltrain_status run(CpuBackend* b, const int32_t* steps, int32_t num_steps, const cltrain_run_args* args) {
+  if (!b->prepared) return fail(b, CLTRAIN_INVALID, "run before prepare");
+  if (num_steps < 0 || (num_steps > 0 && !steps)) return fail(b, CLTRAIN_INVALID, "run: no step list");
+  if (!args) return fail(b, CLTRAIN_INVALID, "run: no run arguments");
+  for (int32_t i = 0; i < num_steps; ++i) {
+    const int32_t s = steps[i];
+    if (s < 0 || static_cast<size_t>(s) >= b->steps.size() || !b->assigned[s])
+      return fail(b, CLTRAIN_INVALID, "run: step " + std::to_string(s) + " is not assigned to the cpu backend");
+    const cltrain_step_desc& step = b->steps[s];
+    if (std::string e = kOps[step.op]->phase[step.phase].run(b->views[s], *args); !e.empty())
+      return fail(b, CLTRAIN_ERROR, "step " + std::to_string(s) + " (" + cltrain_op_name(step.op) +
+                                        " " + phase_name(step.phase) + "): " + e);
+  }
+  return CLTRAIN_OK;
+}
+
+// The pool address of a planned tensor whose size is `bytes`, or nullptr with the error set.
+uint8_t* tensor_address(CpuBackend* b, int32_t id, uint64_t bytes, const char* what) {
+  if (!b->prepared) {
+    b->error = std::string(what) + " before prepare";
+    return nullptr;
+  }
+  if (id < 0 || static_cast<size_t>(id) >= b->tensors.size()) {
+    b->error = std::string(what) + ": tensor " + std::to_string(id) + " is outside the tensor table";
+    return nullptr;
+  }
+  if (b->offsets[id] < 0) {
+    b->error = std::string(what) + ": " + tensor_label(b->tensors.data(), id) + " is not planned on the cpu backend";
+    return nullptr;
+  }
+  const uint64_t size = tensor_bytes(b->tensors[id]);
+  if (bytes != size) {
+    b->error = std::string(what) + ": " + tensor_label(b->tensors.data(), id) + " has " +
+               std::to_string(size) + " bytes, not " + std::to_string(bytes);
+    return nullptr;
+  }
+  return b->pool.get() + b->offsets[id];
+}
+
+// --- the iface members ---
+
+cltrain_status iface_probe(char* err, size_t err_len) {
+  if (err && err_len) err[0] = 0;
+  return CLTRAIN_OK;
+}
+
+cltrain_status iface_list_devices(char* buf, size_t buf_len) {
+  if (!buf || buf_len == 0) return CLTRAIN_INVALID;
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::snprintf(buf, buf_len, "cpu: %s, %u threads\n", kDeviceName, threads);
+  return CLTRAIN_OK;
+}
+
+cltrain_status iface_create(const cltrain_backend_config*, cltrain_backend** out, char* err, size_t err_len) {
+  if (err && err_len) err[0] = 0;
+  if (!out) {
+    if (err && err_len) std::snprintf(err, err_len, "create: no place for the backend");
+    return CLTRAIN_INVALID;
+  }
+  *out = nullptr;
+  CpuBackend* b = new (std::nothrow) CpuBackend();
+  if (!b) {
+    if (err && err_len) std::snprintf(err, err_len, "create: out of host memory");
+    return CLTRAIN_OUT_OF_MEMORY;
+  }
+  *out = reinterpret_cast<cltrain_backend*>(b);
+  return CLTRAIN_OK;
+}
+
+void iface_destroy(cltrain_backend* backend) { delete self(backend); }
+
+const char* iface_device_name(cltrain_backend*) { return kDeviceName; }
+
+int iface_supports(cltrain_backend* backend, const cltrain_step_desc* step,
+                   const cltrain_tensor_desc* tensors, int training) {
+  CpuBackend* b = self(backend);
+  if (!step || !tensors) return 0;
+  try {
+    std::string e = check_step(*step, tensors, -1);
+    const bool needs_backward = training && step->phase == CLTRAIN_PHASE_FORWARD &&
+                                (kOpKinds[step->op] == CLTRAIN_KIND_MODEL || kOpKinds[step->op] == CLTRAIN_KIND_LOSS);
+    if (e.empty() && needs_backward && !kOps[step->op]->phase[CLTRAIN_PHASE_BACKWARD].run)
+      e = std::string(cltrain_op_name(step->op)) + " has no backward step";
+    if (!e.empty()) {
+      if (b) b->error = "unsupported: " + e;
+      return 0;
+    }
+    return 1;
+  } catch (...) {
+    return 0;
+  }
+}
+
+cltrain_status iface_prepare(cltrain_backend* backend, const cltrain_graph_desc* graph,
+                             cltrain_memory_report* report) {
+  CpuBackend* b = self(backend);
+  return guarded(b, "prepare", [&] { return prepare(b, graph, report); });
+}
+
+cltrain_status iface_run(cltrain_backend* backend, const int32_t* steps, int32_t num_steps,
+                         const cltrain_run_args* args) {
+  CpuBackend* b = self(backend);
+  return guarded(b, "run", [&] { return run(b, steps, num_steps, args); });
+}
+
+cltrain_status iface_write_tensor(cltrain_backend* backend, int32_t tensor, const void* src, uint64_t bytes) {
+  CpuBackend* b = self(backend);
+  return guarded(b, "write_tensor", [&] {
+    uint8_t* p = tensor_address(b, tensor, bytes, "write_tensor");
+    if (!p) return CLTRAIN_INVALID;
+    if (bytes && !src) return fail(b, CLTRAIN_INVALID, "write_tensor: no source");
+    if (bytes) std::memcpy(p, src, bytes);
+    return CLTRAIN_OK;
+  });
+}
+
+cltrain_status iface_read_tensor(cltrain_backend* backend, int32_t tensor, void* dst, uint64_t bytes) {
+  CpuBackend* b = self(backend);
+  return guarded(b, "read_tensor", [&] {
+    const uint8_t* p = tensor_address(b, tensor, bytes, "read_tensor");
+    if (!p) return CLTRAIN_INVALID;
+    if (bytes && !dst) return fail(b, CLTRAIN_INVALID, "read_tensor: no destination");
+    if (bytes) std::memcpy(dst, p, bytes);
+    return CLTRAIN_OK;
+  });
+}
+
+cltrain_status iface_sync(cltrain_backend*) { return CLTRAIN_OK; }
+
+const char* iface_last_error(cltrain_backend* backend) { return self(backend)->error.c_str(); }
+
+cltrain_status iface_plan_offsets(cltrain_backend* backend, int64_t* offsets, int32_t num_tensors) {
+  CpuBackend* b = self(backend);
+  if (!b->prepared) return fail(b, CLTRAIN_INVALID, "plan_offsets before prepare");
+  if (num_tensors < 0 || (num_tensors > 0 && !offsets))
+    return fail(b, CLTRAIN_INVALID, "plan_offsets: no offset table");
+  for (int32_t i = 0; i < num_tensors; ++i)
+    offsets[i] = static_cast<size_t>(i) < b->offsets.size() ? b->offsets[i] : -1;
+  return CLTRAIN_OK;
+}
+
+const cltrain_backend_iface kIface = {
+    CLTRAIN_BACKEND_ABI_VERSION,
+    "cpu",
+    iface_probe,
+    iface_list_devices,
+    iface_create,
+    iface_destroy,
+    iface_device_name,
+    iface_supports,
+    iface_prepare,
+    iface_run,
+    iface_write_tensor,
+    iface_read_tensor,
+    iface_sync,
+    iface_last_error,
+    iface_plan_offsets,
+};
+
+}  // namespace
+}  // namespace cpu
+}  // namespace cltrain
+
+extern "C" const cltrain_backend_iface* cltrain_cpu_backend_iface(void) { return &cltrain::cpu::kIface; }

@@ -1,0 +1,71 @@
+// SOFTMAX over the last dimension: y = exp(beta x_i) / sum_j exp(beta x_j).
+#include <cmath>
+
+#include "cpu_op.h"
+
+namespace cltrain {
+namespace cpu {
+namespace {
+
+uint64_t row_length(const TensorRef& t) {
+  return t.rank() == 0 ? 1 : static_cast<uint64_t>(t.dim(t.rank() - 1));
+}
+
+std::string check_forward(const StepView& s) {
+  if (std::string e = require_slots(s, 1, 1); !e.empty()) return e;
+  if (std::string e = require(s.in[0], "x"); !e.empty()) return e;
+  if (row_length(s.in[0]) == 0) return "x " + shape_string(s.in[0]) + " has an empty last dimension";
+  if (!std::isfinite(s.params().beta)) return "beta is not finite";
+  return require_elements(s.out[0], s.in[0].elements, "y");
+}
+
+std::string check_backward(const StepView& s) {
+  if (std::string e = require_slots(s, 2, 1); !e.empty()) return e;
+  if (std::string e = require(s.in[0], "y"); !e.empty()) return e;
+  if (row_length(s.in[0]) == 0) return "y " + shape_string(s.in[0]) + " has an empty last dimension";
+  if (std::string e = require_elements(s.in[1], s.in[0].elements, "dy"); !e.empty()) return e;
+  return require_elements(s.out[0], s.in[0].elements, "dx");
+}
+
+std::string run_forward(const StepView& s, const cltrain_run_args&) {
+  const float beta = s.params().beta;
+  const uint64_t len = row_length(s.in[0]);
+  const uint64_t rows = s.in[0].elements / len;
+  for (uint64_t r = 0; r < rows; ++r) {
+    const float* x = s.in[0].data + r * len;
+    float* y = s.out[0].data + r * len;
+    float top = beta * x[0];
+    for (uint64_t i = 1; i < len; ++i) top = std::fmax(top, beta * x[i]);
+    float sum = 0.0f;
+    for (uint64_t i = 0; i < len; ++i) {
+      y[i] = std::exp(beta * x[i] - top);
+      sum += y[i];
+    }
+    const float inv = 1.0f / sum;
+    for (uint64_t i = 0; i < len; ++i) y[i] *= inv;
+  }
+  return {};
+}
+
+// dx_i = beta y_i (dy_i - sum_j dy_j y_j)
+std::string run_backward(const StepView& s, const cltrain_run_args&) {
+  const float beta = s.params().beta;
+  const uint64_t len = row_length(s.in[0]);
+  const uint64_t rows = s.in[0].elements / len;
+  for (uint64_t r = 0; r < rows; ++r) {
+    const float* y = s.in[0].data + r * len;
+    const float* dy = s.in[1].data + r * len;
+    float* dx = s.out[0].data + r * len;
+    float dot = 0.0f;
+    for (uint64_t i = 0; i < len; ++i) dot += dy[i] * y[i];
+    for (uint64_t i = 0; i < len; ++i) dx[i] = beta * y[i] * (dy[i] - dot);
+  }
+  return {};
+}
+
+}  // namespace
+
+extern const CpuOp kCpuOp_SOFTMAX = {{{check_forward, run_forward}, {check_backward, run_backward}, {}}};
+
+}  // namespace cpu
+}  // namespace cltrain

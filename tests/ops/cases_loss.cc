@@ -1,0 +1,94 @@
+// LOSS_MSE and LOSS_CCE, each with both reductions: forward in [pred, expected] out [loss],
+// backward in [pred, expected] out [dpred]. The scalar for finite differences is the loss.
+#include <algorithm>
+#include <cmath>
+
+#include "op_case.h"
+
+namespace cltrain {
+namespace optest {
+namespace {
+
+// Per sample (first dimension): MSE mean of (p - e)^2; CCE -sum e log clamp(p, 1e-7, 1 - 1e-7),
+// its derivative zero where p was clamped. The reduction scales the sum over samples.
+Values loss_reference(int32_t op, int32_t reduction, const std::vector<double>& p, const std::vector<double>& e,
+                      int32_t batch, int32_t pred, int32_t loss, int32_t dpred) {
+  const double scale = reduction == CLTRAIN_REDUCTION_SUM ? 1.0 : 1.0 / batch;
+  const double per_sample = static_cast<double>(p.size()) / batch;
+  double total = 0.0;
+  std::vector<double> d(p.size());
+  const double lo = 1e-7, hi = 1.0 - 1e-7;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (op == CLTRAIN_OP_LOSS_MSE) {
+      total += (p[i] - e[i]) * (p[i] - e[i]) / per_sample;
+      d[i] = scale * 2.0 * (p[i] - e[i]) / per_sample;
+    } else {
+      total -= e[i] * std::log(std::min(std::max(p[i], lo), hi));
+      d[i] = (p[i] < lo || p[i] > hi) ? 0.0 : -scale * e[i] / p[i];
+    }
+  }
+  (void)pred;
+  return {{loss, {total * scale}}, {dpred, d}};
+}
+
+OpCase loss_case(int32_t op, int32_t reduction, const std::string& tag, std::vector<int32_t> dims,
+                 std::vector<float> pred_values = {}) {
+  const bool mse = op == CLTRAIN_OP_LOSS_MSE;
+  OpCase c;
+  c.name = std::string(mse ? "MeanSquaredError_" : "CategoricalCrossEntropy_") +
+           (reduction == CLTRAIN_REDUCTION_SUM ? "sum_" : "sobs_") + tag;
+  c.op = op;
+  const int32_t pred = c.input("pred", dims);
+  const int32_t expected = c.input("expected", dims);
+  if (!mse) {
+    c.tensors[pred].fill = Fill::SoftmaxRows;
+    c.tensors[expected].fill = Fill::OneHotRows;
+  }
+  if (!pred_values.empty()) {
+    c.tensors[pred].fill = Fill::Values;
+    c.tensors[pred].values = pred_values;
+  }
+  const int32_t loss = c.output("loss", {1});
+  const int32_t dpred = c.output("dpred", dims, CLTRAIN_ROLE_BACK_PROP);
+  cltrain_op_params p{};
+  p.reduction = reduction;
+  c.step(op, CLTRAIN_PHASE_FORWARD, {pred, expected}, {loss}, p);
+  c.step(op, CLTRAIN_PHASE_BACKWARD, {pred, expected}, {dpred}, p);
+  c.y = loss;
+  c.dy = -1;
+  c.grads = {{pred, dpred}};
+  c.tol.vs_cpu = 1e-5;
+  c.tol.vs_reference = 1e-5;
+  c.tol.fd_eps = mse ? 1e-2 : 1e-3;  // log is curved: a smaller step
+  c.tol.fd_tol = 1e-2;
+  // Finite differences cannot see a clamp: a case with clamped predictions relies on the reference.
+  if (!pred_values.empty()) c.fd_samples = 0;
+  const int32_t batch = dims[0];
+  c.reference = [=](const Values& in) {
+    return loss_reference(op, reduction, in.at(pred), in.at(expected), batch, pred, loss, dpred);
+  };
+  return c;
+}
+
+std::vector<OpCase> make_cases() {
+  const int32_t MSE = CLTRAIN_OP_LOSS_MSE, CCE = CLTRAIN_OP_LOSS_CCE;
+  const int32_t SOBS = CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE, SUM = CLTRAIN_REDUCTION_SUM;
+  // Rows hitting both clamps (p = 0 and p = 1 exactly) next to unclamped ones.
+  const std::vector<float> clamped = {0.0f, 1.0f, 0.0f, 0.0f,   0.5f, 0.5f, 0.0f, 0.0f,
+                                      0.1f, 0.2f, 0.3f, 0.4f};
+  return {
+      loss_case(MSE, SOBS, "x4x6", {4, 6}),
+      loss_case(MSE, SUM, "x3x5", {3, 5}),
+      loss_case(MSE, SOBS, "x2x3x4", {2, 3, 4}),
+      loss_case(CCE, SOBS, "x4x10", {4, 10}),
+      loss_case(CCE, SUM, "x3x7", {3, 7}),
+      loss_case(CCE, SOBS, "clamped_x3x4", {3, 4}, clamped),
+      loss_case(CCE, SUM, "clamped_x3x4", {3, 4}, clamped),
+  };
+}
+
+const RegisterCases kCases(make_cases);
+
+}  // namespace
+}  // namespace optest
+}  // namespace cltrain

@@ -1,0 +1,582 @@
+#include "op_harness.h"
+
+#include <gtest/gtest.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <set>
+#include <sstream>
+
+namespace cltrain {
+namespace optest {
+namespace {
+
+constexpr uint32_t kGuardBits = 0xA5A55A5Au;
+constexpr int kMaxReported = 6;  // mismatching elements listed per tensor
+
+uint32_t fnv1a(const std::string& s) {
+  uint32_t h = 2166136261u;
+  for (unsigned char ch : s) h = (h ^ ch) * 16777619u;
+  return h;
+}
+
+float guard_value() {
+  float f;
+  std::memcpy(&f, &kGuardBits, sizeof(f));
+  return f;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+std::set<int32_t> step_outputs(const OpCase& c, const std::vector<int>& steps) {
+  std::set<int32_t> out;
+  for (int s : steps)
+    for (int i = 0; i < c.steps[s].num_outputs; ++i)
+      if (c.steps[s].outputs[i] >= 0) out.insert(c.steps[s].outputs[i]);
+  return out;
+}
+
+std::vector<int> all_steps(const OpCase& c) {
+  std::vector<int> s(c.steps.size());
+  std::iota(s.begin(), s.end(), 0);
+  return s;
+}
+
+// Which side of an activation's kinks y lies on.
+int kink_region(int32_t activation, float y) {
+  switch (activation) {
+    case CLTRAIN_ACT_RELU: return y > 0.0f;
+    case CLTRAIN_ACT_RELU6: return y <= 0.0f ? 0 : (y >= 6.0f ? 2 : 1);
+    case CLTRAIN_ACT_RELU_N1_TO_1: return y <= -1.0f ? 0 : (y >= 1.0f ? 2 : 1);
+    default: return 0;
+  }
+}
+
+// The case's graph with a guard tensor of the same shape right before and after every output.
+// All tensors live over the whole step order, so the planner stacks them in table order among
+// tensors of equal size: each output lands between its two guards.
+struct CaseGraph {
+  std::vector<std::string> names;
+  std::vector<cltrain_tensor_desc> tensors;
+  std::vector<cltrain_step_desc> steps;
+  std::vector<uint8_t> assigned;
+  std::vector<int32_t> id;  // case tensor id -> graph tensor id
+  struct Guarded {
+    int32_t output, before, after;  // graph ids
+  };
+  std::vector<Guarded> guarded;
+
+  CaseGraph(const OpCase& c, const CaseInputs* in) {
+    const std::set<int32_t> outputs = step_outputs(c, all_steps(c));
+    const int32_t last = std::max<int32_t>(static_cast<int32_t>(c.steps.size()), 1) - 1;
+    struct Entry {
+      std::string name;
+      const TensorSpec* spec;
+      int32_t case_id;  // -1 for a guard
+    };
+    std::vector<Entry> entries;
+    for (int32_t t = 0; t < static_cast<int32_t>(c.tensors.size()); ++t) {
+      const TensorSpec& s = c.tensors[t];
+      const bool guard = outputs.count(t) > 0;
+      if (guard) entries.push_back({"guard_before/" + s.name, &s, -1});
+      entries.push_back({s.name, &s, t});
+      if (guard) entries.push_back({"guard_after/" + s.name, &s, -1});
+    }
+    names.reserve(entries.size());
+    for (const Entry& e : entries) names.push_back(e.name);
+    id.assign(c.tensors.size(), -1);
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const Entry& e = entries[i];
+      cltrain_tensor_desc d{};
+      d.name = names[i].c_str();
+      d.rank = static_cast<int32_t>(e.spec->dims.size());
+      std::copy(e.spec->dims.begin(), e.spec->dims.end(), d.dims);
+      d.dtype = CLTRAIN_FLOAT32;
+      d.role = e.case_id < 0 ? CLTRAIN_ROLE_NON_CONST : e.spec->role;
+      d.first_step = 0;
+      d.last_step = last;
+      d.persistent = e.case_id >= 0 && e.spec->persistent;
+      if (e.case_id >= 0) {
+        id[e.case_id] = static_cast<int32_t>(i);
+        // Trainable initial values go in through prepare, as the host does it.
+        if (in && e.spec->role == CLTRAIN_ROLE_TRAINABLE && in->initial.count(e.case_id)) {
+          const std::vector<float>& v = in->initial.at(e.case_id);
+          d.data = v.data();
+          d.data_bytes = v.size() * sizeof(float);
+        }
+      }
+      tensors.push_back(d);
+    }
+    for (size_t i = 1; i + 1 < entries.size(); ++i)
+      if (entries[i].case_id >= 0 && outputs.count(entries[i].case_id))
+        guarded.push_back({static_cast<int32_t>(i), static_cast<int32_t>(i - 1), static_cast<int32_t>(i + 1)});
+    for (cltrain_step_desc s : c.steps) {
+      for (int i = 0; i < s.num_inputs; ++i) s.inputs[i] = s.inputs[i] < 0 ? -1 : id[s.inputs[i]];
+      for (int i = 0; i < s.num_outputs; ++i) s.outputs[i] = s.outputs[i] < 0 ? -1 : id[s.outputs[i]];
+      steps.push_back(s);
+    }
+    assigned.assign(steps.size(), 1);
+  }
+
+  cltrain_graph_desc desc() const {
+    cltrain_graph_desc g{};
+    g.struct_size = sizeof(g);
+    g.num_tensors = static_cast<int32_t>(tensors.size());
+    g.tensors = tensors.data();
+    g.num_steps = static_cast<int32_t>(steps.size());
+    g.steps = steps.data();
+    g.assigned = assigned.data();
+    return g;
+  }
+};
+
+uint64_t bytes_of(const cltrain_tensor_desc& t) {
+  uint64_t n = 1;
+  for (int i = 0; i < t.rank; ++i) n *= static_cast<uint64_t>(t.dims[i]);
+  return n * sizeof(float);
+}
+
+// One case prepared on one backend.
+class CaseRun {
+ public:
+  CaseRun(const OpCase& c, Backend& b, const CaseInputs& in, const RunOptions& options)
+      : c_(c), b_(b), g_(c, &in) {
+    const cltrain_memory_report report = b_.prepare(g_.desc());
+    check_report(report, options.is_cpu);
+    check_layout(options.is_cpu);
+    for (const auto& [id, v] : in.initial)
+      if (!g_.tensors[g_.id[id]].data) write(id, v);
+    for (int32_t t = 0; t < static_cast<int32_t>(c.tensors.size()); ++t)
+      if (c.tensors[t].fill == Fill::Output)
+        write(t, std::vector<float>(element_count(c.tensors[t].dims), std::numeric_limits<float>::quiet_NaN()));
+    for (const auto& gd : g_.guarded)
+      for (int32_t guard : {gd.before, gd.after})
+        write_graph(guard, std::vector<float>(bytes_of(g_.tensors[guard]) / sizeof(float), guard_value()));
+  }
+
+  std::vector<float> read(int32_t t) {
+    std::vector<float> v(element_count(c_.tensors[t].dims));
+    b_.read(g_.id[t], v.data(), v.size() * sizeof(float));
+    return v;
+  }
+  void write(int32_t t, const std::vector<float>& v) { write_graph(g_.id[t], v); }
+  void run(int step, const cltrain_run_args& args) { b_.run({step}, args); }
+
+  Checkpoint read_all() {
+    Checkpoint all;
+    for (int32_t t = 0; t < static_cast<int32_t>(c_.tensors.size()); ++t) all[t] = read(t);
+    return all;
+  }
+
+  // Tensors other than `may_change` must be bit for bit what they were.
+  void expect_unchanged(const Checkpoint& before, const Checkpoint& after, const std::set<int32_t>& may_change,
+                        const std::string& when) {
+    for (const auto& [t, v] : before)
+      if (!may_change.count(t) && !same_bits(v, after.at(t)))
+        ADD_FAILURE() << b_.name() << ": " << c_.tensors[t].name << " changed " << when
+                      << ", though no step of it writes that tensor";
+  }
+
+  void expect_guards_intact(const std::string& when) {
+    for (const auto& gd : g_.guarded)
+      for (int32_t guard : {gd.before, gd.after}) {
+        std::vector<float> v(bytes_of(g_.tensors[guard]) / sizeof(float));
+        b_.read(guard, v.data(), v.size() * sizeof(float));
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < v.size(); ++i) {
+          uint32_t bits;
+          std::memcpy(&bits, &v[i], sizeof(bits));
+          if (bits != kGuardBits && bad++ == 0) first = i;
+        }
+        if (bad)
+          ADD_FAILURE() << b_.name() << ": " << bad << " of " << v.size() << " elements of "
+                        << g_.names[guard] << " were overwritten " << when << " (first at [" << first
+                        << "] = " << v[first] << "): an out-of-bounds write next to "
+                        << g_.names[gd.output];
+      }
+  }
+
+  int32_t graph_id(int32_t t) const { return g_.id[t]; }
+
+ private:
+  void write_graph(int32_t gid, const std::vector<float>& v) { b_.write(gid, v.data(), v.size() * sizeof(float)); }
+
+  void check_report(const cltrain_memory_report& r, bool exact) {
+    uint64_t role_bytes[CLTRAIN_ROLE_COUNT] = {};
+    for (const auto& t : g_.tensors) role_bytes[t.role] += bytes_of(t);
+    EXPECT_GE(r.pool_bytes, r.lower_bound) << b_.name() << ": memory report";
+    EXPECT_GE(r.num_tensors, g_.tensors.size()) << b_.name() << ": memory report";
+    for (int role = 0; role < CLTRAIN_ROLE_COUNT; ++role) {
+      // Every tensor lives at every step, so each role peaks at the sum of its tensors.
+      if (exact)
+        EXPECT_EQ(r.role_peak[role], role_bytes[role]) << b_.name() << ": role " << role << " peak";
+      else
+        EXPECT_GE(r.role_peak[role], role_bytes[role]) << b_.name() << ": role " << role << " peak";
+    }
+  }
+
+  // The guards only catch what lands next to an output: check that they do lie there.
+  void check_layout(bool exact) {
+    const std::vector<int64_t> off = b_.plan_offsets(static_cast<int32_t>(g_.tensors.size()));
+    if (off.empty()) return;
+    for (const auto& gd : g_.guarded) {
+      const int64_t o = off[gd.output];
+      int64_t below = -1, above = -1;  // the nearest planned tensors before and after the output
+      for (size_t t = 0; t < off.size(); ++t) {
+        if (static_cast<int32_t>(t) == gd.output || off[t] < 0) continue;
+        if (off[t] < o && (below < 0 || off[t] > off[below])) below = static_cast<int64_t>(t);
+        if (off[t] > o && (above < 0 || off[t] < off[above])) above = static_cast<int64_t>(t);
+      }
+      const bool ok = below == gd.before && above == gd.after;
+      if (exact)
+        EXPECT_TRUE(ok) << b_.name() << ": " << g_.names[gd.output] << " is not planned between its guards";
+      else if (!ok)
+        std::cerr << "note: " << b_.name() << " does not plan " << g_.names[gd.output]
+                  << " between its guards; the guard check is weaker there\n";
+    }
+  }
+
+  const OpCase& c_;
+  Backend& b_;
+  CaseGraph g_;
+};
+
+void expect_finite(const std::string& backend, const OpCase& c, const Outputs& out) {
+  for (size_t k = 0; k < out.size(); ++k)
+    for (const auto& [t, v] : out[k]) {
+      size_t bad = 0, first = 0;
+      for (size_t i = 0; i < v.size(); ++i)
+        if (!std::isfinite(v[i]) && bad++ == 0) first = i;
+      if (bad)
+        ADD_FAILURE() << backend << ": " << bad << " of " << v.size() << " elements of " << c.tensors[t].name
+                      << " are NaN or Inf (checkpoint " << k << ", first [" << first << "] = " << v[first]
+                      << ")" << (c.tensors[t].fill == Fill::Output ? "; NaN may mean the element was never written" : "");
+    }
+}
+
+// |got - want| <= tol * max(|want_i|, max |want|) (+ slack) for every element.
+void expect_close_tensor(const std::string& what, const std::vector<float>& got, const std::vector<double>& want,
+                         double tol, double slack = 0.0) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double scale = 0.0;
+  for (double w : want) scale = std::max(scale, std::fabs(w));
+  size_t bad = 0;
+  std::ostringstream m;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double bound = tol * std::max(std::fabs(want[i]), scale) + slack;
+    const double diff = std::fabs(static_cast<double>(got[i]) - want[i]);
+    if (!(diff <= bound)) {
+      if (bad < kMaxReported)
+        m << "\n  [" << i << "] got " << got[i] << ", expected " << want[i] << " (|diff| " << diff << " > " << bound << ")";
+      ++bad;
+    }
+  }
+  if (bad) ADD_FAILURE() << what << ": " << bad << " of " << got.size() << " elements differ" << m.str();
+}
+
+std::vector<double> to_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+
+std::vector<size_t> sample_indices(size_t n, int samples, uint32_t seed) {
+  std::vector<size_t> idx(n);
+  std::iota(idx.begin(), idx.end(), 0);
+  if (n <= static_cast<size_t>(samples)) return idx;
+  std::mt19937 rng(seed);
+  for (int i = 0; i < samples; ++i)
+    std::swap(idx[i], idx[std::uniform_int_distribution<size_t>(i, n - 1)(rng)]);
+  idx.resize(static_cast<size_t>(samples));
+  std::sort(idx.begin(), idx.end());
+  return idx;
+}
+
+// The gradients of the backward step against central differences of the forward step's scalar
+// on the same backend.
+void check_finite_differences(const OpCase& c, CaseRun& run, const CaseInputs& in, const Checkpoint& out,
+                              const std::string& backend) {
+  const std::vector<float>& y0 = out.at(c.y);
+  const std::vector<float>* r = c.dy >= 0 ? &in.initial.at(c.dy) : nullptr;
+  const cltrain_run_args args{1, 0.0f};
+  const double eps = c.tol.fd_eps;
+  for (const auto& [x, grad] : c.grads) {
+    const std::vector<float> base = in.initial.at(x);
+    const std::vector<float>& analytic = out.at(grad);
+    double scale = 0.0;
+    for (float g : analytic) scale = std::max(scale, std::fabs(static_cast<double>(g)));
+    const std::vector<size_t> idx = sample_indices(base.size(), c.fd_samples, fnv1a(c.name + c.tensors[x].name));
+    size_t skipped = 0, bad = 0;
+    std::ostringstream m;
+    std::vector<float> v = base;
+    for (size_t i : idx) {
+      v[i] = static_cast<float>(base[i] + eps);
+      const double hi = v[i];
+      run.write(x, v);
+      run.run(0, args);
+      const std::vector<float> yp = run.read(c.y);
+      v[i] = static_cast<float>(base[i] - eps);
+      const double lo = v[i];
+      run.write(x, v);
+      run.run(0, args);
+      const std::vector<float> ym = run.read(c.y);
+      v[i] = base[i];
+      bool kink = false;
+      for (size_t j = 0; j < y0.size() && !kink; ++j)
+        kink = kink_region(c.activation, yp[j]) != kink_region(c.activation, y0[j]) ||
+               kink_region(c.activation, ym[j]) != kink_region(c.activation, y0[j]);
+      if (kink) {
+        ++skipped;
+        continue;
+      }
+      // The scalar, and how much float rounding of the elements that moved can blur it.
+      double lp = 0.0, lm = 0.0, moved = 0.0;
+      if (r) {
+        for (size_t j = 0; j < yp.size(); ++j) {
+          lp += static_cast<double>(yp[j]) * (*r)[j];
+          lm += static_cast<double>(ym[j]) * (*r)[j];
+          if (yp[j] != ym[j]) moved += std::max(std::fabs(yp[j]), std::fabs(ym[j])) * std::fabs((*r)[j]);
+        }
+      } else {
+        lp = yp[0];
+        lm = ym[0];
+        moved = 2.0 * (std::fabs(lp) + std::fabs(lm));
+      }
+      const double numeric = (lp - lm) / (hi - lo);
+      const double bound = c.tol.fd_tol * std::max(std::fabs(static_cast<double>(analytic[i])), scale) +
+                           8.0 * FLT_EPSILON * moved / (hi - lo);
+      const double diff = std::fabs(numeric - analytic[i]);
+      if (!(diff <= bound)) {
+        if (bad < kMaxReported)
+          m << "\n  [" << i << "] backward " << analytic[i] << ", finite differences " << numeric << " (|diff| "
+            << diff << " > " << bound << ")";
+        ++bad;
+      }
+    }
+    run.write(x, base);
+    if (bad)
+      ADD_FAILURE() << backend << ": d/d" << c.tensors[x].name << " (" << c.tensors[grad].name << "): " << bad << " of "
+                    << idx.size() - skipped << " sampled elements disagree with finite differences (eps " << eps
+                    << ")" << m.str();
+    EXPECT_LE(skipped * 2, idx.size()) << backend << ": " << skipped << " of " << idx.size() << " samples of "
+                                       << c.tensors[x].name << " cross a kink of the activation; pick other inputs";
+  }
+}
+
+Values to_values(const std::map<int32_t, std::vector<float>>& m) {
+  Values v;
+  for (const auto& [t, x] : m) v[t] = to_double(x);
+  return v;
+}
+
+Outputs run_differentiable(const OpCase& c, Backend& b, const CaseInputs& in, const RunOptions& options) {
+  CaseRun run(c, b, in, options);
+  const cltrain_run_args args{1, 0.0f};
+  const Checkpoint start = run.read_all();
+  for (const auto& [t, v] : in.initial)
+    EXPECT_TRUE(same_bits(v, start.at(t))) << b.name() << ": " << c.tensors[t].name << " does not hold its initial values";
+
+  run.run(0, args);
+  const Checkpoint forward = run.read_all();
+  run.expect_unchanged(start, forward, step_outputs(c, {0}), "in the forward step");
+  std::set<int32_t> backward_writes = step_outputs(c, {1});
+  if (c.dy >= 0) backward_writes.insert(c.dy);  // a backward step may overwrite its dy
+  run.run(1, args);
+  const Checkpoint backward = run.read_all();
+  run.expect_unchanged(forward, backward, backward_writes, "in the backward step");
+  if (c.dy >= 0) run.write(c.dy, in.initial.at(c.dy));
+
+  Outputs out(1);
+  out[0][c.y] = forward.at(c.y);
+  for (const auto& [x, g] : c.grads) out[0][g] = backward.at(g);
+  expect_finite(b.name(), c, out);
+  run.expect_guards_intact("by the forward and backward steps");
+
+  if (options.finite_differences) {
+    if (c.reference) {
+      const Values want = c.reference(to_values(in.initial));
+      for (const auto& [t, v] : want)
+        expect_close_tensor(b.name() + ": " + c.tensors[t].name + " vs the reference in double", out[0].at(t), v,
+                            c.tol.vs_reference);
+    }
+    if (c.fd_samples > 0) {
+      check_finite_differences(c, run, in, out[0], b.name());
+      run.expect_guards_intact("by the finite-difference runs");
+    }
+  }
+  return out;
+}
+
+Outputs run_stateful(const OpCase& c, Backend& b, const CaseInputs& in, const RunOptions& options) {
+  CaseRun run(c, b, in, options);
+  Checkpoint before = run.read_all();
+  Values ref = to_values(before);
+  for (int32_t t = 0; t < static_cast<int32_t>(c.tensors.size()); ++t) {
+    if (in.initial.count(t)) {
+      EXPECT_TRUE(same_bits(in.initial.at(t), before.at(t))) << b.name() << ": " << c.tensors[t].name
+                                                             << " does not hold its initial values";
+    }
+    if (c.tensors[t].role == CLTRAIN_ROLE_OPTIMIZER) {
+      ref[t].assign(ref[t].size(), 0.0);
+      EXPECT_TRUE(std::all_of(before.at(t).begin(), before.at(t).end(), [](float f) { return f == 0.0f; }))
+          << b.name() << ": optimizer variable " << c.tensors[t].name << " does not start at zero";
+    }
+  }
+  const std::set<int32_t> writes = step_outputs(c, all_steps(c));
+  Outputs out;
+  for (int it = 1; it <= c.iterations; ++it) {
+    for (const auto& [t, v] : in.fresh[it - 1]) {
+      run.write(t, v);
+      before[t] = v;
+      ref[t] = to_double(v);
+    }
+    const cltrain_run_args args{it, c.lr_override};
+    for (int s = 0; s < static_cast<int>(c.steps.size()); ++s) run.run(s, args);
+    const Checkpoint after = run.read_all();
+    run.expect_unchanged(before, after, writes, "in iteration " + std::to_string(it));
+    before = after;
+    Checkpoint k;
+    for (int32_t t : c.state) k[t] = after.at(t);
+    out.push_back(k);
+    if (options.finite_differences && c.reference_step) {
+      c.reference_step(ref, it);
+      for (int32_t t : c.state)
+        expect_close_tensor(b.name() + ": " + c.tensors[t].name + " after iteration " + std::to_string(it) +
+                                " vs the reference in double",
+                            k.at(t), ref.at(t), c.tol.vs_reference);
+    }
+  }
+  expect_finite(b.name(), c, out);
+  run.expect_guards_intact("by the steps");
+  return out;
+}
+
+// Holds the plugin loaded for the whole test run, so that each test's open/close of the plugin
+// does not unload and reload the OpenCL driver.
+void keep_loaded(const std::string& path) {
+  static void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  (void)handle;
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> open_test_backend(const std::string& name, std::string* skip, std::string* error) {
+  cltrain_backend_config config = default_backend_config();
+#ifdef CLTRAIN_TEST_CACHE_DIR
+  std::error_code ec;
+  std::filesystem::create_directories(CLTRAIN_TEST_CACHE_DIR, ec);
+  if (!ec) config.cache_dir = CLTRAIN_TEST_CACHE_DIR;
+#endif
+  std::string why;
+  if (name == "cpu") {
+    auto b = open_backend("cpu", config, &why);
+    if (!b) *error = why;
+    return b;
+  }
+  if (name == "opencl") {
+    std::string path;
+    if (const char* env = std::getenv("CLTRAIN_TEST_OPENCL_PLUGIN")) path = env;
+#ifdef CLTRAIN_OPENCL_PLUGIN_PATH
+    if (path.empty()) path = CLTRAIN_OPENCL_PLUGIN_PATH;
+#endif
+    if (path.empty()) {
+      *skip = "the OpenCL plugin is not part of this build";
+      return nullptr;
+    }
+    if (access(path.c_str(), F_OK) != 0) {
+      *error = "the OpenCL plugin " + path + " does not exist (build the target cltrain_opencl)";
+      return nullptr;
+    }
+    keep_loaded(path);
+    auto b = open_plugin_file(path, config, &why);
+    if (!b) {
+      const bool unavailable = why.find("not available") != std::string::npos;
+      if (unavailable && !std::getenv("CLTRAIN_REQUIRE_OPENCL"))
+        *skip = why;
+      else
+        *error = why;
+    }
+    return b;
+  }
+  *error = "unknown backend " + name;
+  return nullptr;
+}
+
+CaseInputs make_inputs(const OpCase& c) {
+  std::mt19937 rng(fnv1a(c.name));
+  CaseInputs in;
+  auto uniform = [&](size_t n, float scale) {
+    std::uniform_real_distribution<float> u(-scale, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    return v;
+  };
+  for (int32_t t = 0; t < static_cast<int32_t>(c.tensors.size()); ++t) {
+    const TensorSpec& s = c.tensors[t];
+    const size_t n = element_count(s.dims);
+    const size_t row = s.dims.empty() ? 1 : static_cast<size_t>(s.dims.back());
+    switch (s.fill) {
+      case Fill::Uniform:
+        in.initial[t] = uniform(n, s.scale);
+        break;
+      case Fill::SoftmaxRows: {
+        std::vector<float> v = uniform(n, s.scale);
+        for (size_t r0 = 0; r0 < n; r0 += row) {
+          double sum = 0.0;
+          for (size_t i = r0; i < r0 + row; ++i) sum += std::exp(static_cast<double>(v[i]));
+          for (size_t i = r0; i < r0 + row; ++i) v[i] = static_cast<float>(std::exp(static_cast<double>(v[i])) / sum);
+        }
+        in.initial[t] = v;
+        break;
+      }
+      case Fill::OneHotRows: {
+        std::vector<float> v(n, 0.0f);
+        for (size_t r0 = 0; r0 < n; r0 += row) v[r0 + std::uniform_int_distribution<size_t>(0, row - 1)(rng)] = 1.0f;
+        in.initial[t] = v;
+        break;
+      }
+      case Fill::Values:
+        if (s.values.size() != n) throw std::logic_error(c.name + ": " + s.name + " has the wrong number of values");
+        in.initial[t] = s.values;
+        break;
+      case Fill::Output:
+      case Fill::None:
+        break;
+    }
+  }
+  in.fresh.resize(static_cast<size_t>(c.iterations));
+  for (auto& f : in.fresh)
+    for (int32_t t : c.fresh) f[t] = uniform(element_count(c.tensors[t].dims), c.tensors[t].scale);
+  return in;
+}
+
+AbiGraph abi_graph(const OpCase& c) {
+  CaseGraph g(c, nullptr);
+  AbiGraph a;
+  a.steps = g.steps;
+  a.tensors = g.tensors;
+  for (auto& t : a.tensors) t.name = nullptr;  // the names die with g
+  return a;
+}
+
+Outputs run_case(const OpCase& c, Backend& backend, const CaseInputs& in, const RunOptions& options) {
+  return c.stateful ? run_stateful(c, backend, in, options) : run_differentiable(c, backend, in, options);
+}
+
+void expect_outputs_close(const OpCase& c, const Outputs& got, const Outputs& want, double tol, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t k = 0; k < got.size(); ++k)
+    for (const auto& [t, v] : want[k])
+      expect_close_tensor(what + ": " + c.tensors[t].name + (got.size() > 1 ? " after iteration " + std::to_string(k + 1) : ""),
+                          got[k].at(t), to_double(v), tol);
+}
+
+}  // namespace optest
+}  // namespace cltrain

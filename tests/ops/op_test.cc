@@ -1,0 +1,106 @@
+// The op suite: every case of every op on every backend (TEST_P over case x backend), plus a
+// check that every op of the op list has a case.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+
+#include "op_harness.h"
+
+namespace cltrain {
+namespace optest {
+namespace {
+
+const char* const kBackends[] = {"cpu", "opencl"};
+
+class OpTest : public ::testing::TestWithParam<std::tuple<size_t, std::string>> {};
+
+TEST_P(OpTest, Matches) {
+  const OpCase& c = all_cases()[std::get<0>(GetParam())];
+  const std::string& name = std::get<1>(GetParam());
+  std::string skip, error;
+  std::unique_ptr<Backend> backend = open_test_backend(name, &skip, &error);
+  if (!backend) {
+    if (!error.empty()) FAIL() << error;
+    GTEST_SKIP() << skip;
+  }
+  const CaseInputs in = make_inputs(c);
+  try {
+    const AbiGraph g = abi_graph(c);
+    if (!backend->supports(g.steps[0], g.tensors, true)) {
+      const char* why = backend->iface()->last_error(backend->object());
+      if (name == "cpu") FAIL() << "the cpu backend must support every case: " << (why ? why : "");
+      GTEST_SKIP() << name << " does not support " << cltrain_op_name(c.op) << " here" << (why && *why ? ": " : "")
+                   << (why ? why : "");
+    }
+    RunOptions options;
+    options.is_cpu = name == "cpu";
+    const Outputs got = run_case(c, *backend, in, options);
+
+    // The reference: the CPU backend on the same inputs (for the CPU itself, a second run must
+    // give the same bits).
+    std::unique_ptr<Backend> cpu = open_test_backend("cpu", &skip, &error);
+    ASSERT_TRUE(cpu) << error;
+    RunOptions cpu_options;
+    cpu_options.finite_differences = false;
+    cpu_options.is_cpu = true;
+    const Outputs want = run_case(c, *cpu, in, cpu_options);
+    expect_outputs_close(c, got, want, name == "cpu" ? 0.0 : c.tol.vs_cpu, name + " vs cpu");
+  } catch (const std::exception& e) {
+    FAIL() << e.what();
+  }
+}
+
+std::string param_name(const ::testing::TestParamInfo<OpTest::ParamType>& info) {
+  return all_cases()[std::get<0>(info.param)].name + "_" + std::get<1>(info.param);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, OpTest,
+                         ::testing::Combine(::testing::Range<size_t>(0, all_cases().size()),
+                                            ::testing::ValuesIn(std::vector<std::string>(std::begin(kBackends),
+                                                                                         std::end(kBackends)))),
+                         param_name);
+
+// An op added to CLTRAIN_OP_LIST without a case here fails this test.
+TEST(OpCoverage, EveryOpHasACase) {
+  std::string missing;
+#define CLTRAIN_X_COVERED(e, name, code, kind)                                                       \
+  if (std::none_of(all_cases().begin(), all_cases().end(),                                           \
+                   [](const OpCase& c) { return c.op == CLTRAIN_OP_##e; }))                          \
+    missing += std::string(missing.empty() ? "" : ", ") + name;
+  CLTRAIN_OP_LIST(CLTRAIN_X_COVERED)
+#undef CLTRAIN_X_COVERED
+  EXPECT_EQ(missing, "") << "ops without a case in tests/ops";
+}
+
+// Model ops and losses need forward and backward steps, graph and update ops their own step.
+TEST(OpCoverage, CasesHaveTheStepsOfTheirKind) {
+  static const int kinds[] = {
+#define CLTRAIN_X_KIND(e, name, code, kind) kind,
+      CLTRAIN_OP_LIST(CLTRAIN_X_KIND)
+#undef CLTRAIN_X_KIND
+  };
+  for (const OpCase& c : all_cases()) {
+    ASSERT_GE(c.op, 0);
+    ASSERT_LT(c.op, CLTRAIN_OP_COUNT);
+    ASSERT_FALSE(c.steps.empty()) << c.name;
+    const int kind = kinds[c.op];
+    if (kind == CLTRAIN_KIND_MODEL || kind == CLTRAIN_KIND_LOSS) {
+      EXPECT_FALSE(c.stateful) << c.name;
+      ASSERT_EQ(c.steps.size(), 2u) << c.name;
+      EXPECT_EQ(c.steps[0].phase, CLTRAIN_PHASE_FORWARD) << c.name;
+      EXPECT_EQ(c.steps[1].phase, CLTRAIN_PHASE_BACKWARD) << c.name;
+      EXPECT_FALSE(c.grads.empty()) << c.name;
+    } else {
+      EXPECT_TRUE(c.stateful) << c.name;
+      EXPECT_EQ(c.steps[0].phase, kind == CLTRAIN_KIND_GRAPH ? CLTRAIN_PHASE_BACKWARD : CLTRAIN_PHASE_UPDATE) << c.name;
+      EXPECT_TRUE(c.reference_step) << c.name;
+    }
+    for (const cltrain_step_desc& s : c.steps) EXPECT_EQ(s.op, c.op) << c.name;
+  }
+}
+
+}  // namespace
+}  // namespace optest
+}  // namespace cltrain
