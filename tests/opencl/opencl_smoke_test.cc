@@ -2,157 +2,11 @@
 // training graph (FullyConnected 4->3 with ReLU, softmax, CCE loss, Adam) against a double
 // precision reference computed here, the op filter and bad device indices. The full op suite
 // lives elsewhere.
-#include <dlfcn.h>
-#include <gtest/gtest.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdlib>
-#include <string>
-#include <vector>
-
-#include "cltrain/cltrain_backend.h"
+#include "plugin_fixture.h"
 
 namespace {
 
-// |got - want| <= 1e-5 * max(1, |want|): relative above magnitude 1, absolute below.
-constexpr double kTolerance = 1e-5;
-
-void expect_close(const std::vector<float>& got, const std::vector<double>& want, const char* what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], kTolerance * std::max(1.0, std::abs(want[i]))) << what << "[" << i << "]";
-}
-
-cltrain_step_desc fc_step(int activation) {
-  cltrain_step_desc s{};
-  s.op = CLTRAIN_OP_FULLY_CONNECTED;
-  s.phase = CLTRAIN_PHASE_FORWARD;
-  s.num_inputs = 3;
-  s.inputs[0] = 0, s.inputs[1] = 1, s.inputs[2] = 2;
-  s.num_outputs = 1;
-  s.outputs[0] = 3;
-  s.params.activation = activation;
-  return s;
-}
-
-std::vector<cltrain_tensor_desc> fc_tensors() {
-  std::vector<cltrain_tensor_desc> t(4);
-  const int dims[4][2] = {{2, 4}, {3, 4}, {3, 0}, {2, 3}};
-  for (int i = 0; i < 4; ++i) {
-    t[i].rank = dims[i][1] ? 2 : 1;
-    t[i].dims[0] = dims[i][0];
-    t[i].dims[1] = dims[i][1];
-    t[i].dtype = CLTRAIN_FLOAT32;
-    t[i].first_step = t[i].last_step = -1;
-  }
-  return t;
-}
-
-class OpenCLPlugin : public ::testing::Test {
- protected:
-  void SetUp() override {
-    handle_ = dlopen(CLTRAIN_OPENCL_PLUGIN, RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(handle_, nullptr) << dlerror();
-    auto entry = reinterpret_cast<cltrain_backend_entry_fn>(dlsym(handle_, CLTRAIN_BACKEND_ENTRY_SYMBOL));
-    ASSERT_NE(entry, nullptr) << dlerror();
-    api_ = entry();
-    ASSERT_NE(api_, nullptr);
-    char err[512] = "";
-    if (api_->probe && api_->probe(err, sizeof err) == CLTRAIN_UNAVAILABLE)
-      GTEST_SKIP() << "OpenCL not available: " << err;
-  }
-  void TearDown() override {
-    if (backend_) api_->destroy(backend_);
-    // The plugin stays loaded: CLBlast and the OpenCL ICD do not all unload cleanly.
-  }
-
-  int supports_fc(int activation, const std::vector<cltrain_tensor_desc>& t) {
-    const cltrain_step_desc s = fc_step(activation);
-    return api_->supports(backend_, &s, t.data(), 1);
-  }
-
-  cltrain_status create(int device_index, std::string* err = nullptr) {
-    cltrain_backend_config config{};
-    config.struct_size = sizeof config;
-    config.device_index = device_index;
-    char buf[512] = "";
-    const cltrain_status st = api_->create(&config, &backend_, buf, sizeof buf);
-    if (err) *err = buf;
-    return st;
-  }
-
-  void* handle_ = nullptr;
-  const cltrain_backend_iface* api_ = nullptr;
-  cltrain_backend* backend_ = nullptr;
-};
-
-// A graph desc built by hand; lifetimes from the steps that use each tensor.
-struct TinyGraph {
-  std::vector<cltrain_tensor_desc> tensors;
-  std::vector<cltrain_step_desc> steps;
-  std::vector<uint8_t> assigned;
-
-  int tensor(const char* name, std::vector<int> dims, cltrain_role role, const std::vector<float>* data = nullptr) {
-    cltrain_tensor_desc t{};
-    t.name = name;
-    t.rank = static_cast<int32_t>(dims.size());
-    for (size_t i = 0; i < dims.size(); ++i) t.dims[i] = dims[i];
-    t.dtype = CLTRAIN_FLOAT32;
-    t.role = role;
-    t.first_step = t.last_step = -1;
-    t.persistent = role == CLTRAIN_ROLE_TRAINABLE || role == CLTRAIN_ROLE_OPTIMIZER;
-    if (data) {
-      t.data = data->data();
-      t.data_bytes = data->size() * sizeof(float);
-    }
-    tensors.push_back(t);
-    return static_cast<int>(tensors.size()) - 1;
-  }
-  int step(cltrain_op op, cltrain_phase phase, std::vector<int> in, std::vector<int> out,
-           cltrain_op_params params = {}) {
-    cltrain_step_desc s{};
-    s.op = op;
-    s.phase = phase;
-    s.model_op = -1;
-    s.num_inputs = static_cast<int32_t>(in.size());
-    for (size_t i = 0; i < in.size(); ++i) s.inputs[i] = in[i];
-    s.num_outputs = static_cast<int32_t>(out.size());
-    for (size_t i = 0; i < out.size(); ++i) s.outputs[i] = out[i];
-    s.params = params;
-    steps.push_back(s);
-    assigned.push_back(1);
-    return static_cast<int>(steps.size()) - 1;
-  }
-  // The host writes `host_written` before step 0 and reads `host_read` after the last step.
-  void set_lifetimes(const std::vector<int>& host_written, const std::vector<int>& host_read) {
-    const int last = static_cast<int>(steps.size()) - 1;
-    auto touch = [&](int id, int s) {
-      if (id < 0) return;
-      auto& t = tensors[id];
-      t.first_step = t.first_step < 0 ? s : std::min(t.first_step, s);
-      t.last_step = std::max(t.last_step, s);
-    };
-    for (int s = 0; s <= last; ++s) {
-      for (int i = 0; i < steps[s].num_inputs; ++i) touch(steps[s].inputs[i], s);
-      for (int i = 0; i < steps[s].num_outputs; ++i) touch(steps[s].outputs[i], s);
-    }
-    for (int id : host_written) touch(id, 0);
-    for (int id : host_read) touch(id, last);
-    for (auto& t : tensors)
-      if (t.persistent) t.first_step = 0, t.last_step = last;
-  }
-  cltrain_graph_desc desc() const {
-    cltrain_graph_desc g{};
-    g.struct_size = sizeof g;
-    g.num_tensors = static_cast<int32_t>(tensors.size());
-    g.tensors = tensors.data();
-    g.num_steps = static_cast<int32_t>(steps.size());
-    g.steps = steps.data();
-    g.assigned = assigned.data();
-    return g;
-  }
-};
+using namespace cltrain_test;
 
 using Matrix = std::vector<std::vector<double>>;
 
@@ -231,7 +85,7 @@ std::vector<float> to_float(const Matrix& m) {
   return v;
 }
 
-TEST_F(OpenCLPlugin, AbiVersionAndName) {
+TEST_F(OpenCLPluginAbi, AbiVersionAndName) {
   EXPECT_EQ(api_->abi_version, CLTRAIN_BACKEND_ABI_VERSION);
   EXPECT_STREQ(api_->name, "opencl");
   for (auto fn : {(void*)api_->probe, (void*)api_->list_devices, (void*)api_->create, (void*)api_->destroy,
@@ -241,6 +95,22 @@ TEST_F(OpenCLPlugin, AbiVersionAndName) {
     EXPECT_NE(fn, nullptr);
   // Only the entry point is exported.
   EXPECT_EQ(dlsym(handle_, "_ZN7cltrain12plan_memoryERKSt6vectorINS_8PlanItemESaIS1_EEm"), nullptr);
+}
+
+TEST_F(OpenCLPluginAbi, ProbeSaysWhyItIsUnavailable) {
+  char err[512] = "x";
+  const cltrain_status st = api_->probe(err, sizeof err);
+  if (st == CLTRAIN_UNAVAILABLE) {
+    EXPECT_NE(std::string(err).find("no OpenCL"), std::string::npos) << err;
+    char msg[512] = "";
+    cltrain_backend* b = nullptr;
+    EXPECT_EQ(api_->create(nullptr, &b, msg, sizeof msg), CLTRAIN_UNAVAILABLE);
+    EXPECT_EQ(b, nullptr);
+    EXPECT_STREQ(msg, err);
+  } else {
+    EXPECT_EQ(st, CLTRAIN_OK);
+    EXPECT_STREQ(err, "");
+  }
 }
 
 TEST_F(OpenCLPlugin, ProbeAndListDevices) {
@@ -432,6 +302,51 @@ TEST_F(OpenCLPlugin, neg_UnplannedTensorIsRefused) {
   EXPECT_EQ(out, (std::vector<float>{0, 2, 0, 4}));
   EXPECT_EQ(api_->read_tensor(backend_, unused, out.data(), 16), CLTRAIN_INVALID);
   EXPECT_NE(std::string(api_->last_error(backend_)).find("not planned"), std::string::npos);
+}
+
+TEST_F(OpenCLPlugin, neg_PoolLargerThanTheDeviceIsOutOfMemory) {
+  ASSERT_EQ(create(-1), CLTRAIN_OK);
+  TinyGraph g;
+  const int tx = g.tensor("huge_x", {1 << 20, 1 << 14}, CLTRAIN_ROLE_NON_CONST);  // 64 GiB
+  const int ty = g.tensor("huge_y", {1 << 20, 1 << 14}, CLTRAIN_ROLE_NON_CONST);
+  g.step(CLTRAIN_OP_RELU, CLTRAIN_PHASE_FORWARD, {tx}, {ty});
+  g.set_lifetimes({tx}, {ty});
+  const cltrain_graph_desc desc = g.desc();
+  EXPECT_EQ(api_->prepare(backend_, &desc, nullptr), CLTRAIN_OUT_OF_MEMORY);
+  const std::string err = api_->last_error(backend_);
+  EXPECT_NE(err.find("137438953472 bytes"), std::string::npos) << err;
+  EXPECT_NE(err.find("CL_DEVICE_MAX_MEM_ALLOC_SIZE"), std::string::npos) << err;
+}
+
+// With a cache directory, program binaries land on disk and a second backend builds from them.
+TEST_F(OpenCLPlugin, ProgramBinariesAreCachedOnDisk) {
+  char dir_template[] = "/tmp/cltrain_ocl_cache_XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  auto run_relu = [&]() {
+    TinyGraph g;
+    const int tx = g.tensor("x", {5}, CLTRAIN_ROLE_NON_CONST);
+    const int ty = g.tensor("y", {5}, CLTRAIN_ROLE_NON_CONST);
+    g.step(CLTRAIN_OP_RELU, CLTRAIN_PHASE_FORWARD, {tx}, {ty});
+    g.set_lifetimes({tx}, {ty});
+    const cltrain_graph_desc desc = g.desc();
+    ASSERT_EQ(create(-1, nullptr, dir.c_str()), CLTRAIN_OK);
+    ASSERT_EQ(api_->prepare(backend_, &desc, nullptr), CLTRAIN_OK) << api_->last_error(backend_);
+    const std::vector<float> in = {-1, 2, -3, 4, -0.5f};
+    std::vector<float> out(5);
+    ASSERT_EQ(api_->write_tensor(backend_, tx, in.data(), 20), CLTRAIN_OK);
+    const int32_t steps[] = {0};
+    ASSERT_EQ(api_->run(backend_, steps, 1, nullptr), CLTRAIN_OK) << api_->last_error(backend_);
+    ASSERT_EQ(api_->read_tensor(backend_, ty, out.data(), 20), CLTRAIN_OK);
+    EXPECT_EQ(out, (std::vector<float>{0, 2, 0, 4, 0}));
+    api_->destroy(backend_);
+    backend_ = nullptr;
+  };
+  run_relu();
+  const std::string list = "ls " + dir + "/cltrain-ocl-*.bin > /dev/null 2>&1";
+  EXPECT_EQ(std::system(list.c_str()), 0) << "no program binary in " << dir;
+  run_relu();  // from the cached binary
+  std::system(("rm -rf " + dir).c_str());
 }
 
 }  // namespace
