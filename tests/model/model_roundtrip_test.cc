@@ -187,5 +187,43 @@ TEST(Model, BufferDataOutsideFlatbuffer) {
   EXPECT_TRUE(m.tensors[1].data == tiny.tensors[1].data);
 }
 
+// Files from older converters set only the byte-sized deprecated_builtin_code.
+TEST(ModelCompat, OldStyleOperatorCodes) {
+  const std::vector<uint8_t> b =
+      test::edit_raw(write_model(make_named_model("mlp", 2), "tflite"), [](fb::ModelT& m) {
+        for (auto& oc : m.operator_codes) oc->builtin_code = 0;
+      });
+  const Model m = load_model_from_memory(b, "old.tflite");
+  EXPECT_EQ(m.operators[0].op, CLTRAIN_OP_FULLY_CONNECTED);
+  EXPECT_EQ(m.operators[2].op, CLTRAIN_OP_SOFTMAX);
+}
+
+// Newer converters give every tensor a buffer of its own, empty for activations.
+TEST(ModelCompat, EmptyBufferPerTensor) {
+  const Model built = make_named_model("mlp", 2);
+  const std::vector<uint8_t> b = test::edit_raw(write_model(built, "tflite"), [](fb::ModelT& m) {
+    for (auto& t : m.subgraphs[0]->tensors) {
+      if (t->buffer != 0) continue;
+      t->buffer = static_cast<uint32_t>(m.buffers.size());
+      m.buffers.push_back(std::make_unique<fb::BufferT>());
+    }
+  });
+  const Model m = load_model_from_memory(b, "new.tflite");
+  for (size_t i = 0; i < m.tensors.size(); ++i) {
+    EXPECT_EQ(m.tensors[i].buffer, built.tensors[i].buffer);  // 0 where there is no data
+    EXPECT_TRUE(m.tensors[i].data == built.tensors[i].data);
+  }
+}
+
+// circle's own operators have negative codes, with 127 in the byte field.
+TEST(ModelCompat, neg_CircleOnlyOperator) {
+  const std::vector<uint8_t> b =
+      test::edit_raw(write_model(make_named_model("mlp", 2), "circle"), [](fb::ModelT& m) {
+        m.operator_codes[1]->deprecated_builtin_code = 127;
+        m.operator_codes[1]->builtin_code = -2;
+      });
+  EXPECT_EQ(test::load_error(b), "m.circle: operator 2: INSTANCE_NORM (builtin -2) is not supported");
+}
+
 }  // namespace
 }  // namespace cltrain
