@@ -344,10 +344,10 @@ int iface_supports(cltrain_backend* backend, const cltrain_step_desc* step,
   CpuBackend* b = self(backend);
   if (!step || !tensors) return 0;
   try {
-    std::string e = check_step(*step, tensors, -1);
-    const bool needs_backward = training && step->phase == CLTRAIN_PHASE_FORWARD &&
-                                (kOpKinds[step->op] == CLTRAIN_KIND_MODEL || kOpKinds[step->op] == CLTRAIN_KIND_LOSS);
-    if (e.empty() && needs_backward && !kOps[step->op]->phase[CLTRAIN_PHASE_BACKWARD].run)
+    std::string e = check_step(*step, tensors, -1);  // also checks that op is in the list
+    if (e.empty() && training && step->phase == CLTRAIN_PHASE_FORWARD &&
+        (kOpKinds[step->op] == CLTRAIN_KIND_MODEL || kOpKinds[step->op] == CLTRAIN_KIND_LOSS) &&
+        !kOps[step->op]->phase[CLTRAIN_PHASE_BACKWARD].run)
       e = std::string(cltrain_op_name(step->op)) + " has no backward step";
     if (!e.empty()) {
       if (b) b->error = "unsupported: " + e;

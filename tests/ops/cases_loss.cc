@@ -32,7 +32,7 @@ Values loss_reference(int32_t op, int32_t reduction, const std::vector<double>& 
 }
 
 OpCase loss_case(int32_t op, int32_t reduction, const std::string& tag, std::vector<int32_t> dims,
-                 std::vector<float> pred_values = {}) {
+                 std::vector<float> pred_values = {}, std::vector<float> expected_values = {}) {
   const bool mse = op == CLTRAIN_OP_LOSS_MSE;
   OpCase c;
   c.name = std::string(mse ? "MeanSquaredError_" : "CategoricalCrossEntropy_") +
@@ -47,6 +47,8 @@ OpCase loss_case(int32_t op, int32_t reduction, const std::string& tag, std::vec
   if (!pred_values.empty()) {
     c.tensors[pred].fill = Fill::Values;
     c.tensors[pred].values = pred_values;
+    c.tensors[expected].fill = Fill::Values;
+    c.tensors[expected].values = expected_values;
   }
   const int32_t loss = c.output("loss", {1});
   const int32_t dpred = c.output("dpred", dims, CLTRAIN_ROLE_BACK_PROP);
@@ -73,17 +75,18 @@ OpCase loss_case(int32_t op, int32_t reduction, const std::string& tag, std::vec
 std::vector<OpCase> make_cases() {
   const int32_t MSE = CLTRAIN_OP_LOSS_MSE, CCE = CLTRAIN_OP_LOSS_CCE;
   const int32_t SOBS = CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE, SUM = CLTRAIN_REDUCTION_SUM;
-  // Rows hitting both clamps (p = 0 and p = 1 exactly) next to unclamped ones.
-  const std::vector<float> clamped = {0.0f, 1.0f, 0.0f, 0.0f,   0.5f, 0.5f, 0.0f, 0.0f,
-                                      0.1f, 0.2f, 0.3f, 0.4f};
+  // The expected class sits on the upper clamp (p = 1), on the lower clamp (p = 0), and on an
+  // unclamped prediction: the derivative must be zero on both clamps.
+  const std::vector<float> clamped = {0.0f, 1.0f, 0.0f, 0.0f,  0.5f, 0.5f, 0.0f, 0.0f,  0.1f, 0.2f, 0.3f, 0.4f};
+  const std::vector<float> classes = {0.0f, 1.0f, 0.0f, 0.0f,  0.0f, 0.0f, 1.0f, 0.0f,  0.0f, 0.0f, 0.0f, 1.0f};
   return {
       loss_case(MSE, SOBS, "x4x6", {4, 6}),
       loss_case(MSE, SUM, "x3x5", {3, 5}),
-      loss_case(MSE, SOBS, "x2x3x4", {2, 3, 4}),
+      loss_case(MSE, SOBS, "x2x4x8", {2, 4, 8}),
       loss_case(CCE, SOBS, "x4x10", {4, 10}),
-      loss_case(CCE, SUM, "x3x7", {3, 7}),
-      loss_case(CCE, SOBS, "clamped_x3x4", {3, 4}, clamped),
-      loss_case(CCE, SUM, "clamped_x3x4", {3, 4}, clamped),
+      loss_case(CCE, SUM, "x4x16", {4, 16}),
+      loss_case(CCE, SOBS, "clamped_x3x4", {3, 4}, clamped, classes),
+      loss_case(CCE, SUM, "clamped_x3x4", {3, 4}, clamped, classes),
   };
 }
 

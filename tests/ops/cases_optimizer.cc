@@ -81,9 +81,9 @@ OpCase adam_case(const std::string& tag, std::vector<int32_t> dims, float lr, fl
 std::vector<OpCase> make_cases() {
   return {
       sgd_case("w7x10", {7, 10}, 0.1f, 0.0f),
-      sgd_case("lr_override_b7", {7}, 0.1f, 0.05f),
+      sgd_case("lr_override_b64", {64}, 0.1f, 0.05f),
       adam_case("w7x10", {7, 10}, 0.01f, 0.9f, 0.999f, 1e-7f, 0.0f),
-      adam_case("lr_override_w5x3", {5, 3}, 0.01f, 0.8f, 0.99f, 1e-5f, 0.003f),
+      adam_case("lr_override_w4x32", {4, 32}, 0.01f, 0.8f, 0.99f, 1e-5f, 0.003f),
   };
 }
 

@@ -26,7 +26,7 @@ OpCase reshape_case(const std::string& tag, std::vector<int32_t> from, std::vect
 }
 
 std::vector<OpCase> make_cases() {
-  return {reshape_case("4x6_to_2x12", {4, 6}, {2, 12}), reshape_case("2x3x4x2_to_6x8", {2, 3, 4, 2}, {6, 8})};
+  return {reshape_case("4x6_to_2x12", {4, 6}, {2, 12}), reshape_case("2x4x4x2_to_8x8", {2, 4, 4, 2}, {8, 8})};
 }
 
 const RegisterCases kCases(make_cases);
