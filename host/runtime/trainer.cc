@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <numeric>
 #include <random>
 
@@ -65,6 +67,9 @@ std::vector<EpochResult> train(Session& session, const Dataset& data, const Data
   std::vector<float> in, out, pred(config.accuracy ? batch * data.expected_size : 0);
   std::vector<EpochResult> results;
   int64_t iteration = 0;
+  // CLTRAIN_STEP_LOG=FILE: one line per step (epoch, step, loss) for comparing runs.
+  std::unique_ptr<FILE, int (*)(FILE*)> step_log(nullptr, std::fclose);
+  if (const char* p = std::getenv("CLTRAIN_STEP_LOG")) step_log.reset(std::fopen(p, "w"));
   for (int32_t e = 1; e <= config.epochs; ++e) {
     if (config.shuffle) std::shuffle(order.begin(), order.end(), rng);
     EpochResult r;
@@ -78,6 +83,7 @@ std::vector<EpochResult> train(Session& session, const Dataset& data, const Data
       gather(data, order, s * batch, batch, in, out);
       const float loss = session.train_step(in.data(), out.data(), ++iteration, config.accuracy ? pred.data() : nullptr);
       loss_sum += loss;
+      if (step_log) std::fprintf(step_log.get(), "%d %llu %.9g\n", e, static_cast<unsigned long long>(s), loss);
       if (config.accuracy) correct += count_correct(pred.data(), out.data(), batch, data.expected_size);
       if (config.progress && ms_since(last_progress) > 200) {
         last_progress = Clock::now();
