@@ -1,6 +1,7 @@
 #include "device.h"
 
 #include <cstdlib>
+#include <iomanip>
 #include <sstream>
 
 #include "cl_error.h"
@@ -41,6 +42,7 @@ std::string short_platform_name(const std::string& name) {
 
 std::string bytes_text(cl_ulong b) {
   std::ostringstream s;
+  s << std::fixed << std::setprecision(1);
   if (b >= (1ull << 30)) s << (b >> 20) / 1024.0 << " GiB";
   else if (b >= (1ull << 20)) s << (b >> 10) / 1024.0 << " MiB";
   else s << b / 1024.0 << " KiB";

@@ -1,6 +1,7 @@
 #include "launch.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace cltrain::ocl {
@@ -52,6 +53,7 @@ Defines& Defines::set(const char* name, long long value) {
 }
 
 Defines& Defines::set_float(const char* name, float value) {
+  if (!std::isfinite(value)) fail(CLTRAIN_INVALID, std::string(name) + " is not a finite number");
   char buf[64];
   std::snprintf(buf, sizeof buf, "%af", static_cast<double>(value));
   text_ += std::string(text_.empty() ? "" : " ") + "-D" + name + "=" + buf;

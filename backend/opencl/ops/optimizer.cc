@@ -24,6 +24,10 @@ std::string check_update(const StepView& s) {
   if (s.step.op == CLTRAIN_OP_UPDATE_ADAM) {
     if (!(why = require_count(s, s.out(1), "Adam m", n)).empty()) return why;
     if (!(why = require_count(s, s.out(2), "Adam v", n)).empty()) return why;
+    const cltrain_op_params& p = s.step.params;
+    if (!(p.beta1 >= 0.0f && p.beta1 < 1.0f) || !(p.beta2 >= 0.0f && p.beta2 < 1.0f))
+      return "beta1 " + std::to_string(p.beta1) + " and beta2 " + std::to_string(p.beta2) + " must lie in [0, 1)";
+    if (!(p.epsilon >= 0.0f) || !std::isfinite(p.epsilon)) return "epsilon must be finite and not negative";
   }
   return {};
 }

@@ -1,5 +1,7 @@
 // Softmax over the last dimension with params.beta: softmax_forward, softmax_backward
 // (kernels/softmax.cl), one work-group per row.
+#include <cmath>
+
 #include "launch.h"
 #include "ops/ops.h"
 
@@ -15,6 +17,7 @@ std::string check_softmax(const StepView& s) {
     return why;
   const cltrain_tensor_desc& t = s.tensor(first);
   if (t.rank < 1 || t.dims[t.rank - 1] <= 0) return "needs a non-empty last dimension";
+  if (!std::isfinite(s.step.params.beta)) return "beta is not finite";
   const uint64_t n = s.count(first);
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) return require_count(s, s.out(0), "output", n);
   if (s.step.phase == CLTRAIN_PHASE_BACKWARD) {
