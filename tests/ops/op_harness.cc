@@ -1,5 +1,7 @@
 #include "op_harness.h"
 
+#include "case_run.h"
+
 #include <gtest/gtest.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -20,37 +22,12 @@ namespace cltrain {
 namespace optest {
 namespace {
 
-constexpr uint32_t kGuardBits = 0xA5A55A5Au;
 constexpr int kMaxReported = 6;  // mismatching elements listed per tensor
 
 uint32_t fnv1a(const std::string& s) {
   uint32_t h = 2166136261u;
   for (unsigned char ch : s) h = (h ^ ch) * 16777619u;
   return h;
-}
-
-float guard_value() {
-  float f;
-  std::memcpy(&f, &kGuardBits, sizeof(f));
-  return f;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-std::set<int32_t> step_outputs(const OpCase& c, const std::vector<int>& steps) {
-  std::set<int32_t> out;
-  for (int s : steps)
-    for (int i = 0; i < c.steps[s].num_outputs; ++i)
-      if (c.steps[s].outputs[i] >= 0) out.insert(c.steps[s].outputs[i]);
-  return out;
-}
-
-std::vector<int> all_steps(const OpCase& c) {
-  std::vector<int> s(c.steps.size());
-  std::iota(s.begin(), s.end(), 0);
-  return s;
 }
 
 // Which side of an activation's kinks y lies on.
@@ -62,195 +39,6 @@ int kink_region(int32_t activation, float y) {
     default: return 0;
   }
 }
-
-// The case's graph with a guard tensor of the same shape right before and after every output.
-// All tensors live over the whole step order, so the planner stacks them in table order among
-// tensors of equal size: each output lands between its two guards.
-struct CaseGraph {
-  std::vector<std::string> names;
-  std::vector<cltrain_tensor_desc> tensors;
-  std::vector<cltrain_step_desc> steps;
-  std::vector<uint8_t> assigned;
-  std::vector<int32_t> id;  // case tensor id -> graph tensor id
-  struct Guarded {
-    int32_t output, before, after;  // graph ids
-  };
-  std::vector<Guarded> guarded;
-
-  CaseGraph(const OpCase& c, const CaseInputs* in) {
-    const std::set<int32_t> outputs = step_outputs(c, all_steps(c));
-    const int32_t last = std::max<int32_t>(static_cast<int32_t>(c.steps.size()), 1) - 1;
-    struct Entry {
-      std::string name;
-      const TensorSpec* spec;
-      int32_t case_id;  // -1 for a guard
-    };
-    std::vector<Entry> entries;
-    for (int32_t t = 0; t < static_cast<int32_t>(c.tensors.size()); ++t) {
-      const TensorSpec& s = c.tensors[t];
-      const bool guard = outputs.count(t) > 0;
-      if (guard) entries.push_back({"guard_before/" + s.name, &s, -1});
-      entries.push_back({s.name, &s, t});
-      if (guard) entries.push_back({"guard_after/" + s.name, &s, -1});
-    }
-    names.reserve(entries.size());
-    for (const Entry& e : entries) names.push_back(e.name);
-    id.assign(c.tensors.size(), -1);
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const Entry& e = entries[i];
-      cltrain_tensor_desc d{};
-      d.name = names[i].c_str();
-      d.rank = static_cast<int32_t>(e.spec->dims.size());
-      std::copy(e.spec->dims.begin(), e.spec->dims.end(), d.dims);
-      d.dtype = CLTRAIN_FLOAT32;
-      d.role = e.case_id < 0 ? CLTRAIN_ROLE_NON_CONST : e.spec->role;
-      d.first_step = 0;
-      d.last_step = last;
-      d.persistent = e.case_id >= 0 && e.spec->persistent;
-      if (e.case_id >= 0) {
-        id[e.case_id] = static_cast<int32_t>(i);
-        // Trainable initial values go in through prepare, as the host does it.
-        if (in && e.spec->role == CLTRAIN_ROLE_TRAINABLE && in->initial.count(e.case_id)) {
-          const std::vector<float>& v = in->initial.at(e.case_id);
-          d.data = v.data();
-          d.data_bytes = v.size() * sizeof(float);
-        }
-      }
-      tensors.push_back(d);
-    }
-    for (size_t i = 1; i + 1 < entries.size(); ++i)
-      if (entries[i].case_id >= 0 && outputs.count(entries[i].case_id))
-        guarded.push_back({static_cast<int32_t>(i), static_cast<int32_t>(i - 1), static_cast<int32_t>(i + 1)});
-    for (cltrain_step_desc s : c.steps) {
-      for (int i = 0; i < s.num_inputs; ++i) s.inputs[i] = s.inputs[i] < 0 ? -1 : id[s.inputs[i]];
-      for (int i = 0; i < s.num_outputs; ++i) s.outputs[i] = s.outputs[i] < 0 ? -1 : id[s.outputs[i]];
-      steps.push_back(s);
-    }
-    assigned.assign(steps.size(), 1);
-  }
-
-  cltrain_graph_desc desc() const {
-    cltrain_graph_desc g{};
-    g.struct_size = sizeof(g);
-    g.num_tensors = static_cast<int32_t>(tensors.size());
-    g.tensors = tensors.data();
-    g.num_steps = static_cast<int32_t>(steps.size());
-    g.steps = steps.data();
-    g.assigned = assigned.data();
-    return g;
-  }
-};
-
-uint64_t bytes_of(const cltrain_tensor_desc& t) {
-  uint64_t n = 1;
-  for (int i = 0; i < t.rank; ++i) n *= static_cast<uint64_t>(t.dims[i]);
-  return n * sizeof(float);
-}
-
-// One case prepared on one backend.
-class CaseRun {
- public:
-  CaseRun(const OpCase& c, Backend& b, const CaseInputs& in, const RunOptions& options)
-      : c_(c), b_(b), g_(c, &in) {
-    const cltrain_memory_report report = b_.prepare(g_.desc());
-    check_report(report, options.is_cpu);
-    check_layout(options.is_cpu);
-    for (const auto& [id, v] : in.initial)
-      if (!g_.tensors[g_.id[id]].data) write(id, v);
-    for (int32_t t = 0; t < static_cast<int32_t>(c.tensors.size()); ++t)
-      if (c.tensors[t].fill == Fill::Output)
-        write(t, std::vector<float>(element_count(c.tensors[t].dims), std::numeric_limits<float>::quiet_NaN()));
-    for (const auto& gd : g_.guarded)
-      for (int32_t guard : {gd.before, gd.after})
-        write_graph(guard, std::vector<float>(bytes_of(g_.tensors[guard]) / sizeof(float), guard_value()));
-  }
-
-  std::vector<float> read(int32_t t) {
-    std::vector<float> v(element_count(c_.tensors[t].dims));
-    b_.read(g_.id[t], v.data(), v.size() * sizeof(float));
-    return v;
-  }
-  void write(int32_t t, const std::vector<float>& v) { write_graph(g_.id[t], v); }
-  void run(int step, const cltrain_run_args& args) { b_.run({step}, args); }
-
-  Checkpoint read_all() {
-    Checkpoint all;
-    for (int32_t t = 0; t < static_cast<int32_t>(c_.tensors.size()); ++t) all[t] = read(t);
-    return all;
-  }
-
-  // Tensors other than `may_change` must be bit for bit what they were.
-  void expect_unchanged(const Checkpoint& before, const Checkpoint& after, const std::set<int32_t>& may_change,
-                        const std::string& when) {
-    for (const auto& [t, v] : before)
-      if (!may_change.count(t) && !same_bits(v, after.at(t)))
-        ADD_FAILURE() << b_.name() << ": " << c_.tensors[t].name << " changed " << when
-                      << ", though no step of it writes that tensor";
-  }
-
-  void expect_guards_intact(const std::string& when) {
-    for (const auto& gd : g_.guarded)
-      for (int32_t guard : {gd.before, gd.after}) {
-        std::vector<float> v(bytes_of(g_.tensors[guard]) / sizeof(float));
-        b_.read(guard, v.data(), v.size() * sizeof(float));
-        size_t bad = 0, first = 0;
-        for (size_t i = 0; i < v.size(); ++i) {
-          uint32_t bits;
-          std::memcpy(&bits, &v[i], sizeof(bits));
-          if (bits != kGuardBits && bad++ == 0) first = i;
-        }
-        if (bad)
-          ADD_FAILURE() << b_.name() << ": " << bad << " of " << v.size() << " elements of "
-                        << g_.names[guard] << " were overwritten " << when << " (first at [" << first
-                        << "] = " << v[first] << "): an out-of-bounds write next to "
-                        << g_.names[gd.output];
-      }
-  }
-
-  int32_t graph_id(int32_t t) const { return g_.id[t]; }
-
- private:
-  void write_graph(int32_t gid, const std::vector<float>& v) { b_.write(gid, v.data(), v.size() * sizeof(float)); }
-
-  void check_report(const cltrain_memory_report& r, bool exact) {
-    uint64_t role_bytes[CLTRAIN_ROLE_COUNT] = {};
-    for (const auto& t : g_.tensors) role_bytes[t.role] += bytes_of(t);
-    EXPECT_GE(r.pool_bytes, r.lower_bound) << b_.name() << ": memory report";
-    EXPECT_GE(r.num_tensors, g_.tensors.size()) << b_.name() << ": memory report";
-    for (int role = 0; role < CLTRAIN_ROLE_COUNT; ++role) {
-      // Every tensor lives at every step, so each role peaks at the sum of its tensors.
-      if (exact)
-        EXPECT_EQ(r.role_peak[role], role_bytes[role]) << b_.name() << ": role " << role << " peak";
-      else
-        EXPECT_GE(r.role_peak[role], role_bytes[role]) << b_.name() << ": role " << role << " peak";
-    }
-  }
-
-  // The guards only catch what lands next to an output: check that they do lie there.
-  void check_layout(bool exact) {
-    const std::vector<int64_t> off = b_.plan_offsets(static_cast<int32_t>(g_.tensors.size()));
-    if (off.empty()) return;
-    for (const auto& gd : g_.guarded) {
-      const int64_t o = off[gd.output];
-      int64_t below = -1, above = -1;  // the nearest planned tensors before and after the output
-      for (size_t t = 0; t < off.size(); ++t) {
-        if (static_cast<int32_t>(t) == gd.output || off[t] < 0) continue;
-        if (off[t] < o && (below < 0 || off[t] > off[below])) below = static_cast<int64_t>(t);
-        if (off[t] > o && (above < 0 || off[t] < off[above])) above = static_cast<int64_t>(t);
-      }
-      const bool ok = below == gd.before && above == gd.after;
-      if (exact)
-        EXPECT_TRUE(ok) << b_.name() << ": " << g_.names[gd.output] << " is not planned between its guards";
-      else if (!ok)
-        std::cerr << "note: " << b_.name() << " does not plan " << g_.names[gd.output]
-                  << " between its guards; the guard check is weaker there\n";
-    }
-  }
-
-  const OpCase& c_;
-  Backend& b_;
-  CaseGraph g_;
-};
 
 void expect_finite(const std::string& backend, const OpCase& c, const Outputs& out) {
   for (size_t k = 0; k < out.size(); ++k)
@@ -377,7 +165,7 @@ Values to_values(const std::map<int32_t, std::vector<float>>& m) {
 }
 
 Outputs run_differentiable(const OpCase& c, Backend& b, const CaseInputs& in, const RunOptions& options) {
-  CaseRun run(c, b, in, options);
+  CaseRun run(c, b, in, options.is_cpu);
   const cltrain_run_args args{1, 0.0f};
   const Checkpoint start = run.read_all();
   for (const auto& [t, v] : in.initial)
@@ -415,7 +203,7 @@ Outputs run_differentiable(const OpCase& c, Backend& b, const CaseInputs& in, co
 }
 
 Outputs run_stateful(const OpCase& c, Backend& b, const CaseInputs& in, const RunOptions& options) {
-  CaseRun run(c, b, in, options);
+  CaseRun run(c, b, in, options.is_cpu);
   Checkpoint before = run.read_all();
   Values ref = to_values(before);
   for (int32_t t = 0; t < static_cast<int32_t>(c.tensors.size()); ++t) {
