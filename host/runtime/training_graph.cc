@@ -86,10 +86,14 @@ void GraphBuilder::forward_step(size_t i) {
   const Operator& op = model_.operators[i];
   std::vector<int32_t> in;
   switch (op.op) {
-    case CLTRAIN_OP_RESHAPE:  // the shape operand is a constant the backends do not need
+    case CLTRAIN_OP_RESHAPE:  // shape, axes and paddings operands are constants the loader has
+    case CLTRAIN_OP_MEAN:     // already turned into params
+    case CLTRAIN_OP_PAD:
       in = {op.inputs[0]};
       break;
     case CLTRAIN_OP_FULLY_CONNECTED:
+    case CLTRAIN_OP_CONV_2D:
+    case CLTRAIN_OP_DEPTHWISE_CONV_2D:
       in = {op.inputs[0], op.inputs[1], op.inputs.size() > 2 ? op.inputs[2] : -1};
       break;
     default:
@@ -110,23 +114,54 @@ void GraphBuilder::backward_step(size_t i) {
     if (is_weight(t)) weights_done.push_back(t);
     return grad_target(t, &acc);
   };
+  const int32_t y_if_act = op.params.activation != CLTRAIN_ACT_NONE ? y : -1;
   switch (op.op) {
-    case CLTRAIN_OP_FULLY_CONNECTED: {
+    case CLTRAIN_OP_FULLY_CONNECTED:
+    case CLTRAIN_OP_CONV_2D:
+    case CLTRAIN_OP_DEPTHWISE_CONV_2D: {
       const int32_t x = op.inputs[0], w = op.inputs[1];
       const int32_t b = op.inputs.size() > 2 ? op.inputs[2] : -1;
       const int32_t dx = grad_of(x), dw = grad_of(w), db = grad_of(b);
-      in = {dw >= 0 ? x : -1, w, op.params.activation != CLTRAIN_ACT_NONE ? y : -1, dy};
+      in = {dw >= 0 ? x : -1, w, y_if_act, dy};  // W is persistent: passing it costs nothing
       out = {dx, dw, db};
       break;
     }
     case CLTRAIN_OP_RELU:
+    case CLTRAIN_OP_RELU6:
+    case CLTRAIN_OP_TANH:
+    case CLTRAIN_OP_LOGISTIC:
     case CLTRAIN_OP_SOFTMAX:
       in = {y, dy};
       out = {grad_of(op.inputs[0])};
       break;
+    case CLTRAIN_OP_MAX_POOL_2D:
+      in = {op.inputs[0], dy};
+      out = {grad_of(op.inputs[0])};
+      break;
     case CLTRAIN_OP_RESHAPE:
+    case CLTRAIN_OP_AVERAGE_POOL_2D:
+    case CLTRAIN_OP_MEAN:
+    case CLTRAIN_OP_PAD:
       in = {dy};
       out = {grad_of(op.inputs[0])};
+      break;
+    case CLTRAIN_OP_ADD:
+    case CLTRAIN_OP_SUB:
+    case CLTRAIN_OP_MUL:
+    case CLTRAIN_OP_DIV: {
+      const int32_t a = op.inputs[0], b = op.inputs[1];
+      const int32_t da = grad_of(a), db = grad_of(b);
+      // What each backward reads (cltrain_backend.h): MUL both operands, DIV b and (for db) a.
+      const bool mul = op.op == CLTRAIN_OP_MUL, div = op.op == CLTRAIN_OP_DIV;
+      const int32_t read_a = (mul && db >= 0) || (div && db >= 0) ? a : -1;
+      const int32_t read_b = (mul && da >= 0) || div ? b : -1;
+      in = {read_a, read_b, y_if_act, dy};
+      out = {da, db};
+      break;
+    }
+    case CLTRAIN_OP_CONCATENATION:
+      in = {dy};
+      for (int32_t x : op.inputs) out.push_back(grad_of(x));
       break;
     default:
       throw ModelError(std::string("operator ") + std::to_string(i) + " (" + cltrain_op_name(op.op) +

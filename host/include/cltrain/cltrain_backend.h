@@ -47,13 +47,83 @@
  *                     -expected / clamp(pred, 1e-7, 1 - 1e-7) (zero where pred was clamped).
  *     Reduction: SUM_OVER_BATCH_SIZE divides the sum over samples by the batch (first dimension),
  *                SUM does not. The backward includes the same scale.
+ *  CONV_2D forward:           in [x, W, b]          out [y]     x [N,H,W,I], W [O,KH,KW,I], y [N,OH,OW,O]
+ *  CONV_2D backward:          in [x, W, y, dy]      out [dx, dW, db]   as FULLY_CONNECTED
+ *  DEPTHWISE_CONV_2D:         as CONV_2D with W [1,KH,KW,I*M] (M = depth_multiplier); output
+ *                             channel c*M + j reads input channel c.
+ *  MAX_POOL_2D forward:       in [x]                out [y]     windows never read padding
+ *  MAX_POOL_2D backward:      in [x, dy]            out [dx]    dy goes to the first maximum of
+ *                                                               each window (in window order)
+ *  AVERAGE_POOL_2D:           fwd in [x] out [y]; bwd in [dy] out [dx]; the average is over the
+ *                             window's positions inside the input
+ *  MEAN:                      fwd in [x] out [y]; bwd in [dy] out [dx]; params.axes_mask, keep_dims
+ *  PAD:                       fwd in [x] out [y] (zeros around); bwd in [dy] out [dx] (the crop)
+ *  ADD, SUB, MUL, DIV fwd:    in [a, b]             out [y]     y = act(a op b), numpy broadcasting
+ *                             (a, b, y of equal rank; a size-1 dimension broadcasts)
+ *  ADD, SUB, MUL, DIV bwd:    in [a, b, y, dy]      out [da, db]   a and b are -1 where not read
+ *                             (ADD, SUB read neither; MUL reads both; DIV reads b, and a for db);
+ *                             y is -1 when activation is NONE; gradients are summed over the
+ *                             axes their input was broadcast along.
+ *  RELU6, TANH, LOGISTIC:     fwd in [x] out [y]; bwd in [y, dy] out [dx]
+ *  CONCATENATION:             fwd in [x0, x1, ...] out [y] along params.axis; bwd in [dy]
+ *                             out [dx0, dx1, ...] (each may be -1)
  *  ACCUMULATE (backward):     in [a]                out [acc]   acc += a (acc is read and written)
  *  UPDATE_SGD (update):       in [grad]             out [W]     W -= lr * grad
  *  UPDATE_ADAM (update):      in [grad]             out [W, m, v]
  *     m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
  *     W -= lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)     (t = run_args.iteration)
  *  A backward step may overwrite its dy input (the host guarantees that dy is dead after it).
+ *  A backend may add private tensors of its own (kernel scratch) to its plan; they count as
+ *  CLTRAIN_ROLE_LAYER_SCOPE, live only during the step that uses them, and are included in
+ *  the memory report.
+ *  Persistent tensors and tensors with initial data are planned over the whole step order.
  *  Output tensors of a step never alias its inputs, except where stated (ACCUMULATE, updates).
+ *
+ * Numerics (float32 everywhere; the order of every rounding is part of the op's definition)
+ *  The CPU backend computes exactly as stated here, and so do the OpenCL kernels, with no
+ *  contraction of a*b+c into a fused multiply-add unless stated (OpenCL: FP_CONTRACT OFF), and
+ *  with clt_exp / clt_log from kernels/numerics.h instead of a library's exp/log. On a device
+ *  that rounds IEEE-754 single precision exactly (POCL) the two backends then agree bitwise, so
+ *  whole training runs give the same losses; on other devices they agree within the op suite's
+ *  tolerances.
+ *  - Dot products (matrix products): acc = 0; acc = fma(a_k, b_k, acc) for k = 0, 1, ... in
+ *    increasing order (this is what CLBlast's GEMM kernels do per output element).
+ *    FULLY_CONNECTED forward: y = act(acc + b). Backward: dz = act'(y) applied to dy (below);
+ *    dx[n,k] = dot over m of dz[n,m] W[m,k]; dW[m,k] = dot over n of dz[n,m] x[n,k];
+ *    db[m] = sum over n of dz[n,m].
+ *  - Sums: s = 0; s = s + v_i in increasing index order (plain adds).
+ *  - Activation derivatives select, never multiply by 0/1: RELU dz = y > 0 ? dy : 0; RELU6
+ *    dz = (y > 0 && y < 6) ? dy : 0; TANH dz = dy * (1 - y * y); LOGISTIC dz = dy * (y * (1 - y)).
+ *    TANH forward: e = clt_exp(-2|x|), t = (1 - e) / (1 + e), y = x < 0 ? -t : t. LOGISTIC
+ *    forward: y = 1 / (1 + clt_exp(-x)).
+ *  - CONV_2D forward: acc = dot over (kh, kw, i) in that nesting (i fastest) of
+ *    x[n,ih,iw,i] * W[o,kh,kw,i], positions outside x skipped; y = act(acc + b[o]).
+ *    dW[o,kh,kw,i] = dot over (n, oh, ow) of dz[n,oh,ow,o] * x[n,ih,iw,i] (outside: skipped);
+ *    db[o] = sum over (n, oh, ow) of dz; dx[n,ih,iw,i] = sum over (kh, kw) in order, for the
+ *    (oh, ow) that reach (ih, iw) with them, of (dot over o of dz[n,oh,ow,o] * W[o,kh,kw,i]).
+ *    DEPTHWISE_CONV_2D likewise with the channel sum replaced by the one channel (forward: dot
+ *    over (kh, kw)); dx[n,ih,iw,c] = sum over (kh, kw) of (dot over j of dz[.., c*M+j] * W[.., c*M+j]).
+ *  - Pools: max over the window in (kh, kw) order, the first maximum wins; average = (sum over
+ *    the window's inside positions) / count. Backward: dx[n,ih,iw,c] = sum over windows (oh, ow)
+ *    in increasing order that take (ih, iw) (max: as their first maximum) of dy (max) or of
+ *    (dy / count) (average).
+ *  - MEAN: y = (sum in increasing flat index order) / count; dx = dy / count.
+ *  - ADD/SUB/MUL/DIV backward, per element of y with g = dz: ADD da += g, db += g; SUB da += g,
+ *    db += -g; MUL da += g * b, db += g * a; DIV da += g / b, db += -((g * a) / (b * b)); each
+ *    gradient element sums its contributions in increasing flat index of y.
+ *  - SOFTMAX forward, per row: t_i = beta * x_i; mx = max_i t_i; e_i = clt_exp(t_i - mx);
+ *    s = sum of e_i; y_i = e_i / s. Backward: d = sum of (dy_i * y_i) (products rounded, then
+ *    summed); dx_i = beta * (y_i * (dy_i - d)).
+ *  - LOSS_CCE forward: l = sum over all elements, batch-major, of (-e * clt_log(pc)) where
+ *    pc = min(max(p, 1e-7), 1 - 1e-7); loss = l / N for SUM_OVER_BATCH_SIZE (N = dims[0] of pred),
+ *    loss = l for SUM. Backward: dpred = (-e / pc) / N, or (-e / pc) for SUM; 0 where p != pc.
+ *  - LOSS_MSE forward, per sample of K elements: q = sum of (d * d) with d = p - e; then
+ *    l = sum over samples of (q / K); loss = l / N or l. Backward: dpred = (2 * d) / K, then / N
+ *    for SUM_OVER_BATCH_SIZE.
+ *  - UPDATE_SGD: W = W - lr * g.
+ *  - UPDATE_ADAM: step = (float)((double)lr * sqrt(1 - b2^t) / (1 - b1^t)) computed in double;
+ *    m = b1 * m + (1 - b1) * g; v = b2 * v + (1 - b2) * (g * g) (with (1 - b1), (1 - b2)
+ *    rounded to float first); W = W - (step * m) / (sqrt(v) + eps).
  */
 #ifndef CLTRAIN_BACKEND_H
 #define CLTRAIN_BACKEND_H
@@ -125,7 +195,17 @@ typedef struct cltrain_op_params {
   float beta;         /* SOFTMAX */
   int32_t reduction;  /* cltrain_loss_reduction, LOSS_* */
   float learning_rate, beta1, beta2, epsilon; /* UPDATE_*; learning_rate may be overridden per run */
-  int32_t reserved[16];                       /* zero; room for convolution options */
+  /* CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D, AVERAGE_POOL_2D */
+  int32_t padding; /* cltrain_padding */
+  int32_t stride_h, stride_w;
+  int32_t dilation_h, dilation_w; /* convolutions; 1 = none */
+  int32_t filter_h, filter_w;     /* pools (convolutions take theirs from W) */
+  int32_t depth_multiplier;       /* DEPTHWISE_CONV_2D */
+  int32_t axis;                   /* CONCATENATION, non-negative */
+  int32_t axes_mask;              /* MEAN: bit i set = axis i is reduced */
+  int32_t keep_dims;              /* MEAN */
+  int32_t pad_before[CLTRAIN_MAX_RANK], pad_after[CLTRAIN_MAX_RANK]; /* PAD, per axis */
+  int32_t reserved[8];            /* zero */
 } cltrain_op_params;
 
 typedef struct cltrain_step_desc {

@@ -31,7 +31,21 @@
   X(LOSS_CCE, "CategoricalCrossEntropy", -1, CLTRAIN_KIND_LOSS)   \
   X(ACCUMULATE, "Accumulate", -1, CLTRAIN_KIND_GRAPH)             \
   X(UPDATE_SGD, "SGD", -1, CLTRAIN_KIND_UPDATE)                   \
-  X(UPDATE_ADAM, "Adam", -1, CLTRAIN_KIND_UPDATE)
+  X(UPDATE_ADAM, "Adam", -1, CLTRAIN_KIND_UPDATE)                 \
+  X(CONV_2D, "Conv2D", 3, CLTRAIN_KIND_MODEL)                     \
+  X(DEPTHWISE_CONV_2D, "DepthwiseConv2D", 4, CLTRAIN_KIND_MODEL)  \
+  X(MAX_POOL_2D, "MaxPool2D", 17, CLTRAIN_KIND_MODEL)             \
+  X(AVERAGE_POOL_2D, "AveragePool2D", 1, CLTRAIN_KIND_MODEL)      \
+  X(MEAN, "Mean", 40, CLTRAIN_KIND_MODEL)                         \
+  X(PAD, "Pad", 34, CLTRAIN_KIND_MODEL)                           \
+  X(ADD, "Add", 0, CLTRAIN_KIND_MODEL)                            \
+  X(SUB, "Sub", 41, CLTRAIN_KIND_MODEL)                           \
+  X(MUL, "Mul", 18, CLTRAIN_KIND_MODEL)                           \
+  X(DIV, "Div", 42, CLTRAIN_KIND_MODEL)                           \
+  X(RELU6, "ReLU6", 21, CLTRAIN_KIND_MODEL)                       \
+  X(TANH, "Tanh", 28, CLTRAIN_KIND_MODEL)                         \
+  X(LOGISTIC, "Logistic", 14, CLTRAIN_KIND_MODEL)                 \
+  X(CONCATENATION, "Concatenation", 2, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,
@@ -48,6 +62,11 @@ typedef enum cltrain_activation {
   CLTRAIN_ACT_RELU6 = 3,
   CLTRAIN_ACT_TANH = 4
 } cltrain_activation;
+
+/* Padding of convolutions and pools, values as tflite's Padding. SAME pads (out - 1) * stride +
+ * (filter - 1) * dilation + 1 - in in total (at least 0), the smaller half before, where
+ * out = ceil(in / stride); VALID pads nothing, out = ceil((in - (filter - 1) * dilation) / stride). */
+typedef enum cltrain_padding { CLTRAIN_PADDING_SAME = 0, CLTRAIN_PADDING_VALID = 1 } cltrain_padding;
 
 typedef enum cltrain_loss_reduction {
   CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE = 0,

@@ -1,0 +1,90 @@
+/* cltrain's shared numerics: valid OpenCL C 1.2 and C++17.
+ *
+ * The CPU backend and the OpenCL kernels compute with these functions and in the orders that
+ * host/include/cltrain/cltrain_backend.h states ("Numerics"), so that on a device that rounds
+ * IEEE-754 single precision exactly (POCL) both backends give bitwise the same results. A
+ * device's own exp/log are allowed several ulp of error and differ between drivers; these are
+ * within about 1 ulp over the ranges training uses, and the same everywhere.
+ *
+ * OpenCL programs include this text before the kernel family (FP_CONTRACT OFF: no fused
+ * multiply-add unless written as clt_fma).
+ */
+#ifndef CLTRAIN_NUMERICS_H
+#define CLTRAIN_NUMERICS_H
+
+#ifdef __OPENCL_VERSION__
+#pragma OPENCL FP_CONTRACT OFF
+#define CLT_FN inline
+#define clt_fma(a, b, c) fma((a), (b), (c))
+#define clt_rint(x) rint(x)
+#define clt_as_float(i) as_float(i)
+#define clt_as_int(f) as_int(f)
+#define clt_sqrt(x) sqrt(x)
+#else
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#define CLT_FN static inline
+static inline float clt_fma(float a, float b, float c) { return std::fma(a, b, c); }
+static inline float clt_rint(float x) { return std::rint(x); }
+static inline float clt_as_float(int32_t i) {
+  float f;
+  std::memcpy(&f, &i, sizeof f);
+  return f;
+}
+static inline int32_t clt_as_int(float f) {
+  int32_t i;
+  std::memcpy(&i, &f, sizeof i);
+  return i;
+}
+static inline float clt_sqrt(float x) { return std::sqrt(x); }
+#endif
+
+/* e^x. Below about -87.3 the result is 0, above 88.7 it is +inf. */
+CLT_FN float clt_exp(float x) {
+  if (x < -87.33654f) return 0.0f;
+  if (x > 88.72283f) return clt_as_float(0x7f800000);
+  /* x = n ln2 + r, |r| <= ln2/2 (Cody-Waite with a two-part ln2). */
+  const float n = clt_rint(x * 1.44269504f);
+  float r = clt_fma(n, -0.693145752f, x);
+  r = clt_fma(n, -1.42860677e-6f, r);
+  /* e^r by its Taylor polynomial to degree 7 (error below 1e-9 for |r| <= 0.35). */
+  float p = 1.98412698e-4f;
+  p = clt_fma(p, r, 1.38888889e-3f);
+  p = clt_fma(p, r, 8.33333333e-3f);
+  p = clt_fma(p, r, 4.16666667e-2f);
+  p = clt_fma(p, r, 1.66666667e-1f);
+  p = clt_fma(p, r, 0.5f);
+  p = clt_fma(p, r, 1.0f);
+  p = clt_fma(p, r, 1.0f);
+  /* times 2^n, in two halves so that n down to -126 - 23 stays representable. */
+  const int ni = (int)n;
+  const int n1 = ni / 2;
+  const int n2 = ni - n1;
+  return p * clt_as_float((n1 + 127) << 23) * clt_as_float((n2 + 127) << 23);
+}
+
+/* Natural logarithm of a positive normal x (callers clamp: losses take log of clamp(p, 1e-7, 1)). */
+CLT_FN float clt_log(float x) {
+  int bits = clt_as_int(x);
+  int e = ((bits >> 23) & 0xff) - 127;
+  float m = clt_as_float((bits & 0x007fffff) | 0x3f800000); /* in [1, 2) */
+  if (m > 1.41421356f) {
+    m = m * 0.5f;
+    e = e + 1;
+  }
+  /* log(m) = 2 atanh(s), s = (m - 1) / (m + 1), |s| <= 0.1716. */
+  const float s = (m - 1.0f) / (m + 1.0f);
+  const float s2 = s * s;
+  float p = 0.1111111111f;
+  p = clt_fma(p, s2, 0.1428571429f);
+  p = clt_fma(p, s2, 0.2f);
+  p = clt_fma(p, s2, 0.3333333333f);
+  p = p * s2;
+  const float ef = (float)e;
+  /* 2s + 2s p + e ln2, with ln2 in two parts. */
+  const float hi = clt_fma(ef, 0.693145752f, 2.0f * s);
+  return hi + clt_fma(2.0f * s, p, ef * 1.42860677e-6f);
+}
+
+#endif /* CLTRAIN_NUMERICS_H */
