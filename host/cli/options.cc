@@ -65,10 +65,15 @@ const char* train_usage() {
          "  --no-progress             no progress line while an epoch runs\n"
          "other commands:\n"
          "  cltrain devices                           list OpenCL platforms and devices\n"
-         "  cltrain make-model NAME -o FILE [--batch_size B] [--format circle|tflite]\n";
+         "  cltrain make-model NAME -o FILE [--batch_size B] [--format circle|tflite]\n"
+         "                                            NAME: mlp, mnist-kaggle, mobilenetv2, branched\n"
+         "  cltrain bench MODEL [training options] [--steps N] [--warmup N] [--seed S]\n"
+         "                                            trains N steps on one fixed random batch and\n"
+         "                                            prints each step's loss and the median ms/step\n";
 }
 
-Options parse_train_options(const std::vector<std::string>& args) {
+namespace {
+Options parse_options(const std::vector<std::string>& args, bool bench) {
   Options o;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
@@ -129,6 +134,14 @@ Options parse_train_options(const std::vector<std::string>& args) {
       o.report = next();
     } else if (a == "--no-progress") {
       o.progress = false;
+    } else if (bench && a == "--steps") {
+      o.steps = to_int(a, next());
+      if (o.steps < 1) throw UsageError("--steps must be at least 1");
+    } else if (bench && a == "--warmup") {
+      o.warmup = to_int(a, next());
+      if (o.warmup < 0) throw UsageError("--warmup must not be negative");
+    } else if (bench && a == "--seed") {
+      o.seed = static_cast<uint32_t>(to_int(a, next()));
     } else if (a.rfind("-", 0) == 0 && a.size() > 1) {
       throw UsageError("unknown option " + a + " (cltrain --help lists them)");
     } else if (o.model.empty()) {
@@ -138,11 +151,17 @@ Options parse_train_options(const std::vector<std::string>& args) {
     }
   }
   if (o.model.empty()) throw UsageError("no model given");
+  if (bench) return o;
   if (o.data.empty() && (o.load_input_raw.empty() != o.load_expected_raw.empty()))
     throw UsageError("--load_input:raw and --load_expected:raw go together");
   if (o.data.empty() && o.load_input_raw.empty())
     throw UsageError("no training data: give --data fashion-mnist or --load_input:raw and --load_expected:raw");
   return o;
 }
+}  // namespace
+
+Options parse_train_options(const std::vector<std::string>& args) { return parse_options(args, false); }
+
+Options parse_bench_options(const std::vector<std::string>& args) { return parse_options(args, true); }
 
 }  // namespace cltrain

@@ -32,10 +32,16 @@ struct Options {
   int32_t device = -1;
   std::string report;
   bool progress = true;
+  // cltrain bench
+  int32_t steps = 10;
+  int32_t warmup = 1;
+  uint32_t seed = 1;
 };
 
 // Parses argv (after the program name). Throws UsageError.
 Options parse_train_options(const std::vector<std::string>& args);
+// Parses `cltrain bench MODEL [options]` (training options plus --steps, --warmup, --seed; no data).
+Options parse_bench_options(const std::vector<std::string>& args);
 
 const char* train_usage();
 
