@@ -20,10 +20,12 @@ struct Run {
   std::vector<std::string> placement;
 };
 
-// Trains mlp for 3 epochs at batch 32 (Adam, lr 0.001, CCE) on `backends` ("opencl" first if
-// listed, the CPU last). Returns nothing if the OpenCL plugin is not available here.
-std::optional<Run> train_mlp(bool with_opencl, std::string* why) {
-  Model model = make_named_model("mlp", 32);
+// Trains a builder model for `epochs` epochs at batch 32 (Adam, lr 0.001, CCE) on the first
+// `samples` Fashion-MNIST images, on OpenCL then the CPU, or on the CPU alone. Returns nothing if
+// the OpenCL plugin is not available here.
+std::optional<Run> train_model(const std::string& name, int epochs, uint64_t samples, bool with_opencl,
+                               std::string* why) {
+  Model model = make_named_model(name, 32);
   std::vector<std::unique_ptr<Backend>> backends;
   if (with_opencl) {
     auto b = open_plugin_file(CLTRAIN_OPENCL_PLUGIN, default_backend_config(), why);
@@ -34,13 +36,17 @@ std::optional<Run> train_mlp(bool with_opencl, std::string* why) {
   Session session(build_training_graph(model, TrainOptions{}), std::move(backends));
   session.prepare();
   Dataset data = load_fashion_mnist(kFashionMnistDir, true);
-  data.truncate(1000);
+  data.truncate(samples);
   TrainerConfig config;
-  config.epochs = 3;
+  config.epochs = epochs;
   Run run;
   for (const auto& e : train(session, data, Dataset{}, config, nullptr)) run.losses.push_back(e.loss);
   run.placement = session.model_op_placement();
   return run;
+}
+
+std::optional<Run> train_mlp(bool with_opencl, std::string* why) {
+  return train_model("mlp", 3, 1000, with_opencl, why);
 }
 
 void expect_same_losses(const Run& a, const Run& b) {
@@ -83,6 +89,19 @@ TEST(TrainMlp, FullyConnectedForcedOffOpencl) {
   EXPECT_EQ(mixed->placement[1], "cpu");
   EXPECT_EQ(mixed->placement[2], "opencl");  // Softmax stays on OpenCL: tensors cross backends
   expect_same_losses(*mixed, *cpu);
+}
+
+// A residual Add and a tensor read by two ops: back-prop accumulation on both backends.
+TEST(TrainBranched, OpenclMatchesCpu) {
+  std::string why;
+  auto cpu = train_model("branched", 2, 512, false, &why);
+  ASSERT_TRUE(cpu) << why;
+  EXPECT_LT(cpu->losses[1], cpu->losses[0]);
+  auto cl = train_model("branched", 2, 512, true, &why);
+  if (!cl && why.find("not available") != std::string::npos) GTEST_SKIP() << why;
+  ASSERT_TRUE(cl) << why;
+  for (size_t i = 0; i < cl->placement.size(); ++i) EXPECT_EQ(cl->placement[i], "opencl") << "operator " << i;
+  expect_same_losses(*cl, *cpu);
 }
 
 }  // namespace
