@@ -69,7 +69,9 @@ TEST(Session, LifetimesOnCpu) {
       EXPECT_EQ(t.first_step, 0);
       EXPECT_EQ(t.last_step, last);
     }
-    if (t.role == CLTRAIN_ROLE_GRADIENT) EXPECT_LE(t.last_step - t.first_step, 2) << t.name;
+    if (t.role == CLTRAIN_ROLE_GRADIENT) {
+      EXPECT_LE(t.last_step - t.first_step, 2) << t.name;
+    }
   }
   EXPECT_EQ(tensors[static_cast<size_t>(s.graph().input)].first_step, 0);
   EXPECT_EQ(tensors[static_cast<size_t>(s.graph().loss)].last_step, last);
@@ -78,6 +80,93 @@ TEST(Session, LifetimesOnCpu) {
   EXPECT_GE(r.pool_bytes, r.lower_bound);
   EXPECT_EQ(r.role_peak[CLTRAIN_ROLE_TRAINABLE], 101770u * 4);
   EXPECT_EQ(r.role_peak[CLTRAIN_ROLE_OPTIMIZER], 2 * 101770u * 4);
+}
+
+}  // namespace
+}  // namespace cltrain
+
+namespace cltrain {
+namespace {
+
+// x -> FC -> t; u = t + t; v = u * t; softmax(v). t is read three times (twice by the Add), so
+// its back-prop is one gradient tensor plus two disposable contributions accumulated into it.
+Model branching_model() {
+  Model m;
+  auto tensor = [&](std::string name, std::vector<int32_t> shape, size_t bytes = 0) {
+    Tensor t;
+    t.name = std::move(name);
+    t.shape = std::move(shape);
+    t.data.assign(bytes, 0);
+    m.tensors.push_back(t);
+    return static_cast<int32_t>(m.tensors.size() - 1);
+  };
+  const int32_t x = tensor("x", {2, 4}), w = tensor("w", {4, 4}, 64), b = tensor("b", {4}, 16);
+  const int32_t t = tensor("t", {2, 4}), u = tensor("u", {2, 4}), v = tensor("v", {2, 4}), y = tensor("y", {2, 4});
+  auto op = [&](int32_t kind, std::vector<int32_t> in, int32_t out) {
+    Operator o;
+    o.op = kind;
+    o.inputs = std::move(in);
+    o.outputs = {out};
+    m.operators.push_back(o);
+  };
+  op(CLTRAIN_OP_FULLY_CONNECTED, {x, w, b}, t);
+  op(CLTRAIN_OP_ADD, {t, t}, u);
+  op(CLTRAIN_OP_MUL, {u, t}, v);
+  m.operators.push_back(Operator{CLTRAIN_OP_SOFTMAX, {v}, {y}, {}});
+  m.operators.back().params.beta = 1.0f;
+  m.inputs = {x};
+  m.outputs = {y};
+  return m;
+}
+
+TEST(TrainingGraph, BackPropOfATensorReadSeveralTimesIsAccumulated) {
+  const Model m = branching_model();
+  const TrainingGraph g = build_training_graph(m, TrainOptions{});
+  int accumulates = 0, disposables = 0;
+  int32_t target = -1;
+  for (const auto& s : g.steps)
+    if (s.op == CLTRAIN_OP_ACCUMULATE) {
+      ++accumulates;
+      target = s.outputs[0];
+      EXPECT_EQ(g.tensors[static_cast<size_t>(s.inputs[0])].role, CLTRAIN_ROLE_DISPOSABLE);
+    }
+  for (const auto& t : g.tensors) disposables += t.role == CLTRAIN_ROLE_DISPOSABLE;
+  EXPECT_EQ(accumulates, 2);
+  EXPECT_EQ(disposables, 2);
+  ASSERT_GE(target, 0);
+  EXPECT_EQ(std::string(g.name_of(target)), "backprop/t");
+  // The Add's backward reads neither operand; the Mul's reads both.
+  for (const auto& s : g.steps) {
+    if (s.phase != CLTRAIN_PHASE_BACKWARD) continue;
+    if (s.op == CLTRAIN_OP_ADD) {
+      EXPECT_EQ(s.inputs[0], -1);
+      EXPECT_EQ(s.inputs[1], -1);
+    }
+    if (s.op == CLTRAIN_OP_MUL) {
+      EXPECT_GE(s.inputs[0], 0);
+      EXPECT_GE(s.inputs[1], 0);
+    }
+  }
+}
+
+TEST(TrainingGraph, NoBackwardBeforeTheFirstWeight) {
+  // x -> ReLU -> FC: the ReLU gets no backward step and x no back-prop tensor.
+  Model m;
+  m.tensors = {Tensor{"x", {2, 3}, CLTRAIN_FLOAT32, {}, 0}, Tensor{"r", {2, 3}, CLTRAIN_FLOAT32, {}, 0},
+               Tensor{"w", {2, 3}, CLTRAIN_FLOAT32, std::vector<uint8_t>(24, 0), 1},
+               Tensor{"y", {2, 2}, CLTRAIN_FLOAT32, {}, 0}};
+  m.operators = {Operator{CLTRAIN_OP_RELU, {0}, {1}, {}}, Operator{CLTRAIN_OP_FULLY_CONNECTED, {1, 2, -1}, {3}, {}}};
+  m.inputs = {0};
+  m.outputs = {3};
+  const TrainingGraph g = build_training_graph(m, TrainOptions{});
+  for (const auto& s : g.steps) {
+    EXPECT_FALSE(s.op == CLTRAIN_OP_RELU && s.phase == CLTRAIN_PHASE_BACKWARD);
+    if (s.op == CLTRAIN_OP_FULLY_CONNECTED && s.phase == CLTRAIN_PHASE_BACKWARD) {
+      EXPECT_EQ(s.outputs[0], -1);
+    }
+  }
+  for (const auto& t : g.tensors) EXPECT_NE(std::string(t.name), "backprop/x");
+  for (const auto& t : g.tensors) EXPECT_NE(std::string(t.name), "backprop/r");
 }
 
 }  // namespace
