@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "bench_command.h"
+#include "plan_command.h"
 #include "dataset.h"
 #include "model/builder.h"
 #include "model/model.h"
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
     }
     if (args[0] == "devices") return devices_command();
     if (args[0] == "make-model") return make_model_command({args.begin() + 1, args.end()});
+    if (args[0] == "plan") return cltrain::run_plan({args.begin() + 1, args.end()});
     if (args[0] == "bench") return cltrain::run_bench(cltrain::parse_bench_options({args.begin() + 1, args.end()}));
     return cltrain::run_train(cltrain::parse_train_options(args));
   } catch (const cltrain::UsageError& e) {

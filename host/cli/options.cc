@@ -67,6 +67,8 @@ const char* train_usage() {
          "  cltrain devices                           list OpenCL platforms and devices\n"
          "  cltrain make-model NAME -o FILE [--batch_size B] [--format circle|tflite]\n"
          "                                            NAME: mlp, mnist-kaggle, mobilenetv2, branched\n"
+         "  cltrain plan MODEL [training options] [--plan-json FILE] [--plan-svg FILE]\n"
+         "                                            planned device memory by role, pool, lower bound\n"
          "  cltrain bench MODEL [training options] [--steps N] [--warmup N] [--seed S]\n"
          "                                            trains N steps on one fixed random batch and\n"
          "                                            prints each step's loss and the median ms/step\n";

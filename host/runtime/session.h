@@ -47,6 +47,10 @@ class Session {
   // Per backend used, its tensor table with lifetimes (as prepare received it).
   const std::vector<std::vector<cltrain_tensor_desc>>& backend_tensors() const { return tensors_; }
   const std::vector<int32_t>& step_backend() const { return step_backend_; }
+  // Name of backend b (an index of step_backend()), and its planned offsets (empty if it does not
+  // say; private scratch of the backend is not among them).
+  std::string backend_name(size_t b) const { return backends_[b]->name(); }
+  std::vector<int64_t> plan_offsets(size_t b) { return backends_[b]->plan_offsets(static_cast<int32_t>(graph_.tensors.size())); }
 
  private:
   void place();
