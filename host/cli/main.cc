@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "options.h"
 #include "train_command.h"
+#include "trainer.h"
 
 namespace {
 
@@ -73,6 +74,9 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const cltrain::BackendError& e) {
     std::fprintf(stderr, "cltrain: backend error: %s\n", e.what());
+    return 1;
+  } catch (const cltrain::TrainingError& e) {
+    std::fprintf(stderr, "cltrain: training error: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cltrain: error: %s\n", e.what());

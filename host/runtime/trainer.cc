@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <string>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -82,6 +84,10 @@ std::vector<EpochResult> train(Session& session, const Dataset& data, const Data
     for (uint64_t s = 0; s < steps; ++s) {
       gather(data, order, s * batch, batch, in, out);
       const float loss = session.train_step(in.data(), out.data(), ++iteration, config.accuracy ? pred.data() : nullptr);
+      if (!std::isfinite(loss))
+        throw TrainingError("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
+                            std::to_string(e) + ", step " + std::to_string(s + 1) +
+                            " (is the learning rate too high, or the data not scaled?)");
       loss_sum += loss;
       if (step_log) std::fprintf(step_log.get(), "%d %llu %.9g\n", e, static_cast<unsigned long long>(s), loss);
       if (config.accuracy) correct += count_correct(pred.data(), out.data(), batch, data.expected_size);

@@ -3,12 +3,18 @@
 
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <vector>
 
 #include "dataset.h"
 #include "session.h"
 
 namespace cltrain {
+
+// Training went wrong (the loss is no longer finite); what() is one line.
+struct TrainingError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 struct TrainerConfig {
   int32_t epochs = 5;
