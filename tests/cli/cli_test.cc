@@ -118,6 +118,11 @@ TEST_F(Cli, neg_RawDataNotWholeSamples) {
                           "not a multiple of the sample size");
 }
 
+TEST_F(Cli, neg_LossBecomesNaN) {
+  const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
+  expect_one_line_failure(run_cli(train_args(model) + " --optimizer 1 --learning_rate 1e30 --epoch 5"), "loss became");
+}
+
 TEST_F(Cli, neg_UnknownOption) {
   expect_one_line_failure(run_cli("--frobnicate"), "unknown option");
 }
