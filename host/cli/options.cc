@@ -53,7 +53,7 @@ const char* train_usage() {
          "  --optimizer N             1 = SGD, 2 = Adam (default 2)\n"
          "  --metric N                -1 = none (default), 0 = categorical accuracy\n"
          "  --validation_split F      fraction in [0,1) of the training data kept for validation\n"
-         "  --num_of_trainable_ops N  -1 = all (only -1 for now)\n"
+         "  --num_of_trainable_ops N  -1 = all (default), 0 = none, N = the last N operations\n"
          "  --load_input:raw FILE     float32 input samples back to back\n"
          "  --load_expected:raw FILE  float32 expected outputs back to back\n"
          "  --data fashion-mnist[:DIR]  train on Fashion-MNIST (default DIR /usr/share/datasets/fashion-mnist)\n"
@@ -114,7 +114,7 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       if (!(o.validation_split >= 0 && o.validation_split < 1)) throw UsageError("--validation_split must be in [0, 1)");
     } else if (a == "--num_of_trainable_ops") {
       o.num_of_trainable_ops = to_int(a, next());
-      if (o.num_of_trainable_ops != -1) throw UsageError("--num_of_trainable_ops: only -1 (all) is supported so far");
+      if (o.num_of_trainable_ops < -1) throw UsageError("--num_of_trainable_ops must be -1 (all), 0 (none) or a count");
     } else if (a == "--load_input:raw") {
       o.load_input_raw = next();
     } else if (a == "--load_expected:raw") {

@@ -44,6 +44,7 @@ TrainOptions train_options(const Options& o) {
   t.reduction = o.loss_reduction == 1 ? CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE : CLTRAIN_REDUCTION_SUM;
   t.optimizer = o.optimizer == 1 ? CLTRAIN_OP_UPDATE_SGD : CLTRAIN_OP_UPDATE_ADAM;
   t.learning_rate = o.learning_rate;
+  t.num_trainable_ops = o.num_of_trainable_ops;
   return t;
 }
 

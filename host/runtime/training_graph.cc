@@ -1,5 +1,6 @@
 #include "training_graph.h"
 
+#include <algorithm>
 #include <map>
 
 namespace cltrain {
@@ -63,11 +64,9 @@ class GraphBuilder {
     return d;
   }
 
-  bool is_weight(int32_t t) const {
-    return t >= 0 && t < static_cast<int32_t>(model_.tensors.size()) &&
-           model_.tensors[static_cast<size_t>(t)].is_constant() &&
-           model_.tensors[static_cast<size_t>(t)].dtype == CLTRAIN_FLOAT32;
-  }
+  // A weight that is trained (frozen weights get no gradient and no optimizer state).
+  bool is_weight(int32_t t) const { return t >= 0 && trainable_[static_cast<size_t>(t)]; }
+  void select_trainable();
   bool needs_grad(int32_t t) const { return t >= 0 && needs_grad_[static_cast<size_t>(t)]; }
 
   void forward_step(size_t i);
@@ -78,6 +77,7 @@ class GraphBuilder {
   const TrainOptions& opt_;
   TrainingGraph g_;
   std::vector<bool> needs_grad_;
+  std::vector<bool> trainable_;
   std::map<int32_t, int32_t> grad_;          // tensor -> its back-prop / gradient tensor
   std::map<int32_t, int32_t> remaining_;     // weight -> backward steps still to contribute
 };
@@ -196,6 +196,35 @@ void GraphBuilder::update_steps_after(int32_t step, const std::vector<int32_t>& 
   }
 }
 
+// Float constants of the trained operators are trained: all of them, or those of the last
+// num_trainable_ops operators, or per operator as op_ranks says.
+void GraphBuilder::select_trainable() {
+  trainable_.assign(model_.tensors.size(), false);
+  const int32_t n = static_cast<int32_t>(model_.operators.size());
+  std::vector<int32_t> ranks = opt_.op_ranks;
+  if (ranks.empty()) {
+    ranks.assign(static_cast<size_t>(n), kRankNone);
+    const int32_t first = opt_.num_trainable_ops < 0 ? 0 : std::max(0, n - opt_.num_trainable_ops);
+    for (int32_t i = first; i < n; ++i) ranks[static_cast<size_t>(i)] = kRankAll;
+  }
+  if (static_cast<int32_t>(ranks.size()) != n)
+    throw ModelError("the trainable configuration covers " + std::to_string(ranks.size()) + " operators, the model has " +
+                     std::to_string(n));
+  for (int32_t i = 0; i < n; ++i) {
+    const Operator& op = model_.operators[static_cast<size_t>(i)];
+    const int32_t rank = ranks[static_cast<size_t>(i)];
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const int32_t t = op.inputs[k];
+      if (t < 0) continue;
+      const Tensor& tensor = model_.tensors[static_cast<size_t>(t)];
+      if (!tensor.is_constant() || tensor.dtype != CLTRAIN_FLOAT32) continue;
+      const bool is_bias = k == 2 && (op.op == CLTRAIN_OP_FULLY_CONNECTED || op.op == CLTRAIN_OP_CONV_2D ||
+                                      op.op == CLTRAIN_OP_DEPTHWISE_CONV_2D);
+      if (rank == kRankAll || (rank == kRankOnlyBias && is_bias)) trainable_[static_cast<size_t>(t)] = true;
+    }
+  }
+}
+
 TrainingGraph GraphBuilder::build() {
   if (model_.inputs.size() != 1 || model_.outputs.size() != 1)
     throw ModelError("training needs a model with one input and one output (this one has " +
@@ -214,6 +243,7 @@ TrainingGraph GraphBuilder::build() {
   if (model_.tensors[static_cast<size_t>(g_.input)].dtype != CLTRAIN_FLOAT32)
     throw ModelError("the model input must be float32");
 
+  select_trainable();
   // Which tensors need a gradient: weights, and everything computed from one.
   needs_grad_.assign(model_.tensors.size(), false);
   for (size_t t = 0; t < model_.tensors.size(); ++t) needs_grad_[t] = is_weight(static_cast<int32_t>(t));

@@ -12,12 +12,19 @@
 
 namespace cltrain {
 
+// Per-operator trainable configuration (onert-micro's rank types, plus "not trained").
+constexpr int32_t kRankNone = -1;
+constexpr int32_t kRankAll = 0;       // every weight of the op
+constexpr int32_t kRankOnlyBias = 1;  // only the bias: the op keeps no input for backward
+
 struct TrainOptions {
   int32_t loss = CLTRAIN_OP_LOSS_CCE;        // CLTRAIN_OP_LOSS_MSE or CLTRAIN_OP_LOSS_CCE
   int32_t reduction = CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE;
   int32_t optimizer = CLTRAIN_OP_UPDATE_ADAM;  // CLTRAIN_OP_UPDATE_SGD or CLTRAIN_OP_UPDATE_ADAM
   float learning_rate = 0.001f;
   float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-7f;
+  int32_t num_trainable_ops = -1;   // -1: all, 0: none, N: the last N operators
+  std::vector<int32_t> op_ranks;    // per operator (kRank*); when given, overrides num_trainable_ops
 };
 
 struct TrainingGraph {

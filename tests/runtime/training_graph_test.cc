@@ -171,3 +171,45 @@ TEST(TrainingGraph, NoBackwardBeforeTheFirstWeight) {
 
 }  // namespace
 }  // namespace cltrain
+
+namespace cltrain {
+namespace {
+
+TEST(TrainingGraph, LastTwoOpsTrainable) {
+  const Model m = make_named_model("mlp", 4);
+  TrainOptions o;
+  o.num_trainable_ops = 2;  // FC2 and Softmax: FC1's weights are frozen
+  const TrainingGraph g = build_training_graph(m, o);
+  EXPECT_EQ(g.weights.size(), 2u);
+  int optimizer_tensors = 0, fc_backward = 0;
+  for (const auto& t : g.tensors) optimizer_tensors += t.role == CLTRAIN_ROLE_OPTIMIZER;
+  for (const auto& s : g.steps) fc_backward += s.op == CLTRAIN_OP_FULLY_CONNECTED && s.phase == CLTRAIN_PHASE_BACKWARD;
+  EXPECT_EQ(optimizer_tensors, 4);
+  EXPECT_EQ(fc_backward, 1);  // FC1 gets no backward step at all
+}
+
+TEST(TrainingGraph, OnlyBiasKeepsNoInputForBackward) {
+  const Model m = make_named_model("mlp", 4);
+  TrainOptions o;
+  o.op_ranks = {kRankNone, kRankOnlyBias, kRankNone};
+  const TrainingGraph g = build_training_graph(m, o);
+  ASSERT_EQ(g.weights.size(), 1u);
+  for (const auto& s : g.steps)
+    if (s.op == CLTRAIN_OP_FULLY_CONNECTED && s.phase == CLTRAIN_PHASE_BACKWARD) {
+      EXPECT_EQ(s.inputs[0], -1);   // x is not read
+      EXPECT_EQ(s.outputs[1], -1);  // no weight gradient
+      EXPECT_GE(s.outputs[2], 0);   // the bias gradient
+    }
+}
+
+TEST(TrainingGraph, NothingTrainable) {
+  const Model m = make_named_model("mlp", 4);
+  TrainOptions o;
+  o.num_trainable_ops = 0;
+  const TrainingGraph g = build_training_graph(m, o);
+  EXPECT_TRUE(g.weights.empty());
+  EXPECT_EQ(g.steps.size(), static_cast<size_t>(g.loss_step + 1));
+}
+
+}  // namespace
+}  // namespace cltrain
