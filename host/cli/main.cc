@@ -13,6 +13,7 @@
 #include "options.h"
 #include "train_command.h"
 #include "trainer.h"
+#include "checkpoint.h"
 
 namespace {
 
@@ -74,6 +75,9 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const cltrain::BackendError& e) {
     std::fprintf(stderr, "cltrain: backend error: %s\n", e.what());
+    return 1;
+  } catch (const cltrain::CheckpointError& e) {
+    std::fprintf(stderr, "cltrain: checkpoint error: %s\n", e.what());
     return 1;
   } catch (const cltrain::TrainingError& e) {
     std::fprintf(stderr, "cltrain: training error: %s\n", e.what());

@@ -62,6 +62,9 @@ const char* train_usage() {
          "  --backends LIST           backends in order of preference (default opencl,cpu; cpu is always last)\n"
          "  --device N                OpenCL device index (see `cltrain devices`; or CLTRAIN_OPENCL_DEVICE)\n"
          "  --report FILE             write a JSON report\n"
+         "  --checkpoint FILE         resume from an onert checkpoint (weights, Adam state, step, epoch);\n"
+         "                            --epoch stays the total, so training goes on from the next epoch\n"
+         "  --export_checkpoint FILE  write a checkpoint after training (atomically)\n"
          "  --no-progress             no progress line while an epoch runs\n"
          "other commands:\n"
          "  cltrain devices                           list OpenCL platforms and devices\n"
@@ -132,6 +135,10 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       if (o.backends.empty()) throw UsageError("--backends needs at least one backend");
     } else if (a == "--device") {
       o.device = to_int(a, next());
+    } else if (a == "--checkpoint") {
+      o.checkpoint = next();
+    } else if (a == "--export_checkpoint") {
+      o.export_checkpoint = next();
     } else if (a == "--report") {
       o.report = next();
     } else if (a == "--no-progress") {

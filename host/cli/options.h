@@ -31,6 +31,7 @@ struct Options {
   std::vector<std::string> backends = {"opencl", "cpu"};
   int32_t device = -1;
   std::string report;
+  std::string checkpoint, export_checkpoint;
   bool progress = true;
   // cltrain bench
   int32_t steps = 10;

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "backend.h"
+#include "checkpoint.h"
+#include "model/builder.h"
 #include "dataset.h"
 #include "memory_plan.h"
 #include "model/model.h"
@@ -65,6 +67,11 @@ int run_train(const Options& o) {
   tc.epochs = o.epochs;
   tc.accuracy = o.metric == 0;
   tc.progress = o.progress && isatty(STDOUT_FILENO);
+  if (!o.checkpoint.empty()) {
+    const TrainingPosition pos = load_checkpoint(session, read_file_bytes(o.checkpoint), o.checkpoint);
+    tc.epochs_done = static_cast<int32_t>(pos.epoch);
+    tc.iterations_done = pos.step;
+  }
   const auto t_exec = Clock::now();
   auto epochs = train(session, data, validation, tc, [&](const EpochResult& r) {
     std::printf("Epoch %d/%d - time: %.3fms/step - loss: [0] %.4f", r.epoch, o.epochs, r.ms_per_step, r.loss);
@@ -77,6 +84,14 @@ int run_train(const Options& o) {
     std::fflush(stdout);
   });
   const double ms_exec = ms_since(t_exec);
+  if (!o.export_checkpoint.empty()) {
+    TrainingPosition pos{static_cast<uint32_t>(tc.iterations_done), static_cast<uint32_t>(tc.epochs_done)};
+    for (const auto& r : epochs) {
+      pos.step += static_cast<uint32_t>(r.steps);
+      pos.epoch = static_cast<uint32_t>(r.epoch);
+    }
+    save_file_atomic(o.export_checkpoint, make_checkpoint(session, pos));
+  }
   double test_accuracy = -1;
   if (fashion) {
     test_accuracy = categorical_accuracy(session, test);

@@ -263,6 +263,29 @@ void Session::predict(const float* input, float* prediction) {
   run_range(graph_.num_forward, input, nullptr, args, prediction, false);
 }
 
+std::vector<float> Session::read_persistent(int32_t t) {
+  const auto& d = graph_.tensors.at(static_cast<size_t>(t));
+  if (!d.persistent) throw BackendError(std::string("internal: ") + d.name + " is not persistent");
+  const int32_t from = lowest_bit(valid_[static_cast<size_t>(t)]);
+  if (from < 0) throw BackendError(std::string("internal: no backend holds ") + d.name);
+  std::vector<float> out(tensor_elements(d));
+  backends_[static_cast<size_t>(from)]->read(t, out.data(), out.size() * sizeof(float));
+  return out;
+}
+
+void Session::write_persistent(int32_t t, const std::vector<float>& values) {
+  const auto& d = graph_.tensors.at(static_cast<size_t>(t));
+  if (!d.persistent || values.size() != tensor_elements(d))
+    throw BackendError(std::string("internal: cannot write ") + d.name);
+  uint32_t holders = 0;
+  for (size_t b = 0; b < backends_.size(); ++b) {
+    if (tensors_[b][static_cast<size_t>(t)].first_step < 0) continue;
+    backends_[b]->write(t, values.data(), values.size() * sizeof(float));
+    holders |= 1u << b;
+  }
+  valid_[static_cast<size_t>(t)] = holders;
+}
+
 std::vector<std::string> Session::model_op_placement() const {
   std::vector<std::string> out;
   for (int32_t s = 0; s < graph_.num_forward; ++s) {

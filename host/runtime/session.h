@@ -34,6 +34,11 @@ class Session {
   void predict(const float* input, float* prediction);
 
   const TrainingGraph& graph() const { return graph_; }
+
+  // Whole-tensor access to persistent tensors (weights, optimizer variables) between steps:
+  // read from a backend that holds the current value; write to every backend that holds one.
+  std::vector<float> read_persistent(int32_t tensor);
+  void write_persistent(int32_t tensor, const std::vector<float>& values);
   uint64_t input_elements() const;      // per batch
   uint64_t prediction_elements() const; // per batch
   int32_t batch() const;

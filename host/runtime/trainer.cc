@@ -64,16 +64,18 @@ std::vector<EpochResult> train(Session& session, const Dataset& data, const Data
     throw DataError("the data has " + std::to_string(data.size()) + " samples, fewer than one batch of " +
                     std::to_string(batch));
   std::vector<uint64_t> order(data.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 rng(config.seed);
   std::vector<float> in, out, pred(config.accuracy ? batch * data.expected_size : 0);
   std::vector<EpochResult> results;
-  int64_t iteration = 0;
+  int64_t iteration = config.iterations_done;
   // CLTRAIN_STEP_LOG=FILE: one line per step (epoch, step, loss) for comparing runs.
   std::unique_ptr<FILE, int (*)(FILE*)> step_log(nullptr, std::fclose);
   if (const char* p = std::getenv("CLTRAIN_STEP_LOG")) step_log.reset(std::fopen(p, "w"));
-  for (int32_t e = 1; e <= config.epochs; ++e) {
-    if (config.shuffle) std::shuffle(order.begin(), order.end(), rng);
+  for (int32_t e = config.epochs_done + 1; e <= config.epochs; ++e) {
+    std::iota(order.begin(), order.end(), 0);
+    if (config.shuffle) {
+      std::mt19937_64 rng(static_cast<uint64_t>(config.seed) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(e));
+      std::shuffle(order.begin(), order.end(), rng);
+    }
     EpochResult r;
     r.epoch = e;
     r.steps = static_cast<int64_t>(steps);

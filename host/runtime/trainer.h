@@ -22,6 +22,11 @@ struct TrainerConfig {
   bool shuffle = true;        // reshuffle the training samples each epoch
   uint32_t seed = 1;          // of the shuffle
   bool progress = false;      // a progress line that refreshes in place (for terminals)
+  // Where training starts (from a checkpoint): epochs and optimizer iterations already done.
+  // Epochs done+1 .. epochs run; each epoch's shuffle depends only on (seed, epoch number), so a
+  // resumed run sees the same batches as an uninterrupted one.
+  int32_t epochs_done = 0;
+  int64_t iterations_done = 0;
 };
 
 struct EpochResult {

@@ -187,6 +187,7 @@ void GraphBuilder::update_steps_after(int32_t step, const std::vector<int32_t>& 
     if (opt_.optimizer == CLTRAIN_OP_UPDATE_ADAM) {
       const int32_t m = add_tensor("adam_m/" + name, shape_of(w), CLTRAIN_ROLE_OPTIMIZER, true);
       const int32_t v = add_tensor("adam_v/" + name, shape_of(w), CLTRAIN_ROLE_OPTIMIZER, true);
+      g_.adam_state[w] = {m, v};
       add_step(CLTRAIN_OP_UPDATE_ADAM, CLTRAIN_PHASE_UPDATE, g_.steps[step].model_op, {grad_.at(w)},
                {w, m, v}, p, step);
     } else {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct TrainingGraph {
   int32_t loss_step = 0;            // == num_forward: the loss forward step
   int32_t input = -1, expected = -1, loss = -1, prediction = -1;
   std::vector<int32_t> weights;     // trainable weight tensors, in model order
+  std::map<int32_t, std::pair<int32_t, int32_t>> adam_state;  // weight -> (m, v)
 
   const char* name_of(int32_t t) const { return tensors[static_cast<size_t>(t)].name; }
 
