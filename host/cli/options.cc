@@ -54,6 +54,7 @@ const char* train_usage() {
          "  --metric N                -1 = none (default), 0 = categorical accuracy\n"
          "  --validation_split F      fraction in [0,1) of the training data kept for validation\n"
          "  --num_of_trainable_ops N  -1 = all (default), 0 = none, N = the last N operations\n"
+         "  --train_config FILE       onert-micro's per-operator training configuration (ranks ALL, ONLY_BIAS)\n"
          "  --load_input:raw FILE     float32 input samples back to back\n"
          "  --load_expected:raw FILE  float32 expected outputs back to back\n"
          "  --data fashion-mnist[:DIR]  train on Fashion-MNIST (default DIR /usr/share/datasets/fashion-mnist)\n"
@@ -135,6 +136,8 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       if (o.backends.empty()) throw UsageError("--backends needs at least one backend");
     } else if (a == "--device") {
       o.device = to_int(a, next());
+    } else if (a == "--train_config") {
+      o.train_config = next();
     } else if (a == "--checkpoint") {
       o.checkpoint = next();
     } else if (a == "--export_checkpoint") {

@@ -32,6 +32,7 @@ struct Options {
   int32_t device = -1;
   std::string report;
   std::string checkpoint, export_checkpoint;
+  std::string train_config;
   bool progress = true;
   // cltrain bench
   int32_t steps = 10;

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "backend.h"
+#include "train_config.h"
 #include "training_graph.h"
 
 namespace cltrain {
@@ -65,7 +66,10 @@ PreparedSession load_and_prepare(const Options& o) {
   for (size_t i = 1; i < out.size(); ++i) p.output_size *= static_cast<uint64_t>(out[i]);
 
   const auto t_prepare = Clock::now();
-  p.session = std::make_unique<Session>(build_training_graph(p.model, train_options(o)), open_backends(o));
+  TrainOptions options = train_options(o);
+  if (!o.train_config.empty())
+    options.op_ranks = read_train_config(o.train_config, static_cast<int32_t>(p.model.operators.size()));
+  p.session = std::make_unique<Session>(build_training_graph(p.model, options), open_backends(o));
   p.session->prepare();
   p.ms_prepare = ms_since(t_prepare);
   return p;

@@ -213,3 +213,34 @@ TEST(TrainingGraph, NothingTrainable) {
 
 }  // namespace
 }  // namespace cltrain
+
+#include "train_config.h"
+
+namespace cltrain {
+namespace {
+
+TEST(TrainConfig, ParsesRanks) {
+  const auto ranks = parse_train_config(make_train_config({{1, 1}, {2, 0}}), 3, "c");
+  EXPECT_EQ(ranks, (std::vector<int32_t>{kRankNone, kRankOnlyBias, kRankAll}));
+}
+
+TEST(TrainConfig, neg_NamesAnOperatorThatDoesNotExist) {
+  try {
+    parse_train_config(make_train_config({{7, 0}}), 3, "c.bin");
+    FAIL() << "accepted";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("names operator 7, the model has 3 operators"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TrainConfig, neg_BadMagicAndSize) {
+  auto b = make_train_config({{0, 0}});
+  b[0] = 30;
+  EXPECT_THROW(parse_train_config(b, 3, "c"), ModelError);
+  b = make_train_config({{0, 0}});
+  b.pop_back();
+  EXPECT_THROW(parse_train_config(b, 3, "c"), ModelError);
+}
+
+}  // namespace
+}  // namespace cltrain
