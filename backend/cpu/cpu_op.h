@@ -48,17 +48,27 @@ struct CpuOp {
 CLTRAIN_OP_LIST(CLTRAIN_CPU_DECLARE_OP)
 #undef CLTRAIN_CPU_DECLARE_OP
 
-// Fused activations (activation.cc), shared by the ops that fuse one.
+// Fused activations (activation.cc), shared by the ops that fuse one; select-based as
+// cltrain_backend.h's Numerics say.
 bool activation_supported(int32_t activation);
 float apply_activation(int32_t activation, float z);
-// d act(z) / dz expressed through y = act(z).
-float activation_derivative(int32_t activation, float y);
+// dz from the activation's output y and dy.
+float activation_backward(int32_t activation, float y, float dy);
+// In place over n elements: y = act(y); dy = dz (dy is dead after a backward step).
+void apply_activation(int32_t activation, float* y, uint64_t n);
+void activation_backward(int32_t activation, const float* y, float* dy, uint64_t n);
+float tanh_forward(float x);
+float logistic_forward(float x);
+// "" if the step's activation is supported, else what is wrong.
+std::string require_activation(const StepView& s);
 
 // Checking helpers (ops/check.cc). Each returns "" when the condition holds.
 std::string require_slots(const StepView& s, int max_inputs, int max_outputs);
 std::string require(const TensorRef& t, const char* what);
 std::string require_elements(const TensorRef& t, uint64_t elements, const char* what);
 std::string shape_string(const TensorRef& t);
+// t has exactly this shape.
+std::string require_dims(const TensorRef& t, const int64_t* dims, int rank, const char* what);
 
 // Elements of one sample: all but the first dimension (1 for rank <= 1).
 uint64_t sample_elements(const TensorRef& t);

@@ -38,6 +38,23 @@ std::string require_elements(const TensorRef& t, uint64_t elements, const char* 
   return m.str();
 }
 
+std::string require_activation(const StepView& s) {
+  if (activation_supported(s.params().activation)) return {};
+  return "activation " + std::to_string(s.params().activation) + " is not supported";
+}
+
+std::string require_dims(const TensorRef& t, const int64_t* dims, int rank, const char* what) {
+  if (std::string e = require(t, what); !e.empty()) return e;
+  bool same = t.rank() == rank;
+  for (int d = 0; same && d < rank; ++d) same = t.dim(d) == dims[d];
+  if (same) return {};
+  std::ostringstream m;
+  m << what << " " << shape_string(t) << " is not [";
+  for (int d = 0; d < rank; ++d) m << (d ? "x" : "") << dims[d];
+  m << "]";
+  return m.str();
+}
+
 uint64_t sample_elements(const TensorRef& t) {
   if (t.rank() <= 1) return 1;
   const uint64_t batch = batch_size(t);

@@ -1,31 +1,18 @@
-// FULLY_CONNECTED: y = act(x W^T + b), W [M, K], x viewed as [N, K], y as [N, M].
+// FULLY_CONNECTED: y = act(x W^T + b), W [M, K], x viewed as [N, K], y as [N, M]. Every
+// product is a sequential fma chain over its inner index (cltrain_backend.h, Numerics):
+// y[n,m] over k, dx[n,k] over m, dW[m,k] over n; db[m] sums dz over n.
 #include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <vector>
 
 #include "cpu_op.h"
+#include "fma_chain.h"
+#include "parallel.h"
 
 namespace cltrain {
 namespace cpu {
 namespace {
-
-// Rows of W kept hot while all rows of x pass over them.
-constexpr uint64_t kRowBlock = 16;
-
-// x . w with kLanes independent float partial sums (a fixed order, so deterministic), which the
-// compiler can keep in vector registers instead of waiting on one running sum.
-constexpr uint64_t kLanes = 8;
-
-float dot(const float* x, const float* w, uint64_t n) {
-  float lane[kLanes] = {};
-  uint64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes)
-    for (uint64_t l = 0; l < kLanes; ++l) lane[l] += x[k + l] * w[k + l];
-  float acc = 0.0f;
-  for (; k < n; ++k) acc += x[k] * w[k];
-  for (uint64_t l = 0; l < kLanes; ++l) acc += lane[l];
-  return acc;
-}
 
 struct Dims {
   uint64_t n = 0, k = 0, m = 0;
@@ -52,9 +39,7 @@ std::string check_forward(const StepView& s) {
   if (std::string e = require_elements(y, d.n * d.m, "y"); !e.empty()) return e;
   if (b.present())
     if (std::string e = require_elements(b, d.m, "b"); !e.empty()) return e;
-  if (!activation_supported(s.params().activation))
-    return "activation " + std::to_string(s.params().activation) + " is not supported";
-  return {};
+  return require_activation(s);
 }
 
 std::string check_backward(const StepView& s) {
@@ -67,8 +52,7 @@ std::string check_backward(const StepView& s) {
   if (dy.elements % d.m != 0)
     return "dy " + shape_string(dy) + " cannot be viewed as [N, " + std::to_string(d.m) + "]";
   d.n = dy.elements / d.m;
-  if (!activation_supported(s.params().activation))
-    return "activation " + std::to_string(s.params().activation) + " is not supported";
+  if (std::string e = require_activation(s); !e.empty()) return e;
   if (s.params().activation != CLTRAIN_ACT_NONE)
     if (std::string e = require_elements(y, d.n * d.m, "y (the activation's output)"); !e.empty())
       return e;
@@ -85,26 +69,49 @@ std::string check_backward(const StepView& s) {
   return {};
 }
 
+// The chains of s (one segment shared by all rows) split into tiles over threads.
+void chain_parallel(const ChainShape& s, const ChainSegment& seg) {
+  constexpr int64_t kRows = 4, kCols = 64;
+  const int64_t row_tiles = (s.rows + kRows - 1) / kRows, col_tiles = (s.cols + kCols - 1) / kCols;
+  parallel_for(row_tiles * col_tiles, items_per_thread(kRows * kCols * seg.len), [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t r0 = t / col_tiles * kRows, c0 = t % col_tiles * kCols;
+      ChainShape tile = s;
+      tile.rows = std::min(kRows, s.rows - r0);
+      tile.cols = std::min(kCols, s.cols - c0);
+      tile.acc = s.acc + r0 * s.acc_row + c0;
+      const ChainSegment part{seg.a + r0 * s.a_row, seg.b + c0, seg.len};
+      fma_chain(tile, &part, 1);
+    }
+  });
+}
+
 std::string run_forward(const StepView& s, const cltrain_run_args&) {
   const float* x = s.in[0].data;
   const float* w = s.in[1].data;
   const float* b = s.in[2].data;
   float* y = s.out[0].data;
-  const uint64_t m_total = static_cast<uint64_t>(s.in[1].dim(0));
-  const uint64_t k_total = static_cast<uint64_t>(s.in[1].dim(1));
-  const uint64_t n_total = s.in[0].elements / k_total;
-  const int32_t act = s.params().activation;
-  for (uint64_t m0 = 0; m0 < m_total; m0 += kRowBlock) {
-    const uint64_t m1 = std::min(m_total, m0 + kRowBlock);
-    for (uint64_t n = 0; n < n_total; ++n) {
-      const float* xr = x + n * k_total;
-      for (uint64_t m = m0; m < m1; ++m) {
-        float acc = dot(xr, w + m * k_total, k_total);
-        if (b) acc += b[m];
-        y[n * m_total + m] = apply_activation(act, acc);
-      }
-    }
-  }
+  const int64_t m_total = s.in[1].dim(0);
+  const int64_t k_total = s.in[1].dim(1);
+  const int64_t n_total = static_cast<int64_t>(s.in[0].elements) / k_total;
+  // W^T [K, M], so that a term of the chains of a row of y reads one row of it.
+  std::vector<float> wt(static_cast<size_t>(m_total * k_total));
+  for (int64_t m = 0; m < m_total; ++m)
+    for (int64_t k = 0; k < k_total; ++k) wt[k * m_total + m] = w[m * k_total + k];
+  std::fill(y, y + n_total * m_total, 0.0f);
+  ChainShape c;
+  c.rows = n_total;
+  c.cols = m_total;
+  c.a_step = 1;
+  c.a_row = k_total;
+  c.b_step = m_total;
+  c.acc = y;
+  c.acc_row = m_total;
+  chain_parallel(c, {x, wt.data(), k_total});
+  if (b)
+    for (int64_t n = 0; n < n_total; ++n)
+      for (int64_t m = 0; m < m_total; ++m) y[n * m_total + m] = y[n * m_total + m] + b[m];
+  apply_activation(s.params().activation, y, static_cast<uint64_t>(n_total * m_total));
   return {};
 }
 
@@ -116,45 +123,39 @@ std::string run_backward(const StepView& s, const cltrain_run_args&) {
   float* dx = s.out[0].data;
   float* dw = s.out[1].data;
   float* db = s.out[2].data;
-  const uint64_t m_total = static_cast<uint64_t>(s.in[1].dim(0));
-  const uint64_t k_total = static_cast<uint64_t>(s.in[1].dim(1));
-  const uint64_t n_total = s.in[3].elements / m_total;
-  const int32_t act = s.params().activation;
+  const int64_t m_total = s.in[1].dim(0);
+  const int64_t k_total = s.in[1].dim(1);
+  const int64_t n_total = static_cast<int64_t>(s.in[3].elements) / m_total;
+  activation_backward(s.params().activation, y, dz, static_cast<uint64_t>(n_total * m_total));
 
-  if (act != CLTRAIN_ACT_NONE)
-    for (uint64_t i = 0; i < n_total * m_total; ++i) dz[i] *= activation_derivative(act, y[i]);
-
-  if (dx) {  // dx = dz W
-    std::memset(dx, 0, n_total * k_total * sizeof(float));
-    for (uint64_t n = 0; n < n_total; ++n) {
-      float* dxr = dx + n * k_total;
-      for (uint64_t m = 0; m < m_total; ++m) {
-        const float a = dz[n * m_total + m];
-        const float* wr = w + m * k_total;
-        for (uint64_t k = 0; k < k_total; ++k) dxr[k] += a * wr[k];
-      }
-    }
+  if (dx) {  // dx[n,k]: chain over m of dz[n,m] W[m,k]
+    std::fill(dx, dx + n_total * k_total, 0.0f);
+    ChainShape c;
+    c.rows = n_total;
+    c.cols = k_total;
+    c.a_step = 1;
+    c.a_row = m_total;
+    c.b_step = k_total;
+    c.acc = dx;
+    c.acc_row = k_total;
+    chain_parallel(c, {dz, w, m_total});
   }
-  if (dw) {  // dW = dz^T x
-    std::memset(dw, 0, m_total * k_total * sizeof(float));
-    for (uint64_t m0 = 0; m0 < m_total; m0 += kRowBlock) {
-      const uint64_t m1 = std::min(m_total, m0 + kRowBlock);
-      for (uint64_t n = 0; n < n_total; ++n) {
-        const float* xr = x + n * k_total;
-        for (uint64_t m = m0; m < m1; ++m) {
-          const float a = dz[n * m_total + m];
-          float* dwr = dw + m * k_total;
-          for (uint64_t k = 0; k < k_total; ++k) dwr[k] += a * xr[k];
-        }
-      }
-    }
+  if (dw) {  // dW[m,k]: chain over n of dz[n,m] x[n,k]
+    std::fill(dw, dw + m_total * k_total, 0.0f);
+    ChainShape c;
+    c.rows = m_total;
+    c.cols = k_total;
+    c.a_step = m_total;
+    c.a_row = 1;
+    c.b_step = k_total;
+    c.acc = dw;
+    c.acc_row = k_total;
+    chain_parallel(c, {dz, x, n_total});
   }
   if (db) {
-    for (uint64_t m = 0; m < m_total; ++m) {
-      float acc = 0.0f;
-      for (uint64_t n = 0; n < n_total; ++n) acc += dz[n * m_total + m];
-      db[m] = acc;
-    }
+    std::fill(db, db + m_total, 0.0f);
+    for (int64_t n = 0; n < n_total; ++n)
+      for (int64_t m = 0; m < m_total; ++m) db[m] = db[m] + dz[n * m_total + m];
   }
   return {};
 }

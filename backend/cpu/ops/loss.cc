@@ -1,11 +1,12 @@
 // LOSS_MSE and LOSS_CCE: forward in [pred, expected] out [loss], backward out [dpred].
 // A sample is the first dimension of pred; the reduction sums over samples and, for
-// SUM_OVER_BATCH_SIZE, divides by their number (the backward includes the same scale).
+// SUM_OVER_BATCH_SIZE, divides by their number (the backward includes the same scale). The
+// order of every rounding is cltrain_backend.h's (Numerics): divisions, never a reciprocal.
 #include <algorithm>
-
 #include <cmath>
 
 #include "cpu_op.h"
+#include "numerics.h"
 
 namespace cltrain {
 namespace cpu {
@@ -36,57 +37,69 @@ std::string check_backward(const StepView& s) {
   return require_elements(s.out[0], s.in[0].elements, "dpred");
 }
 
-float reduction_scale(const StepView& s) {
-  return s.params().reduction == CLTRAIN_REDUCTION_SUM
-             ? 1.0f
-             : 1.0f / static_cast<float>(batch_size(s.in[0]));
-}
+bool sum_over_batch(const StepView& s) { return s.params().reduction == CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE; }
 
+// N: the first dimension of pred.
+float batch(const StepView& s) { return static_cast<float>(batch_size(s.in[0])); }
+
+// Per sample of K elements q = sum of d * d (d = p - e); l = sum over samples of q / K.
 std::string mse_forward(const StepView& s, const cltrain_run_args&) {
   const float* p = s.in[0].data;
   const float* e = s.in[1].data;
   const uint64_t per_sample = sample_elements(s.in[0]);
   const uint64_t samples = s.in[0].elements / per_sample;
-  float total = 0.0f;
+  const float k = static_cast<float>(per_sample);
+  float l = 0.0f;
   for (uint64_t b = 0; b < samples; ++b) {
-    float sum = 0.0f;
+    float q = 0.0f;
     for (uint64_t i = b * per_sample; i < (b + 1) * per_sample; ++i) {
       const float d = p[i] - e[i];
-      sum += d * d;
+      q = q + d * d;
     }
-    total += sum / static_cast<float>(per_sample);
+    l = l + q / k;
   }
-  s.out[0].data[0] = total * reduction_scale(s);
+  s.out[0].data[0] = sum_over_batch(s) ? l / batch(s) : l;
   return {};
 }
 
+// dpred = (2 d) / K, then / N.
 std::string mse_backward(const StepView& s, const cltrain_run_args&) {
   const float* p = s.in[0].data;
   const float* e = s.in[1].data;
   float* dp = s.out[0].data;
-  const float scale = 2.0f * reduction_scale(s) / static_cast<float>(sample_elements(s.in[0]));
-  for (uint64_t i = 0; i < s.in[0].elements; ++i) dp[i] = scale * (p[i] - e[i]);
+  const float k = static_cast<float>(sample_elements(s.in[0]));
+  const bool sobs = sum_over_batch(s);
+  const float n = batch(s);
+  for (uint64_t i = 0; i < s.in[0].elements; ++i) {
+    const float g = (2.0f * (p[i] - e[i])) / k;
+    dp[i] = sobs ? g / n : g;
+  }
   return {};
 }
 
+float clamp_pred(float p) { return std::fmin(std::fmax(p, kCceLow), kCceHigh); }
+
+// l = sum over all elements of (-e) * clt_log(pc), pc = min(max(p, 1e-7), 1 - 1e-7).
 std::string cce_forward(const StepView& s, const cltrain_run_args&) {
   const float* p = s.in[0].data;
   const float* e = s.in[1].data;
-  float total = 0.0f;
-  for (uint64_t i = 0; i < s.in[0].elements; ++i)
-    total -= e[i] * std::log(std::min(std::max(p[i], kCceLow), kCceHigh));
-  s.out[0].data[0] = total * reduction_scale(s);
+  float l = 0.0f;
+  for (uint64_t i = 0; i < s.in[0].elements; ++i) l = l + (-e[i]) * clt_log(clamp_pred(p[i]));
+  s.out[0].data[0] = sum_over_batch(s) ? l / batch(s) : l;
   return {};
 }
 
+// dpred = (-e / pc) / N, 0 where p was clamped (p != pc).
 std::string cce_backward(const StepView& s, const cltrain_run_args&) {
   const float* p = s.in[0].data;
   const float* e = s.in[1].data;
   float* dp = s.out[0].data;
-  const float scale = reduction_scale(s);
+  const bool sobs = sum_over_batch(s);
+  const float n = batch(s);
   for (uint64_t i = 0; i < s.in[0].elements; ++i) {
-    const bool clamped = p[i] < kCceLow || p[i] > kCceHigh;
-    dp[i] = clamped ? 0.0f : -scale * e[i] / p[i];
+    const float pc = clamp_pred(p[i]);
+    const float g = -e[i] / pc;
+    dp[i] = p[i] != pc ? 0.0f : sobs ? g / n : g;
   }
   return {};
 }

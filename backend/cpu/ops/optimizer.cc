@@ -19,11 +19,12 @@ std::string sgd_check(const StepView& s) {
   return require_elements(s.out[0], s.in[0].elements, "W");
 }
 
+// W = W - lr * g.
 std::string sgd_run(const StepView& s, const cltrain_run_args& args) {
   const float lr = learning_rate(s, args);
   const float* g = s.in[0].data;
   float* w = s.out[0].data;
-  for (uint64_t i = 0; i < s.in[0].elements; ++i) w[i] -= lr * g[i];
+  for (uint64_t i = 0; i < s.in[0].elements; ++i) w[i] = w[i] - lr * g[i];
   return {};
 }
 
@@ -42,24 +43,28 @@ std::string adam_check(const StepView& s) {
   return {};
 }
 
+// step = (float)(lr * sqrt(1 - b2^t) / (1 - b1^t)) in double; m = b1 m + (1 - b1) g;
+// v = b2 v + (1 - b2) (g g); W = W - (step m) / (sqrt(v) + eps); 1 - b1 and 1 - b2 in float.
 std::string adam_run(const StepView& s, const cltrain_run_args& args) {
   if (args.iteration < 1)
     return "iteration " + std::to_string(args.iteration) + " is not a 1-based iteration";
   const cltrain_op_params& p = s.params();
   const double t = static_cast<double>(args.iteration);
-  const double correction =
-      std::sqrt(1.0 - std::pow(static_cast<double>(p.beta2), t)) /
-      (1.0 - std::pow(static_cast<double>(p.beta1), t));
-  const float step = learning_rate(s, args) * static_cast<float>(correction);
+  const double lr = static_cast<double>(learning_rate(s, args));
+  const float step = static_cast<float>(lr * std::sqrt(1.0 - std::pow(static_cast<double>(p.beta2), t)) /
+                                        (1.0 - std::pow(static_cast<double>(p.beta1), t)));
   const float b1 = p.beta1, b2 = p.beta2, eps = p.epsilon;
+  const float c1 = 1.0f - b1, c2 = 1.0f - b2;
   const float* g = s.in[0].data;
   float* w = s.out[0].data;
   float* m = s.out[1].data;
   float* v = s.out[2].data;
   for (uint64_t i = 0; i < s.in[0].elements; ++i) {
-    m[i] = b1 * m[i] + (1.0f - b1) * g[i];
-    v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
-    w[i] -= step * m[i] / (std::sqrt(v[i]) + eps);
+    const float mi = b1 * m[i] + c1 * g[i];
+    const float vi = b2 * v[i] + c2 * (g[i] * g[i]);
+    m[i] = mi;
+    v[i] = vi;
+    w[i] = w[i] - (step * mi) / (std::sqrt(vi) + eps);
   }
   return {};
 }

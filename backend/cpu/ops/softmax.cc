@@ -1,7 +1,9 @@
-// SOFTMAX over the last dimension: y = exp(beta x_i) / sum_j exp(beta x_j).
+// SOFTMAX over the last dimension: y = exp(beta x_i) / sum_j exp(beta x_j), in the order of
+// cltrain_backend.h's Numerics: t = beta x, e = clt_exp(t - max t), y = e / (sequential sum of e).
 #include <cmath>
 
 #include "cpu_op.h"
+#include "numerics.h"
 
 namespace cltrain {
 namespace cpu {
@@ -38,16 +40,15 @@ std::string run_forward(const StepView& s, const cltrain_run_args&) {
     for (uint64_t i = 1; i < len; ++i) top = std::fmax(top, beta * x[i]);
     float sum = 0.0f;
     for (uint64_t i = 0; i < len; ++i) {
-      y[i] = std::exp(beta * x[i] - top);
-      sum += y[i];
+      y[i] = clt_exp(beta * x[i] - top);
+      sum = sum + y[i];
     }
-    const float inv = 1.0f / sum;
-    for (uint64_t i = 0; i < len; ++i) y[i] *= inv;
+    for (uint64_t i = 0; i < len; ++i) y[i] = y[i] / sum;
   }
   return {};
 }
 
-// dx_i = beta y_i (dy_i - sum_j dy_j y_j)
+// d = sum of the rounded products dy_i y_i; dx_i = beta (y_i (dy_i - d)).
 std::string run_backward(const StepView& s, const cltrain_run_args&) {
   const float beta = s.params().beta;
   const uint64_t len = row_length(s.in[0]);
@@ -56,9 +57,12 @@ std::string run_backward(const StepView& s, const cltrain_run_args&) {
     const float* y = s.in[0].data + r * len;
     const float* dy = s.in[1].data + r * len;
     float* dx = s.out[0].data + r * len;
-    float dot = 0.0f;
-    for (uint64_t i = 0; i < len; ++i) dot += dy[i] * y[i];
-    for (uint64_t i = 0; i < len; ++i) dx[i] = beta * y[i] * (dy[i] - dot);
+    float d = 0.0f;
+    for (uint64_t i = 0; i < len; ++i) {
+      const float p = dy[i] * y[i];
+      d = d + p;
+    }
+    for (uint64_t i = 0; i < len; ++i) dx[i] = beta * (y[i] * (dy[i] - d));
   }
   return {};
 }
