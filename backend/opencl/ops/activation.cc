@@ -1,4 +1,6 @@
-// ReLU as a standalone op: relu_forward, relu_backward (kernels/activation.cl).
+// Standalone activations (kernels/activation.cl), one work-item per element:
+//   RELU, RELU6, TANH, LOGISTIC   forward in [x] out [y]; backward in [y, dy] out [dx]
+// Kernels <name>_forward and <name>_backward; forward and backward share a program.
 #include "launch.h"
 #include "ops/ops.h"
 
@@ -22,16 +24,27 @@ std::string check_relu(const StepView& s) {
   return "has no " + phase_name(s.step.phase) + " step";
 }
 
+// The kernel name prefix in activation.cl.
+const char* kernel_prefix(int op) {
+  switch (op) {
+    case CLTRAIN_OP_RELU6: return "relu6";
+    case CLTRAIN_OP_TANH: return "tanh";
+    case CLTRAIN_OP_LOGISTIC: return "logistic";
+    default: return "relu";
+  }
+}
+
 StepRun prepare_relu(Backend& b, const StepView& s) {
   const uint64_t count = s.count(s.in(0));
   Defines d;
   d.set("COUNT", count);
   Kernel k;
+  const std::string prefix = kernel_prefix(s.step.op);
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
-    k = make_kernel(b, kFamily, d, "relu_forward");
+    k = make_kernel(b, kFamily, d, (prefix + "_forward").c_str());
     set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.out(0)));
   } else {
-    k = make_kernel(b, kFamily, d, "relu_backward");
+    k = make_kernel(b, kFamily, d, (prefix + "_backward").c_str());
     set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.in(1)), elem_offset(b, s.out(0)));
   }
   return [&b, k, count](const cltrain_run_args*) { launch_1d(b, k, count); };
@@ -40,5 +53,8 @@ StepRun prepare_relu(Backend& b, const StepView& s) {
 }  // namespace
 
 const OpFamily kOp_RELU = {check_relu, prepare_relu};
+const OpFamily kOp_RELU6 = {check_relu, prepare_relu};
+const OpFamily kOp_TANH = {check_relu, prepare_relu};
+const OpFamily kOp_LOGISTIC = {check_relu, prepare_relu};
 
 }  // namespace cltrain::ocl

@@ -7,17 +7,5 @@ namespace cltrain::ocl {
 
 const OpFamily kOp_CONV_2D = {};
 const OpFamily kOp_DEPTHWISE_CONV_2D = {};
-const OpFamily kOp_MAX_POOL_2D = {};
-const OpFamily kOp_AVERAGE_POOL_2D = {};
-const OpFamily kOp_MEAN = {};
-const OpFamily kOp_PAD = {};
-const OpFamily kOp_ADD = {};
-const OpFamily kOp_SUB = {};
-const OpFamily kOp_MUL = {};
-const OpFamily kOp_DIV = {};
-const OpFamily kOp_RELU6 = {};
-const OpFamily kOp_TANH = {};
-const OpFamily kOp_LOGISTIC = {};
-const OpFamily kOp_CONCATENATION = {};
 
 }  // namespace cltrain::ocl

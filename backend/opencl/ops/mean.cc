@@ -1,0 +1,90 @@
+// MEAN over the axes of params.axes_mask, with or without keep_dims (kernels/mean.cl).
+//   forward:  in [x]   out [y]    mean_forward, one work-item per element of y, summing its
+//                                 elements of x in increasing flat index, then / count
+//   backward: in [dy]  out [dx]   mean_backward, one work-item per element of dx: dy / count
+// Forward and backward of one op instance share a program: the definitions describe x and the
+// reduced axes, which the backward reads from dx (x's shape).
+#include "launch.h"
+#include "ops/dims.h"
+#include "ops/ops.h"
+
+namespace cltrain::ocl {
+namespace {
+
+constexpr const char* kFamily = "mean.cl";
+
+// The shape y must have for x, mask and keep_dims.
+std::vector<uint64_t> mean_output_dims(const std::vector<uint64_t>& x, uint32_t mask, bool keep_dims) {
+  std::vector<uint64_t> y;
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (!(mask >> d & 1u))
+      y.push_back(x[d]);
+    else if (keep_dims)
+      y.push_back(1);
+  }
+  return y;
+}
+
+std::string check(const StepView& s) {
+  std::string why;
+  int32_t x, y;
+  if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
+    x = s.in(0), y = s.out(0);
+    if (!(why = require_tensor(s, x, "input")).empty()) return why;
+    if (!(why = require_tensor(s, y, "output")).empty()) return why;
+  } else if (s.step.phase == CLTRAIN_PHASE_BACKWARD) {
+    y = s.in(0), x = s.out(0);
+    if (!(why = require_tensor(s, y, "output gradient")).empty()) return why;
+    if (!(why = require_tensor(s, x, "input gradient")).empty()) return why;
+  } else {
+    return "has no " + phase_name(s.step.phase) + " step";
+  }
+  const std::vector<uint64_t> xd = dims_of(s.tensor(x));
+  const uint32_t mask = static_cast<uint32_t>(s.step.params.axes_mask);
+  if (s.step.params.axes_mask < 0 || (xd.size() < 32 && (mask >> xd.size()) != 0))
+    return "axes_mask " + std::to_string(s.step.params.axes_mask) + " names axes outside the input " + dims_string(xd);
+  for (uint64_t d : xd)
+    if (d == 0) return "input " + dims_string(xd) + " is empty";
+  const std::vector<uint64_t> want = mean_output_dims(xd, mask, s.step.params.keep_dims != 0);
+  const std::vector<uint64_t> yd = dims_of(s.tensor(y));
+  // Everything reduced without keep_dims: a scalar, [] or [1].
+  const bool scalar = want.empty() && yd == std::vector<uint64_t>{1};
+  if (yd != want && !scalar)
+    return "output " + dims_string(yd) + " should be " + dims_string(want) + " for input " + dims_string(xd);
+  if (s.count(x) > UINT32_MAX) return "is too large for 32-bit indexing";
+  return {};
+}
+
+StepRun prepare(Backend& b, const StepView& s) {
+  const bool fwd = s.step.phase == CLTRAIN_PHASE_FORWARD;
+  const int32_t x = fwd ? s.in(0) : s.out(0), y = fwd ? s.out(0) : s.in(0);
+  const std::vector<uint64_t> xd = dims_of(s.tensor(x));
+  const uint32_t mask = static_cast<uint32_t>(s.step.params.axes_mask);
+  std::vector<unsigned> masks(xd.size());
+  uint64_t reduced = 1;
+  for (size_t d = 0; d < xd.size(); ++d) {
+    const bool red = mask >> d & 1u;
+    masks[d] = red ? 1u : 3u;  // bit 0: x, bit 1: y
+    if (red) reduced *= xd[d];
+  }
+  const SpanView v = make_span_view(xd, masks);
+  Defines d;
+  define_view(d, "X", v.size);
+  define_view(d, "XS", v.strides(0));
+  define_view(d, "YS", v.strides(1));
+  d.set("XCOUNT", static_cast<long long>(s.count(x))).set("YCOUNT", static_cast<long long>(s.count(y)));
+  d.set_float("RCOUNT", static_cast<float>(reduced));
+  Kernel k = make_kernel(b, kFamily, d, fwd ? "mean_forward" : "mean_backward");
+  if (fwd)
+    set_args(k, b.pool, elem_offset(b, x), elem_offset(b, y));
+  else
+    set_args(k, b.pool, elem_offset(b, y), elem_offset(b, x));
+  const uint64_t count = fwd ? s.count(y) : s.count(x);
+  return [&b, k, count](const cltrain_run_args*) { launch_1d(b, k, count); };
+}
+
+}  // namespace
+
+const OpFamily kOp_MEAN = {check, prepare};
+
+}  // namespace cltrain::ocl

@@ -1,0 +1,114 @@
+// MAX_POOL_2D and AVERAGE_POOL_2D over NHWC (kernels/pooling.cl).
+//   MAX_POOL_2D      forward in [x] out [y];  backward in [x, dy] out [dx]
+//   AVERAGE_POOL_2D  forward in [x] out [y];  backward in [dy] out [dx]
+// One work-item per output element forward; backward gathers, one work-item per element of dx
+// (max: recomputing the first maximum of each window that could take it), so there are no
+// atomics and the order of every sum is fixed. Forward and backward share a program.
+#include <climits>
+
+#include "launch.h"
+#include "ops/dims.h"
+#include "ops/ops.h"
+
+namespace cltrain::ocl {
+namespace {
+
+constexpr const char* kFamily = "pooling.cl";
+
+struct PoolShape {
+  int64_t n = 0, h = 0, w = 0, c = 0, oh = 0, ow = 0;
+  int64_t fh = 0, fw = 0, sh = 0, sw = 0, pt = 0, pl = 0;
+};
+
+// Output size and padding before along one dim (cltrain_ops.h, cltrain_padding; no dilation).
+bool pool_dim(int64_t in, int64_t filter, int64_t stride, int32_t padding, int64_t* out, int64_t* before) {
+  if (padding == CLTRAIN_PADDING_SAME) {
+    *out = (in + stride - 1) / stride;
+    const int64_t total = std::max<int64_t>((*out - 1) * stride + filter - in, 0);
+    *before = total / 2;
+  } else {
+    *out = in >= filter ? (in - filter) / stride + 1 : 0;  // ceil((in - filter + 1) / stride)
+    *before = 0;
+  }
+  return *out > 0;
+}
+
+std::string check_shape(const StepView& s, PoolShape& sh) {
+  std::string why;
+  const bool max_pool = s.step.op == CLTRAIN_OP_MAX_POOL_2D;
+  int32_t x = -1, y = -1;  // y: the output or its gradient, x: the input or its gradient
+  if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
+    x = s.in(0), y = s.out(0);
+    if (!(why = require_tensor(s, x, "input")).empty()) return why;
+    if (!(why = require_tensor(s, y, "output")).empty()) return why;
+  } else if (s.step.phase == CLTRAIN_PHASE_BACKWARD) {
+    x = s.out(0), y = s.in(max_pool ? 1 : 0);
+    if (!(why = require_tensor(s, y, "output gradient")).empty()) return why;
+    if (!(why = require_tensor(s, x, "input gradient")).empty()) return why;
+    if (max_pool) {
+      if (!(why = require_tensor(s, s.in(0), "input")).empty()) return why;
+      if (dims_of(s.tensor(s.in(0))) != dims_of(s.tensor(x))) return "input and input gradient differ in shape";
+    }
+  } else {
+    return "has no " + phase_name(s.step.phase) + " step";
+  }
+  const cltrain_tensor_desc& xt = s.tensor(x);
+  const cltrain_tensor_desc& yt = s.tensor(y);
+  if (xt.rank != 4 || yt.rank != 4) return "needs NHWC input and output (rank 4)";
+  const cltrain_op_params& p = s.step.params;
+  if (p.filter_h <= 0 || p.filter_w <= 0 || p.stride_h <= 0 || p.stride_w <= 0)
+    return "needs positive filter and stride";
+  if (p.padding != CLTRAIN_PADDING_SAME && p.padding != CLTRAIN_PADDING_VALID)
+    return "padding " + std::to_string(p.padding) + " is not SAME or VALID";
+  if (p.activation != CLTRAIN_ACT_NONE) return "a fused activation is not supported on pools";
+  sh.n = xt.dims[0], sh.h = xt.dims[1], sh.w = xt.dims[2], sh.c = xt.dims[3];
+  if (sh.n <= 0 || sh.h <= 0 || sh.w <= 0 || sh.c <= 0) return "input " + dims_string(dims_of(xt)) + " is empty";
+  sh.fh = p.filter_h, sh.fw = p.filter_w, sh.sh = p.stride_h, sh.sw = p.stride_w;
+  if (!pool_dim(sh.h, sh.fh, sh.sh, p.padding, &sh.oh, &sh.pt) || !pool_dim(sh.w, sh.fw, sh.sw, p.padding, &sh.ow, &sh.pl))
+    return "filter " + std::to_string(sh.fh) + "x" + std::to_string(sh.fw) + " does not fit input " +
+           dims_string(dims_of(xt)) + " with VALID padding";
+  const std::vector<uint64_t> want = {static_cast<uint64_t>(sh.n), static_cast<uint64_t>(sh.oh),
+                                      static_cast<uint64_t>(sh.ow), static_cast<uint64_t>(sh.c)};
+  if (dims_of(yt) != want)
+    return "output " + dims_string(dims_of(yt)) + " should be " + dims_string(want) + " for input " +
+           dims_string(dims_of(xt));
+  if (s.count(x) > INT_MAX || s.count(y) > INT_MAX) return "is too large for 32-bit indexing";
+  return {};
+}
+
+std::string check(const StepView& s) {
+  PoolShape sh;
+  return check_shape(s, sh);
+}
+
+StepRun prepare(Backend& b, const StepView& s) {
+  PoolShape sh;
+  check_shape(s, sh);
+  Defines d;
+  d.set("N", sh.n).set("H", sh.h).set("W", sh.w).set("C", sh.c).set("OH", sh.oh).set("OW", sh.ow);
+  d.set("FH", sh.fh).set("FW", sh.fw).set("SH", sh.sh).set("SW", sh.sw).set("PT", sh.pt).set("PL", sh.pl);
+  const bool max_pool = s.step.op == CLTRAIN_OP_MAX_POOL_2D;
+  Kernel k;
+  uint64_t count = 0;
+  if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
+    k = make_kernel(b, kFamily, d, max_pool ? "max_pool_forward" : "avg_pool_forward");
+    set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.out(0)));
+    count = s.count(s.out(0));
+  } else if (max_pool) {
+    k = make_kernel(b, kFamily, d, "max_pool_backward");
+    set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.in(1)), elem_offset(b, s.out(0)));
+    count = s.count(s.out(0));
+  } else {
+    k = make_kernel(b, kFamily, d, "avg_pool_backward");
+    set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.out(0)));
+    count = s.count(s.out(0));
+  }
+  return [&b, k, count](const cltrain_run_args*) { launch_1d(b, k, count); };
+}
+
+}  // namespace
+
+const OpFamily kOp_MAX_POOL_2D = {check, prepare};
+const OpFamily kOp_AVERAGE_POOL_2D = {check, prepare};
+
+}  // namespace cltrain::ocl

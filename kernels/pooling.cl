@@ -1,0 +1,111 @@
+// MAX_POOL_2D and AVERAGE_POOL_2D over NHWC, forward and backward in one program.
+//
+// Definitions: N, H, W, C (x), OH, OW (y), FH, FW (filter), SH, SW (stride), PT, PL (padding
+// before, top and left). Windows never read padding: a window covers the rows
+// [oh * SH - PT, oh * SH - PT + FH) clipped to [0, H), likewise the columns.
+//
+// Numerics (cltrain_backend.h): max over the window in (kh, kw) order, the first maximum wins;
+// average = (s = 0; s = s + x over the window's inside positions) / count. Backward gathers, one
+// work-item per element of dx: dx = s = 0; s = s + (dy, max: where this element is the window's
+// first maximum; average: dy / count) over the windows (oh, ow) that take it, in increasing order.
+
+// The clipped window of output (oh, ow): rows [*h0, *h1), columns [*w0, *w1).
+void pool_window(const int oh, const int ow, int* h0, int* h1, int* w0, int* w1) {
+  const int hs = oh * SH - PT, ws = ow * SW - PL;
+  *h0 = max(hs, 0);
+  *h1 = min(hs + FH, H);
+  *w0 = max(ws, 0);
+  *w1 = min(ws + FW, W);
+}
+
+// The range of outputs [*o0, *o1) whose windows (start o * S - P, length F) contain i, along a
+// dim of OUT outputs.
+void pool_takers(const int i, const int S, const int P, const int F, const int OUT, int* o0, int* o1) {
+  // o * S - P <= i  and  i < o * S - P + F   <=>   (i + P - F) / S < o <= (i + P) / S
+  const int hi = (i + P) / S;                     // i + P >= 0
+  const int lo_num = i + P - F + 1;               // o >= ceil(lo_num / S)
+  const int lo = lo_num <= 0 ? 0 : (lo_num + S - 1) / S;
+  *o0 = lo;
+  *o1 = min(hi + 1, OUT);
+}
+
+// The first maximum of window (oh, ow) of image n, channel c, as its flat position h * W + w.
+int max_pool_argmax(__global const float* x, const int oh, const int ow) {
+  int h0, h1, w0, w1;
+  pool_window(oh, ow, &h0, &h1, &w0, &w1);
+  float m = x[(h0 * W + w0) * C];
+  int at = h0 * W + w0;
+  for (int h = h0; h < h1; ++h)
+    for (int w = w0; w < w1; ++w) {
+      const float v = x[(h * W + w) * C];
+      if (v > m) {
+        m = v;
+        at = h * W + w;
+      }
+    }
+  return at;
+}
+
+__kernel void max_pool_forward(__global float* pool, uint x_off, uint y_off) {
+  const uint i = get_global_id(0);
+  if (i >= N * OH * OW * C) return;
+  const int c = i % C, ow = (i / C) % OW, oh = (i / (C * OW)) % OH, n = i / (C * OW * OH);
+  __global const float* x = pool + x_off + (uint)n * (H * W * C) + c;
+  int h0, h1, w0, w1;
+  pool_window(oh, ow, &h0, &h1, &w0, &w1);
+  float m = x[(h0 * W + w0) * C];
+  for (int h = h0; h < h1; ++h)
+    for (int w = w0; w < w1; ++w) {
+      const float v = x[(h * W + w) * C];
+      m = v > m ? v : m;
+    }
+  pool[y_off + i] = m;
+}
+
+__kernel void max_pool_backward(__global float* pool, uint x_off, uint dy_off, uint dx_off) {
+  const uint i = get_global_id(0);
+  if (i >= N * H * W * C) return;
+  const int c = i % C, iw = (i / C) % W, ih = (i / (C * W)) % H, n = i / (C * W * H);
+  __global const float* x = pool + x_off + (uint)n * (H * W * C) + c;
+  __global const float* dy = pool + dy_off + (uint)n * (OH * OW * C) + c;
+  int oh0, oh1, ow0, ow1;
+  pool_takers(ih, SH, PT, FH, OH, &oh0, &oh1);
+  pool_takers(iw, SW, PL, FW, OW, &ow0, &ow1);
+  const int self = ih * W + iw;
+  float s = 0.0f;
+  for (int oh = oh0; oh < oh1; ++oh)
+    for (int ow = ow0; ow < ow1; ++ow)
+      if (max_pool_argmax(x, oh, ow) == self) s = s + dy[(oh * OW + ow) * C];
+  pool[dx_off + i] = s;
+}
+
+__kernel void avg_pool_forward(__global float* pool, uint x_off, uint y_off) {
+  const uint i = get_global_id(0);
+  if (i >= N * OH * OW * C) return;
+  const int c = i % C, ow = (i / C) % OW, oh = (i / (C * OW)) % OH, n = i / (C * OW * OH);
+  __global const float* x = pool + x_off + (uint)n * (H * W * C) + c;
+  int h0, h1, w0, w1;
+  pool_window(oh, ow, &h0, &h1, &w0, &w1);
+  float s = 0.0f;
+  for (int h = h0; h < h1; ++h)
+    for (int w = w0; w < w1; ++w) s = s + x[(h * W + w) * C];
+  pool[y_off + i] = s / (float)((h1 - h0) * (w1 - w0));
+}
+
+__kernel void avg_pool_backward(__global float* pool, uint dy_off, uint dx_off) {
+  const uint i = get_global_id(0);
+  if (i >= N * H * W * C) return;
+  const int c = i % C, iw = (i / C) % W, ih = (i / (C * W)) % H, n = i / (C * W * H);
+  __global const float* dy = pool + dy_off + (uint)n * (OH * OW * C) + c;
+  int oh0, oh1, ow0, ow1;
+  pool_takers(ih, SH, PT, FH, OH, &oh0, &oh1);
+  pool_takers(iw, SW, PL, FW, OW, &ow0, &ow1);
+  float s = 0.0f;
+  for (int oh = oh0; oh < oh1; ++oh)
+    for (int ow = ow0; ow < ow1; ++ow) {
+      int h0, h1, w0, w1;
+      pool_window(oh, ow, &h0, &h1, &w0, &w1);
+      s = s + dy[(oh * OW + ow) * C] / (float)((h1 - h0) * (w1 - w0));
+    }
+  pool[dx_off + i] = s;
+}
