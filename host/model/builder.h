@@ -1,6 +1,7 @@
 // Building models in code (tests, `cltrain make-model`) and writing any Model as circle/tflite.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -32,7 +33,46 @@ class ModelBuilder {
 
   int softmax(int x, float beta = 1.0f, std::string name = "");
 
+  // Convolution of x [N,H,W,I]: W [filters,kh,kw,I], bias [filters]; padding a cltrain_padding,
+  // the same stride and dilation along H and W. Glorot-uniform weights with fan_in = kh*kw*I,
+  // fan_out = kh*kw*filters. Tensors NAME/weights, NAME/bias, NAME ("convK").
+  int conv2d(int x, int filters, int kh, int kw, int stride, int padding, int activation, int dilation = 1,
+             bool bias = true, std::string name = "");
+
+  // Depthwise convolution: W [1,kh,kw,I*multiplier], output channel c*multiplier+j reads input
+  // channel c. Glorot-uniform with fan_in = kh*kw, fan_out = kh*kw*multiplier. ("dwconvK")
+  int depthwise_conv2d(int x, int kh, int kw, int stride, int padding, int activation, int multiplier = 1,
+                       int dilation = 1, bool bias = true, std::string name = "");
+
+  // Pools over fh x fw windows of x [N,H,W,C]. ("maxpoolK", "avgpoolK")
+  int max_pool2d(int x, int fh, int fw, int stride, int padding, std::string name = "");
+  int avg_pool2d(int x, int fh, int fw, int stride, int padding, std::string name = "");
+
+  // Mean over axes (negative ones count from the end), written as an INT32 constant axes
+  // operand [len(axes)] as the converter does. ("meanK")
+  int mean(int x, std::vector<int32_t> axes, bool keep_dims, std::string name = "");
+
+  // Zero padding: paddings[d] = {before, after} for each axis d of x, written as an INT32
+  // constant [rank,2] operand NAME/paddings. ("padK")
+  int pad(int x, std::vector<std::array<int32_t, 2>> paddings, std::string name = "");
+
+  // y = activation(a op b), numpy broadcasting between equal ranks. ("addK", "subK", ...)
+  int add(int a, int b, int activation = CLTRAIN_ACT_NONE, std::string name = "");
+  int sub(int a, int b, int activation = CLTRAIN_ACT_NONE, std::string name = "");
+  int mul(int a, int b, int activation = CLTRAIN_ACT_NONE, std::string name = "");
+  int div(int a, int b, int activation = CLTRAIN_ACT_NONE, std::string name = "");
+
+  int relu6(int x, std::string name = "");
+  int tanh(int x, std::string name = "");
+  int logistic(int x, std::string name = "");
+
+  // Concatenation along axis (negative counts from the end). ("concatK")
+  int concat(std::vector<int> inputs, int axis, std::string name = "");
+
   void output(int t);
+
+  // Shape of tensor t.
+  const std::vector<int32_t>& shape(int t) const;
 
   // The model exactly as load_model would return it (format "circle", no file bytes);
   // constant tensors get buffers 1, 2, ... in tensor order.
@@ -40,6 +80,13 @@ class ModelBuilder {
 
  private:
   int add_tensor(std::string name, std::vector<int32_t> shape, int32_t dtype = CLTRAIN_FLOAT32);
+  // A constant float tensor of Glorot-uniform values in [-limit, limit), limit = sqrt(6 / (fan_in + fan_out)).
+  int glorot_tensor(std::string name, std::vector<int32_t> shape, int64_t fan_in, int64_t fan_out);
+  int zeros_tensor(std::string name, int32_t n);
+  int int32_tensor(std::string name, std::vector<int32_t> shape, const std::vector<int32_t>& values);
+  int pool(int32_t op, const char* prefix, int x, int fh, int fw, int stride, int padding, std::string name);
+  int binary(int32_t op, const char* prefix, int a, int b, int activation, std::string name);
+  int unary(int32_t op, const char* prefix, int x, std::string name);
   int add_op(int32_t op, std::vector<int32_t> inputs, int output, cltrain_op_params params = {});
   std::string auto_name(const std::string& given, const char* prefix);
   const Tensor& tensor(int t) const;
@@ -59,8 +106,8 @@ std::vector<uint8_t> write_model(const Model& m, const std::string& format);
 // on failure (the temporary file is removed).
 void save_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes);
 
-// Benchmark models by name ("mlp"), batch first. Unknown names throw ModelError listing the
-// known ones.
+// Benchmark models by name, batch first (builder.cc describes each). Unknown names throw
+// ModelError listing the known ones.
 Model make_named_model(const std::string& name, int32_t batch);
 
 // The names make_named_model knows.

@@ -127,8 +127,7 @@ Tensor load_tensor(const fb::Tensor* ft, int32_t index, const Buffers& bufs, con
       t.buffer = static_cast<int32_t>(b);
     }
   }
-  if (t.dtype == CLTRAIN_INT32 && !t.is_constant())
-    fail(what, label + ": int32 tensors are supported only as constant operands");
+  // A non-constant int32 tensor is refused by graph_check.cc, which can name the operand.
   return t;
 }
 
@@ -146,7 +145,30 @@ fb::BuiltinOptions expected_options(int32_t op) {
     case CLTRAIN_OP_FULLY_CONNECTED: return fb::BuiltinOptions::FullyConnectedOptions;
     case CLTRAIN_OP_SOFTMAX: return fb::BuiltinOptions::SoftmaxOptions;
     case CLTRAIN_OP_RESHAPE: return fb::BuiltinOptions::ReshapeOptions;
+    case CLTRAIN_OP_CONV_2D: return fb::BuiltinOptions::Conv2DOptions;
+    case CLTRAIN_OP_DEPTHWISE_CONV_2D: return fb::BuiltinOptions::DepthwiseConv2DOptions;
+    case CLTRAIN_OP_MAX_POOL_2D:
+    case CLTRAIN_OP_AVERAGE_POOL_2D: return fb::BuiltinOptions::Pool2DOptions;
+    case CLTRAIN_OP_MEAN: return fb::BuiltinOptions::ReducerOptions;
+    case CLTRAIN_OP_PAD: return fb::BuiltinOptions::PadOptions;
+    case CLTRAIN_OP_ADD: return fb::BuiltinOptions::AddOptions;
+    case CLTRAIN_OP_SUB: return fb::BuiltinOptions::SubOptions;
+    case CLTRAIN_OP_MUL: return fb::BuiltinOptions::MulOptions;
+    case CLTRAIN_OP_DIV: return fb::BuiltinOptions::DivOptions;
+    case CLTRAIN_OP_CONCATENATION: return fb::BuiltinOptions::ConcatenationOptions;
     default: return fb::BuiltinOptions::NONE;
+  }
+}
+
+// Ops whose options carry values without a usable default (strides, filter sizes, the axis).
+bool options_required(int32_t op) {
+  switch (op) {
+    case CLTRAIN_OP_CONV_2D:
+    case CLTRAIN_OP_DEPTHWISE_CONV_2D:
+    case CLTRAIN_OP_MAX_POOL_2D:
+    case CLTRAIN_OP_AVERAGE_POOL_2D:
+    case CLTRAIN_OP_CONCATENATION: return true;
+    default: return false;
   }
 }
 
@@ -166,10 +188,16 @@ cltrain_op_params load_params(int32_t op, const fb::Operator* fo, const std::str
                    ", expected " + std::to_string(static_cast<int>(want)));
   if (type != fb::BuiltinOptions::NONE && fo->builtin_options() == nullptr)
     fail(what, label + ": options missing");
+  if (type == fb::BuiltinOptions::NONE && options_required(op))
+    fail(what, label + ": options missing (the operator needs its strides, filter size or axis)");
+  auto act = [&](fb::ActivationFunctionType a) {
+    return checked_activation(static_cast<int8_t>(a), what, label);
+  };
+  // Values are taken as they are; graph_check.cc checks ranges against the shapes.
   switch (op) {
     case CLTRAIN_OP_FULLY_CONNECTED:
       if (auto* o = fo->builtin_options_as_FullyConnectedOptions()) {
-        p.activation = checked_activation(static_cast<int8_t>(o->fused_activation_function()), what, label);
+        p.activation = act(o->fused_activation_function());
         if (o->weights_format() != fb::FullyConnectedOptionsWeightsFormat::DEFAULT)
           fail(what, label + ": weights format " + std::to_string(static_cast<int>(o->weights_format())) +
                          " is not supported");
@@ -182,6 +210,59 @@ cltrain_op_params load_params(int32_t op, const fb::Operator* fo, const std::str
         fail(what, label + ": softmax beta is not finite");
       break;
     }
+    case CLTRAIN_OP_CONV_2D: {
+      auto* o = fo->builtin_options_as_Conv2DOptions();
+      p.padding = static_cast<int32_t>(o->padding());
+      p.stride_h = o->stride_h();
+      p.stride_w = o->stride_w();
+      p.dilation_h = o->dilation_h_factor();
+      p.dilation_w = o->dilation_w_factor();
+      p.activation = act(o->fused_activation_function());
+      break;
+    }
+    case CLTRAIN_OP_DEPTHWISE_CONV_2D: {
+      auto* o = fo->builtin_options_as_DepthwiseConv2DOptions();
+      p.padding = static_cast<int32_t>(o->padding());
+      p.stride_h = o->stride_h();
+      p.stride_w = o->stride_w();
+      p.dilation_h = o->dilation_h_factor();
+      p.dilation_w = o->dilation_w_factor();
+      p.depth_multiplier = o->depth_multiplier();  // 0 (not set): taken from the weights' shape
+      p.activation = act(o->fused_activation_function());
+      break;
+    }
+    case CLTRAIN_OP_MAX_POOL_2D:
+    case CLTRAIN_OP_AVERAGE_POOL_2D: {
+      auto* o = fo->builtin_options_as_Pool2DOptions();
+      p.padding = static_cast<int32_t>(o->padding());
+      p.stride_h = o->stride_h();
+      p.stride_w = o->stride_w();
+      p.filter_h = o->filter_height();
+      p.filter_w = o->filter_width();
+      p.activation = act(o->fused_activation_function());
+      break;
+    }
+    case CLTRAIN_OP_CONCATENATION: {
+      auto* o = fo->builtin_options_as_ConcatenationOptions();
+      p.axis = o->axis();
+      p.activation = act(o->fused_activation_function());
+      break;
+    }
+    case CLTRAIN_OP_MEAN:
+      if (auto* o = fo->builtin_options_as_ReducerOptions()) p.keep_dims = o->keep_dims() ? 1 : 0;
+      break;
+    case CLTRAIN_OP_ADD:
+      if (auto* o = fo->builtin_options_as_AddOptions()) p.activation = act(o->fused_activation_function());
+      break;
+    case CLTRAIN_OP_SUB:
+      if (auto* o = fo->builtin_options_as_SubOptions()) p.activation = act(o->fused_activation_function());
+      break;
+    case CLTRAIN_OP_MUL:
+      if (auto* o = fo->builtin_options_as_MulOptions()) p.activation = act(o->fused_activation_function());
+      break;
+    case CLTRAIN_OP_DIV:
+      if (auto* o = fo->builtin_options_as_DivOptions()) p.activation = act(o->fused_activation_function());
+      break;
     default: break;
   }
   return p;
@@ -301,6 +382,14 @@ Model load_model(const std::string& path) {
 
 void set_batch_size(Model& model, int32_t batch) {
   if (batch < 1) throw ModelError("batch size " + std::to_string(batch) + " must be at least 1");
+  const std::string what = "batch size " + std::to_string(batch);
+  // The model's batch is its inputs' first dimension; setting it again changes nothing.
+  bool changes = model.inputs.empty();
+  for (int32_t t : model.inputs) {
+    const std::vector<int32_t>& s = model.tensors[static_cast<size_t>(t)].shape;
+    changes = changes || s.empty() || s[0] != batch;
+  }
+  if (!changes) return;
   for (size_t i = 0; i < model.tensors.size(); ++i) {
     Tensor& t = model.tensors[i];
     if (t.is_constant()) continue;
@@ -317,6 +406,22 @@ void set_batch_size(Model& model, int32_t batch) {
       throw ModelError("batch size " + std::to_string(batch) + " makes " +
                        detail::tensor_label(model, static_cast<int32_t>(i)) + " too large");
   }
+  // Every operator must treat the samples of a batch apart: the batch is the first dimension of
+  // every activation, from the input to the outputs.
+  for (size_t i = 0; i < model.operators.size(); ++i) {
+    const Operator& op = model.operators[i];
+    const char* why = nullptr;
+    if (op.op == CLTRAIN_OP_MEAN && (op.params.axes_mask & 1)) why = "averages over the batch axis";
+    if (op.op == CLTRAIN_OP_PAD && (op.params.pad_before[0] != 0 || op.params.pad_after[0] != 0))
+      why = "pads the batch axis";
+    if (op.op == CLTRAIN_OP_CONCATENATION && op.params.axis == 0) why = "concatenates along the batch axis";
+    if (why)
+      detail::fail(what, detail::operator_label(model, i) + ": " + why + ", so the batch size cannot change");
+  }
+  // Keep what changes, to restore it if the model does not check out afterwards.
+  std::vector<std::vector<int32_t>> old_shapes;
+  for (const Tensor& t : model.tensors) old_shapes.push_back(t.shape);
+  std::vector<std::pair<Tensor*, int32_t>> old_targets;
   for (Tensor& t : model.tensors)
     if (!t.is_constant()) t.shape[0] = batch;
   // A Reshape's constant target shape carries the batch too, unless it says -1 (inferred).
@@ -326,7 +431,19 @@ void set_batch_size(Model& model, int32_t batch) {
     if (s.dtype != CLTRAIN_INT32 || s.data.size() < 4) continue;
     int32_t first;
     std::memcpy(&first, s.data.data(), 4);
-    if (first > 0) std::memcpy(s.data.data(), &batch, 4);
+    if (first > 0 && first != batch) {
+      old_targets.emplace_back(&s, first);
+      std::memcpy(s.data.data(), &batch, 4);
+    }
+  }
+  // Operators that mix samples in other ways (a Reshape moving the batch into another
+  // dimension, a FullyConnected folding it into its rows) no longer check out.
+  try {
+    detail::check_graph(model, what);
+  } catch (const ModelError&) {
+    for (size_t i = 0; i < model.tensors.size(); ++i) model.tensors[i].shape = std::move(old_shapes[i]);
+    for (auto& [s, first] : old_targets) std::memcpy(s->data.data(), &first, 4);
+    throw;
   }
 }
 

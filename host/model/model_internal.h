@@ -28,9 +28,22 @@ std::string operator_label(const Model& m, size_t i);
 // Bytes per element of a cltrain_dtype.
 inline uint64_t dtype_size(int32_t /*dtype*/) { return 4; }
 
+// Name of a cltrain_activation ("RELU6"), or "activation N" for another value.
+std::string activation_str(int32_t act);
+
+// Output size of a convolution or pool along one axis (cltrain_ops.h, cltrain_padding): SAME
+// ceil(in / stride), VALID ceil((in - (filter - 1) * dilation) / stride). Computed in 64 bits;
+// 0 or less where the (dilated) filter does not fit a VALID input, -1 for a stride, filter or
+// dilation below 1 or an unknown padding.
+int64_t window_out_size(int64_t in, int64_t filter, int64_t stride, int64_t dilation, int32_t padding);
+
 // Graph-level checks on a loaded model: operator arity, operand types and shapes, and that the
-// operators are in an order where each tensor is computed once before it is read.
-void check_graph(const Model& m, const std::string& what);
+// operators are in an order where each tensor is computed once before it is read. Completes the
+// parameters that come from operands and shapes rather than from options: MEAN's axes_mask
+// (from the constant axes), PAD's pad_before/pad_after (from the constant paddings),
+// CONCATENATION's axis (made non-negative), DEPTHWISE_CONV_2D's depth_multiplier (from the
+// weights' shape). Running it again on its own result changes nothing.
+void check_graph(Model& m, const std::string& what);
 
 }  // namespace detail
 }  // namespace cltrain

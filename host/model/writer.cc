@@ -54,6 +54,8 @@ std::vector<int32_t> reshape_target(const Model& m, const Operator& op) {
 
 std::pair<fb::BuiltinOptions, Offset<void>> options(FlatBufferBuilder& fbb, const Model& m,
                                                     const Operator& op) {
+  const cltrain_op_params& p = op.params;
+  const auto act = static_cast<fb::ActivationFunctionType>(p.activation);
   switch (op.op) {
     case CLTRAIN_OP_FULLY_CONNECTED:
       return {
@@ -65,6 +67,32 @@ std::pair<fb::BuiltinOptions, Offset<void>> options(FlatBufferBuilder& fbb, cons
     case CLTRAIN_OP_RESHAPE:
       return {fb::BuiltinOptions::ReshapeOptions,
               fb::CreateReshapeOptions(fbb, fbb.CreateVector(reshape_target(m, op))).Union()};
+    case CLTRAIN_OP_CONV_2D:
+      return {fb::BuiltinOptions::Conv2DOptions,
+              fb::CreateConv2DOptions(fbb, static_cast<fb::Padding>(p.padding), p.stride_w, p.stride_h, act,
+                                      p.dilation_w, p.dilation_h)
+                  .Union()};
+    case CLTRAIN_OP_DEPTHWISE_CONV_2D:
+      return {fb::BuiltinOptions::DepthwiseConv2DOptions,
+              fb::CreateDepthwiseConv2DOptions(fbb, static_cast<fb::Padding>(p.padding), p.stride_w, p.stride_h,
+                                               p.depth_multiplier, act, p.dilation_w, p.dilation_h)
+                  .Union()};
+    case CLTRAIN_OP_MAX_POOL_2D:
+    case CLTRAIN_OP_AVERAGE_POOL_2D:
+      return {fb::BuiltinOptions::Pool2DOptions,
+              fb::CreatePool2DOptions(fbb, static_cast<fb::Padding>(p.padding), p.stride_w, p.stride_h, p.filter_w,
+                                      p.filter_h, act)
+                  .Union()};
+    case CLTRAIN_OP_MEAN:
+      return {fb::BuiltinOptions::ReducerOptions, fb::CreateReducerOptions(fbb, p.keep_dims != 0).Union()};
+    case CLTRAIN_OP_PAD: return {fb::BuiltinOptions::PadOptions, fb::CreatePadOptions(fbb).Union()};
+    case CLTRAIN_OP_ADD: return {fb::BuiltinOptions::AddOptions, fb::CreateAddOptions(fbb, act).Union()};
+    case CLTRAIN_OP_SUB: return {fb::BuiltinOptions::SubOptions, fb::CreateSubOptions(fbb, act).Union()};
+    case CLTRAIN_OP_MUL: return {fb::BuiltinOptions::MulOptions, fb::CreateMulOptions(fbb, act).Union()};
+    case CLTRAIN_OP_DIV: return {fb::BuiltinOptions::DivOptions, fb::CreateDivOptions(fbb, act).Union()};
+    case CLTRAIN_OP_CONCATENATION:
+      return {fb::BuiltinOptions::ConcatenationOptions,
+              fb::CreateConcatenationOptions(fbb, p.axis, act).Union()};
     default: return {fb::BuiltinOptions::NONE, 0};
   }
 }

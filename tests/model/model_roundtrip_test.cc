@@ -68,6 +68,36 @@ TEST_P(RoundTrip, EveryOpWithReshape) {
   EXPECT_EQ(v, std::vector<int32_t>({-1, 3}));
 }
 
+// Every op with its options, and every named model: the loaded model equals the built one
+// (params included: the loader derives axes_mask, pad_before/after, the concat axis and the
+// depth multiplier exactly as the builder sets them), and writing it again gives the same bytes.
+TEST_P(RoundTrip, EveryOp) {
+  const std::string fmt = GetParam();
+  const Model built = test::every_op_model();
+  const std::vector<uint8_t> bytes = write_model(built, fmt);
+  const Model loaded = load_model_from_memory(bytes, "every-op." + fmt);
+  expect_same_model(built, loaded);
+  EXPECT_TRUE(write_model(loaded, fmt) == bytes);
+  std::vector<bool> seen(CLTRAIN_OP_COUNT);
+  for (const Operator& op : loaded.operators) seen[static_cast<size_t>(op.op)] = true;
+  for (int32_t op = 0; op < CLTRAIN_OP_COUNT; ++op)
+    if (op_to_builtin(op) >= 0) {
+      EXPECT_TRUE(seen[static_cast<size_t>(op)]) << cltrain_op_name(op);
+    }
+}
+
+TEST_P(RoundTrip, NamedModels) {
+  const std::string fmt = GetParam();
+  for (const std::string& name : named_models()) {
+    SCOPED_TRACE(name);
+    const Model built = make_named_model(name, name == "mobilenetv2" ? 1 : 4);
+    const std::vector<uint8_t> bytes = write_model(built, fmt);
+    const Model loaded = load_model_from_memory(bytes, name + "." + fmt);
+    expect_same_model(built, loaded);
+    EXPECT_TRUE(write_model(loaded, fmt) == bytes);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, RoundTrip, ::testing::Values("circle", "tflite"));
 
 TEST(Model, MlpLayout) {
@@ -142,7 +172,8 @@ TEST(Model, SetBatchSize) {
 }
 
 TEST(Model, NamedModelsAndBuiltinNames) {
-  EXPECT_EQ(named_models(), std::vector<std::string>({"mlp"}));
+  EXPECT_EQ(named_models(),
+            std::vector<std::string>({"mlp", "mnist-kaggle", "mobilenetv2", "branched", "cnn-tiny"}));
   EXPECT_STREQ(builtin_op_name(3), "CONV_2D");
   EXPECT_STREQ(builtin_op_name(92), "SQUARE");
   EXPECT_STREQ(builtin_op_name(161), "RIGHT_SHIFT");

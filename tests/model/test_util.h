@@ -26,6 +26,75 @@ inline Model tiny_model() {
   return b.build();
 }
 
+// input [2,6,6,2] through every model op of the list, with options off their defaults: dilation,
+// depth multiplier, strides, both paddings, negative axes, keep_dims, broadcasting, every
+// supported fused activation.
+inline Model every_op_model() {
+  ModelBuilder b(11);
+  const int x = b.input({2, 6, 6, 2}, "input");
+  const int c = b.conv2d(x, 3, 3, 3, 1, CLTRAIN_PADDING_SAME, CLTRAIN_ACT_RELU, 2, true, "conv");     // [2,6,6,3]
+  const int d = b.depthwise_conv2d(c, 2, 2, 2, CLTRAIN_PADDING_VALID, CLTRAIN_ACT_RELU6, 2, 1, true,
+                                   "dw");                                                            // [2,3,3,6]
+  const int p = b.pad(d, {{{0, 0}}, {{1, 0}}, {{0, 2}}, {{0, 0}}}, "pad");                            // [2,4,5,6]
+  const int mp = b.max_pool2d(p, 2, 2, 2, CLTRAIN_PADDING_SAME, "maxpool");                          // [2,2,3,6]
+  const int ap = b.avg_pool2d(p, 3, 2, 2, CLTRAIN_PADDING_SAME, "avgpool");                          // [2,2,3,6]
+  const int k = b.concat({mp, ap}, -1, "concat");                                                    // [2,2,3,12]
+  const int m = b.mean(k, {-2}, true, "mean");                                                       // [2,2,1,12]
+  const int s = b.sub(k, m, CLTRAIN_ACT_NONE, "sub");                                                // [2,2,3,12]
+  const int l = b.logistic(s, "logistic");
+  const int mu = b.mul(b.tanh(s, "tanh"), l, CLTRAIN_ACT_RELU_N1_TO_1, "mul");
+  const int a = b.add(mu, m, CLTRAIN_ACT_TANH, "add");
+  const int r6 = b.relu6(b.div(a, l, CLTRAIN_ACT_RELU6, "div"), "relu6");
+  int y = b.reshape(r6, {2, -1}, "flat");                                                            // [2,72]
+  y = b.fully_connected(y, 5, CLTRAIN_ACT_TANH, true, "fc");
+  y = b.relu(y, "relu");
+  b.output(b.softmax(y, 0.5f, "out"));
+  return b.build();
+}
+
+// Replaces a constant tensor's shape, with zero data of the new size.
+inline void reshape_constant(Model& m, size_t t, std::vector<int32_t> shape) {
+  m.tensors[t].shape = std::move(shape);
+  m.tensors[t].data.assign(m.tensors[t].elements() * 4, 0);
+}
+
+// Index of the first tensor named name; -1 if none.
+inline int32_t find_tensor(const Model& m, const std::string& name) {
+  for (size_t i = 0; i < m.tensors.size(); ++i)
+    if (m.tensors[i].name == name) return static_cast<int32_t>(i);
+  return -1;
+}
+
+// Index of the first operator that writes the tensor named name; -1 if none.
+inline int32_t find_operator(const Model& m, const std::string& output) {
+  const int32_t t = find_tensor(m, output);
+  for (size_t i = 0; i < m.operators.size(); ++i)
+    if (!m.operators[i].outputs.empty() && m.operators[i].outputs[0] == t) return static_cast<int32_t>(i);
+  return -1;
+}
+
+// Bytes of the non-constant tensors (activations: the input and every operator's output).
+inline uint64_t activation_bytes(const Model& m) {
+  uint64_t n = 0;
+  for (const Tensor& t : m.tensors)
+    if (!t.is_constant()) n += t.elements() * 4;
+  return n;
+}
+
+// Bytes of the constant float32 tensors (weights and biases).
+inline uint64_t parameter_bytes(const Model& m) {
+  uint64_t n = 0;
+  for (const Tensor& t : m.tensors)
+    if (t.is_constant() && t.dtype == CLTRAIN_FLOAT32) n += t.data.size();
+  return n;
+}
+
+inline std::vector<int32_t> int32s(const Tensor& t) {
+  std::vector<int32_t> v(t.data.size() / 4);
+  std::memcpy(v.data(), t.data.data(), v.size() * 4);
+  return v;
+}
+
 // Unpacks bytes, applies edit, and packs again with the identifier of the original.
 inline std::vector<uint8_t> edit_raw(const std::vector<uint8_t>& bytes,
                                      const std::function<void(fb::ModelT&)>& edit) {
