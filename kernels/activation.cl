@@ -29,8 +29,8 @@ __kernel void relu6_forward(__global float* pool, uint x_off, uint y_off) {
 __kernel void relu6_backward(__global float* pool, uint y_off, uint dy_off, uint dx_off) {
   const uint i = get_global_id(0);
   if (i >= COUNT) return;
-  const float y = pool[y_off + i];
-  pool[dx_off + i] = (y > 0.0f && y < 6.0f) ? pool[dy_off + i] : 0.0f;
+  const float y = pool[y_off + i], dy = pool[dy_off + i];  // both loads unconditional: no branch
+  pool[dx_off + i] = (y > 0.0f && y < 6.0f) ? dy : 0.0f;
 }
 
 // y = tanh(x): e = clt_exp(-2|x|), t = (1 - e) / (1 + e), y = x < 0 ? -t : t.

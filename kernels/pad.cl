@@ -2,40 +2,50 @@
 //
 // Definitions: y as six dims Y0..Y5 (outermost first, padded at the front with size-1 dims; an
 // unpadded dim is merged into the padded dim outside it), X0..X5 the sizes of x in the same
-// view, PB0..PB5 the padding before x along each, XS0..XS5 and YS0..YS5 the strides of x and y;
-// XCOUNT, YCOUNT (elements). No arithmetic: both directions are exact copies.
+// view, PB0..PB5 the padding before x along each, XS0..XS5 and YS0..YS5 the strides of x and y.
+// No arithmetic: both directions are exact copies.
+//
+// 2-D launch: dimension 0 is the innermost dim (dim 5; padded to whole work-groups, so the
+// kernels check it), dimension 1 the rows, the other five dims together. Neighbouring work-items
+// then touch neighbouring addresses and only the row index is decomposed.
 
 // y = x where inside, 0 in the padding; one work-item per element of y.
 __kernel void pad_forward(__global float* pool, uint x_off, uint y_off) {
-  const uint i = get_global_id(0);
-  if (i >= YCOUNT) return;
-  uint r = i, xi = 0;
-  bool inside = true;
-  // (uint)(c - PB) < X: c >= PB and c < PB + X in one unsigned compare.
+  const uint c5 = get_global_id(0);
+  if (c5 >= Y5) return;
+  uint r = get_global_id(1);
+  const uint c5x = c5 - PB5;  // (uint)(c - PB) < X: c >= PB and c < PB + X in one compare
+  bool inside = c5x < X5;
+  uint xi = c5x, yi = c5;
 #define PAD_COORD(k)                  \
   {                                   \
-    const uint c = r % Y##k - PB##k;  \
+    const uint c = r % Y##k;          \
     r /= Y##k;                        \
-    inside = inside && c < X##k;      \
-    xi += c * XS##k;                  \
+    inside = inside && c - PB##k < X##k; \
+    xi += (c - PB##k) * XS##k;        \
+    yi += c * YS##k;                  \
   }
-  PAD_COORD(5) PAD_COORD(4) PAD_COORD(3) PAD_COORD(2) PAD_COORD(1) PAD_COORD(0)
+  PAD_COORD(4) PAD_COORD(3) PAD_COORD(2) PAD_COORD(1) PAD_COORD(0)
 #undef PAD_COORD
-  pool[y_off + i] = inside ? pool[x_off + xi] : 0.0f;
+  // The load is unconditional (from element 0 in the padding), then a select: no branch.
+  const float v = pool[x_off + (inside ? xi : 0u)];
+  pool[y_off + yi] = inside ? v : 0.0f;
 }
 
 // dx = the crop of dy; one work-item per element of dx.
 __kernel void pad_backward(__global float* pool, uint dy_off, uint dx_off) {
-  const uint i = get_global_id(0);
-  if (i >= XCOUNT) return;
-  uint r = i, yi = 0;
+  const uint c5 = get_global_id(0);
+  if (c5 >= X5) return;
+  uint r = get_global_id(1);
+  uint xi = c5, yi = c5 + PB5;
 #define PAD_COORD(k)                  \
   {                                   \
     const uint c = r % X##k;          \
     r /= X##k;                        \
+    xi += c * XS##k;                  \
     yi += (c + PB##k) * YS##k;        \
   }
-  PAD_COORD(5) PAD_COORD(4) PAD_COORD(3) PAD_COORD(2) PAD_COORD(1) PAD_COORD(0)
+  PAD_COORD(4) PAD_COORD(3) PAD_COORD(2) PAD_COORD(1) PAD_COORD(0)
 #undef PAD_COORD
-  pool[dx_off + i] = pool[dy_off + yi];
+  pool[dx_off + xi] = pool[dy_off + yi];
 }

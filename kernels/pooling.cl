@@ -29,21 +29,29 @@ void pool_takers(const int i, const int S, const int P, const int F, const int O
   *o1 = min(hi + 1, OUT);
 }
 
-// The first maximum of window (oh, ow) of image n, channel c, as its flat position h * W + w.
-int max_pool_argmax(__global const float* x, const int oh, const int ow) {
+// Whether position self (h * W + w, inside window (oh, ow)) is the window's first maximum: the
+// answer of the forward's scan (m = first value, then m = v wherever v > m; the last position
+// that set m wins), leaving as soon as it is known. Window order is increasing h * W + w. Before
+// self: m is the running maximum; self can only win if xs > m, and once that fails it fails for
+// good (m never decreases, and a NaN m stays NaN). After self: any v > xs takes over.
+bool max_pool_takes(__global const float* x, const int oh, const int ow, const int self, const float xs) {
   int h0, h1, w0, w1;
   pool_window(oh, ow, &h0, &h1, &w0, &w1);
-  float m = x[(h0 * W + w0) * C];
-  int at = h0 * W + w0;
+  float m = 0.0f;
+  bool first = true;
   for (int h = h0; h < h1; ++h)
     for (int w = w0; w < w1; ++w) {
-      const float v = x[(h * W + w) * C];
-      if (v > m) {
-        m = v;
-        at = h * W + w;
+      const int at = h * W + w;
+      const float v = x[at * C];
+      if (at < self) {
+        m = first || v > m ? v : m;
+        first = false;
+        if (!(xs > m)) return false;
+      } else if (at > self && v > xs) {
+        return false;
       }
     }
-  return at;
+  return true;
 }
 
 __kernel void max_pool_forward(__global float* pool, uint x_off, uint y_off) {
@@ -72,10 +80,11 @@ __kernel void max_pool_backward(__global float* pool, uint x_off, uint dy_off, u
   pool_takers(ih, SH, PT, FH, OH, &oh0, &oh1);
   pool_takers(iw, SW, PL, FW, OW, &ow0, &ow1);
   const int self = ih * W + iw;
+  const float xs = x[self * C];
   float s = 0.0f;
   for (int oh = oh0; oh < oh1; ++oh)
     for (int ow = ow0; ow < ow1; ++ow)
-      if (max_pool_argmax(x, oh, ow) == self) s = s + dy[(oh * OW + ow) * C];
+      if (max_pool_takes(x, oh, ow, self, xs)) s = s + dy[(oh * OW + ow) * C];
   pool[dx_off + i] = s;
 }
 

@@ -3,6 +3,8 @@
 //   backward: in [dy]  out [dx]   pad_backward (the crop), one work-item per element of dx
 // An axis without padding is merged into the padded axis outside it (its coordinate then only
 // scales the outer one's), so NHWC padded in H and W runs as three dims.
+#include <algorithm>
+
 #include "launch.h"
 #include "ops/dims.h"
 #include "ops/ops.h"
@@ -84,8 +86,15 @@ StepRun prepare(Backend& b, const StepView& s) {
     set_args(k, b.pool, elem_offset(b, x), elem_offset(b, y));
   else
     set_args(k, b.pool, elem_offset(b, y), elem_offset(b, x));
-  const uint64_t count = fwd ? yn : xn;
-  return [&b, k, count](const cltrain_run_args*) { launch_1d(b, k, count); };
+  // Dimension 0: the innermost dim of the written tensor, padded to whole work-groups; 1: rows.
+  const View6& w = fwd ? Y : X;
+  const size_t local[2] = {std::min<size_t>({64, k.max_local, b.device.max_work_group}), 1};
+  const size_t global[2] = {(w[5] + local[0] - 1) / local[0] * local[0], view_count(w) / w[5]};
+  const std::string what = "kernel " + k.name;
+  return [&b, k, global, local, what](const cltrain_run_args*) {
+    if (global[1] == 0) return;
+    CLT_CALL(clEnqueueNDRangeKernel, (b.queue, k.handle, 2, nullptr, global, local, 0, nullptr, nullptr), what);
+  };
 }
 
 }  // namespace
