@@ -1,11 +1,11 @@
-# Embeds OpenCL C sources (kernels/*.cl) into a generated C++ file at build time, so that editing
+# Embeds OpenCL C sources (kernels/*.cl, and kernels/numerics.h) into a generated C++ file at build time, so that editing
 # a .cl file rebuilds the plugin and the plugin needs no files at run time.
 #
 #   include(EmbedKernels)
-#   cltrain_embed_kernels(<output.cc> <file.cl>...)
+#   cltrain_embed_kernels(<output.cc> <file.cl or .h>...)
 #
 # The generated file defines, in namespace cltrain::ocl (see backend/opencl/kernel_sources.h):
-#   const char* const kKernelNames[];   // "softmax.cl"
+#   const char* const kKernelNames[];   // "softmax.cl", "numerics.h": the file's name
 #   const char* const kKernelSources[]; // the file's text
 #   const std::size_t kKernelCount;
 #

@@ -1,35 +1,51 @@
-// Prepended to every kernel family. OpenCL C 1.2, float only.
+// Prepended to every kernel family, after numerics.h (FP_CONTRACT OFF, clt_exp, clt_log).
+// OpenCL C 1.2, float only.
 //
 // Conventions: every kernel takes the backend's one pool buffer and the element offsets of its
 // tensors in it; shapes and constants of the op instance come as -D definitions. 1-D kernels run
-// on a global size padded to whole work-groups and check their bound.
+// on a global size padded to whole work-groups and check their bound. Every rounding follows the
+// "Numerics" section of host/include/cltrain/cltrain_backend.h: sums are sequential in increasing
+// index (one work-item per sum), maxima and clamps are the selects below.
 
-#ifdef WG_SIZE
-// Sum and maximum over the work-group (WG_SIZE work-items, a power of two). scratch holds
-// WG_SIZE floats; it can be reused as soon as the function returns.
-float wg_sum(float v, __local float* scratch) {
-  const uint lid = get_local_id(0);
-  scratch[lid] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint s = WG_SIZE / 2; s > 0; s >>= 1) {
-    if (lid < s) scratch[lid] += scratch[lid + s];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  const float r = scratch[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return r;
+// std::max(a, b) and std::min(a, b) of C++: the first argument wins ties and NaN comparisons.
+inline float clt_max(float a, float b) { return a < b ? b : a; }
+inline float clt_min(float a, float b) { return b < a ? b : a; }
+
+// tanh: e = exp(-2|x|), t = (1 - e) / (1 + e), sign of x.
+inline float clt_tanh(float x) {
+  const float e = clt_exp(-2.0f * fabs(x));
+  const float t = (1.0f - e) / (1.0f + e);
+  return x < 0.0f ? -t : t;
 }
 
-float wg_max(float v, __local float* scratch) {
-  const uint lid = get_local_id(0);
-  scratch[lid] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint s = WG_SIZE / 2; s > 0; s >>= 1) {
-    if (lid < s) scratch[lid] = fmax(scratch[lid], scratch[lid + s]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  const float r = scratch[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return r;
+// Fused activations, ACT as cltrain_activation: 0 NONE, 1 RELU, 2 RELU_N1_TO_1, 3 RELU6, 4 TANH.
+#ifdef ACT
+inline float clt_act(float z) {
+#if ACT == 1
+  return clt_max(z, 0.0f);
+#elif ACT == 2
+  return clt_min(clt_max(z, -1.0f), 1.0f);
+#elif ACT == 3
+  return clt_min(clt_max(z, 0.0f), 6.0f);
+#elif ACT == 4
+  return clt_tanh(z);
+#else
+  return z;
+#endif
+}
+
+// dz from the activation's output y and dy: a select where the derivative is 0 or 1.
+inline float clt_act_grad(float y, float dy) {
+#if ACT == 1
+  return y > 0.0f ? dy : 0.0f;
+#elif ACT == 2
+  return (y > -1.0f && y < 1.0f) ? dy : 0.0f;
+#elif ACT == 3
+  return (y > 0.0f && y < 6.0f) ? dy : 0.0f;
+#elif ACT == 4
+  return dy * (1.0f - y * y);
+#else
+  return dy;
+#endif
 }
 #endif

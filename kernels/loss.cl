@@ -1,41 +1,61 @@
-// Losses over pred and expected of COUNT elements (N samples of COUNT / N).
-// Definitions: COUNT; LOSS_MSE or LOSS_CCE (1); FACTOR: the scale of the summed per-element terms
-// (MSE: 1 / (elements per sample), times 1 / N for SUM_OVER_BATCH_SIZE; CCE: 1 / N or 1);
-// WG_SIZE for the forward.
+// Losses over pred and expected of COUNT elements: N samples (dims[0] of pred) of K = COUNT / N.
+// Definitions: COUNT, N, K; LOSS_MSE or LOSS_CCE (1); DIV_N (1: SUM_OVER_BATCH_SIZE divides by N).
+// The orders of every rounding are those of cltrain_backend.h (Numerics); the forward is one
+// work-item summing in increasing index.
 
-#define CCE_EPS 1e-7f
+#define CCE_LOW 1e-7f
+#define CCE_HIGH (1.0f - 1e-7f)
 
-float loss_term(float p, float e) {
+// pc = min(max(p, 1e-7), 1 - 1e-7), as std::min/std::max.
+inline float cce_clamp(float p) { return clt_min(clt_max(p, CCE_LOW), CCE_HIGH); }
+
+// One work-item: loss[0].
+__kernel void loss_forward(__global float* pool, uint p_off, uint e_off, uint loss_off) {
+  if (get_global_id(0) != 0) return;
+  __global const float* p = pool + p_off;
+  __global const float* e = pool + e_off;
+  float l = 0.0f;
 #if LOSS_MSE
-  const float d = p - e;
-  return d * d;
+  // q = sum of d * d per sample (d = p - e); l = sum over samples of q / K.
+  for (uint n = 0; n < N; ++n) {
+    float q = 0.0f;
+    for (uint k = 0; k < K; ++k) {
+      const float d = p[n * K + k] - e[n * K + k];
+      const float dd = d * d;
+      q = q + dd;
+    }
+    l = l + q / (float)K;
+  }
 #else
-  return -e * log(clamp(p, CCE_EPS, 1.0f - CCE_EPS));
+  // l = sum over all elements of (-e * clt_log(pc)).
+  for (uint i = 0; i < COUNT; ++i) {
+    const float t = -e[i] * clt_log(cce_clamp(p[i]));
+    l = l + t;
+  }
 #endif
+#if DIV_N
+  l = l / (float)N;
+#endif
+  pool[loss_off] = l;
 }
 
-#ifdef WG_SIZE
-// loss[0] = FACTOR * sum of the terms; one work-group.
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
-void loss_forward(__global float* pool, uint p_off, uint e_off, uint loss_off) {
-  __local float scratch[WG_SIZE];
-  const uint lid = get_local_id(0);
-  float s = 0.0f;
-  for (uint i = lid; i < COUNT; i += WG_SIZE) s += loss_term(pool[p_off + i], pool[e_off + i]);
-  s = wg_sum(s, scratch);
-  if (lid == 0) pool[loss_off] = s * FACTOR;
-}
-#endif
-
-// dpred = FACTOR * d(term)/dp. CCE: zero where pred was clamped.
+// MSE: dpred = (2 * d) / K, then / N. CCE: dpred = (-e / pc), then / N; 0 where p != pc.
 __kernel void loss_backward(__global float* pool, uint p_off, uint e_off, uint dp_off) {
   const uint i = get_global_id(0);
   if (i >= COUNT) return;
   const float p = pool[p_off + i];
   const float e = pool[e_off + i];
 #if LOSS_MSE
-  pool[dp_off + i] = FACTOR * 2.0f * (p - e);
+  float g = (2.0f * (p - e)) / (float)K;
 #else
-  pool[dp_off + i] = (p < CCE_EPS || p > 1.0f - CCE_EPS) ? 0.0f : FACTOR * (-e / p);
+  const float pc = cce_clamp(p);
+  float g = -e / pc;
 #endif
+#if DIV_N
+  g = g / (float)N;
+#endif
+#if LOSS_CCE
+  if (p != pc) g = 0.0f;
+#endif
+  pool[dp_off + i] = g;
 }

@@ -1,24 +1,31 @@
-// Optimizer updates of one weight tensor of COUNT elements.
-// Adam definitions: BETA1, BETA2, EPSILON.
+// Optimizer updates of one weight tensor of COUNT elements, one work-item per weight, in the
+// orders of cltrain_backend.h (Numerics). Adam definitions: BETA1, BETA2, EPSILON.
 
-// W -= lr * g
+// W = W - lr * g
 __kernel void sgd_update(__global float* pool, uint g_off, uint w_off, float lr) {
   const uint i = get_global_id(0);
   if (i >= COUNT) return;
-  pool[w_off + i] -= lr * pool[g_off + i];
+  const float u = lr * pool[g_off + i];
+  pool[w_off + i] = pool[w_off + i] - u;
 }
 
 #ifdef BETA1
-// m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; W -= step m / (sqrt(v) + eps), where the host
-// computes step = lr sqrt(1 - b2^t) / (1 - b1^t).
+// m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) (g g), with (1 - b1) and (1 - b2) rounded to float;
+// W = W - (step m) / (sqrt(v) + eps), where the host computes
+// step = (float)((double)lr sqrt(1 - b2^t) / (1 - b1^t)) in double.
 __kernel void adam_update(__global float* pool, uint g_off, uint w_off, uint m_off, uint v_off, float step) {
   const uint i = get_global_id(0);
   if (i >= COUNT) return;
+  const float one_b1 = 1.0f - BETA1;
+  const float one_b2 = 1.0f - BETA2;
   const float g = pool[g_off + i];
-  const float m = BETA1 * pool[m_off + i] + (1.0f - BETA1) * g;
-  const float v = BETA2 * pool[v_off + i] + (1.0f - BETA2) * g * g;
+  const float m = BETA1 * pool[m_off + i] + one_b1 * g;
+  const float gg = g * g;
+  const float v = BETA2 * pool[v_off + i] + one_b2 * gg;
   pool[m_off + i] = m;
   pool[v_off + i] = v;
-  pool[w_off + i] -= step * m / (sqrt(v) + EPSILON);
+  const float num = step * m;
+  const float den = sqrt(v) + EPSILON;
+  pool[w_off + i] = pool[w_off + i] - num / den;
 }
 #endif

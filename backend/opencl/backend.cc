@@ -8,6 +8,7 @@
 #include "cl_error.h"
 #include "cltrain/cltrain_backend.h"
 #include "device.h"
+#include "gemm_tuning.h"
 #include "launch.h"
 #include "memory_plan.h"
 #include "ops/ops.h"
@@ -96,7 +97,9 @@ cltrain_status create(const cltrain_backend_config* config, cltrain_backend** ou
     b->queue = clCreateCommandQueue(b->context, b->device.id, props, &e);  // in order
     CLT_CHECK(e, "clCreateCommandQueue", b->device_line);
     b->programs = std::make_unique<ProgramCache>(
-        b->context, b->device.id, b->device.name + "|" + b->device.version + "|" + b->device.driver, cache_dir);
+        b->context, b->device.id, b->device.name + "|" + b->device.version + "|" + b->device.driver, cache_dir,
+        program_options(b->device.single_fp_config));
+    apply_gemm_tuning(b->device);
     b->filter = OpFilter::from_env();
     b->last_error = b->filter.error;
     *out = b.release();
@@ -147,7 +150,7 @@ void check_step_tensors(const cltrain_backend& b, const StepView& s) {
   for (int i = 0; i < s.step.num_inputs + s.step.num_outputs; ++i) {
     const int32_t id = i < s.step.num_inputs ? s.step.inputs[i] : s.step.outputs[i - s.step.num_inputs];
     if (id < 0) continue;
-    if (id >= static_cast<int32_t>(b.tensors.size()))
+    if (id >= b.num_host_tensors)
       fail(CLTRAIN_INVALID, s.what() + " refers to tensor " + std::to_string(id) + " outside the table");
     const cltrain_tensor_desc& t = b.tensors[id];
     if (b.offsets[id] < 0 || (!t.persistent && (s.index < t.first_step || s.index > t.last_step)))
@@ -170,20 +173,34 @@ cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltr
     b->assigned.assign(graph->assigned, graph->assigned + graph->num_steps);
     b->runs.assign(graph->num_steps, StepRun{});
 
-    plan_pool(*b, *graph, report);
+    // Check every assigned step and collect the scratch tensors they need, then plan them all.
+    std::vector<ScratchRequest> scratch;
+    for (int32_t i = 0; i < graph->num_steps; ++i) {
+      if (!b->assigned[i]) continue;
+      const StepView s{b->steps[i], graph->tensors, i};
+      const cltrain_step_desc& st = s.step;
+      const bool counts_ok = st.num_inputs >= 0 && st.num_inputs <= CLTRAIN_MAX_STEP_IO && st.num_outputs >= 0 &&
+                             st.num_outputs <= CLTRAIN_MAX_STEP_IO;
+      for (int k = 0; counts_ok && k < st.num_inputs + st.num_outputs; ++k) {
+        const int32_t id = k < st.num_inputs ? st.inputs[k] : st.outputs[k - st.num_inputs];
+        if (id >= graph->num_tensors)
+          fail(CLTRAIN_INVALID, s.what() + " refers to tensor " + std::to_string(id) + " outside the table");
+      }
+      if (const std::string why = why_unsupported(b, s); !why.empty())
+        fail(CLTRAIN_INVALID, s.what() + " cannot run on OpenCL: " + why);
+      const OpFamily* family = find_op_family(s.step.op);
+      if (!family->scratch) continue;
+      const std::vector<uint64_t> sizes = family->scratch(*b, s);
+      for (size_t k = 0; k < sizes.size(); ++k)
+        scratch.push_back({i, sizes[k], s.what() + " scratch " + std::to_string(k)});
+    }
+    plan_pool(*b, *graph, scratch, report);
 
     for (int32_t i = 0; i < graph->num_steps; ++i) {
       if (!b->assigned[i]) continue;
       const StepView s{b->steps[i], b->tensors.data(), i};
-      if (const std::string why = why_unsupported(b, s); !why.empty())
-        fail(CLTRAIN_INVALID, s.what() + " cannot run on OpenCL: " + why);
       check_step_tensors(*b, s);
       b->runs[i] = find_op_family(s.step.op)->prepare(*b, s);
-    }
-    if (b->gemm_temp_bytes > 0) {
-      cl_int e = CL_SUCCESS;
-      b->gemm_temp = clCreateBuffer(b->context, CL_MEM_READ_WRITE, b->gemm_temp_bytes, nullptr, &e);
-      CLT_CHECK(e, "clCreateBuffer", "GEMM scratch of " + std::to_string(b->gemm_temp_bytes) + " bytes");
     }
     CLT_CALL(clFinish, (b->queue), "end of prepare");
     b->prepared = true;
@@ -257,8 +274,7 @@ cltrain_status plan_offsets(cltrain_backend* b, int64_t* offsets, int32_t num_te
   return guarded(&b->last_error, [&] {
     if (!b->prepared) fail(CLTRAIN_INVALID, "plan_offsets: prepare has not succeeded");
     if (num_tensors < 0 || (num_tensors > 0 && !offsets)) fail(CLTRAIN_INVALID, "plan_offsets: bad table");
-    for (int32_t i = 0; i < num_tensors; ++i)
-      offsets[i] = static_cast<size_t>(i) < b->offsets.size() ? b->offsets[i] : -1;
+    for (int32_t i = 0; i < num_tensors; ++i) offsets[i] = i < b->num_host_tensors ? b->offsets[i] : -1;
     return CLTRAIN_OK;
   });
 }

@@ -49,7 +49,7 @@ cltrain_backend::~cltrain_backend() {
   if (queue) clFinish(queue);
   for (cl_kernel k : kernels) clReleaseKernel(k);
   programs.reset();
-  if (gemm_temp) clReleaseMemObject(gemm_temp);
+  for (auto& [id, mem] : sub_buffers) clReleaseMemObject(mem);
   if (pool) clReleaseMemObject(pool);
   if (queue) clReleaseCommandQueue(queue);
   if (context) clReleaseContext(context);

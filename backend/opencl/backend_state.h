@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <regex>
 #include <string>
@@ -56,17 +57,20 @@ struct cltrain_backend {
 
   // Set by prepare.
   bool prepared = false;
-  std::vector<cltrain_tensor_desc> tensors;  // copies; name and data pointers cleared
+  // The host's tensors (copies; name and data pointers cleared), then the backend's private
+  // tensors (kernel scratch, CLTRAIN_ROLE_LAYER_SCOPE) from index num_host_tensors on.
+  std::vector<cltrain_tensor_desc> tensors;
+  int32_t num_host_tensors = 0;
   std::vector<std::string> tensor_names;
   std::vector<int64_t> offsets;              // byte offset in the pool, -1 where not planned here
+  std::vector<std::vector<int32_t>> step_scratch;  // per global step: its private tensors, in order
+  std::map<int32_t, cl_mem> sub_buffers;     // whole-tensor views of the pool for CLBlast
   std::vector<cltrain_step_desc> steps;
   std::vector<uint8_t> assigned;
   std::vector<cltrain::ocl::StepRun> runs;   // per global step; empty where not assigned
   cl_mem pool = nullptr;
   uint64_t pool_bytes = 0;
   uint64_t alignment = 64;
-  cl_mem gemm_temp = nullptr;                // CLBlast's scratch, shared by all GEMMs
-  size_t gemm_temp_bytes = 0;
   std::vector<cl_kernel> kernels;            // every kernel object the steps use
 
   cltrain_backend() = default;

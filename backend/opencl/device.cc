@@ -98,6 +98,7 @@ Discovery discover_devices() {
       d.local_mem = device_value<cl_ulong>(id, CL_DEVICE_LOCAL_MEM_SIZE);
       d.max_alloc = device_value<cl_ulong>(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
       d.base_addr_align_bits = device_value<cl_uint>(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN);
+      d.single_fp_config = device_value<cl_device_fp_config>(id, CL_DEVICE_SINGLE_FP_CONFIG);
       out.devices.push_back(std::move(d));
     }
   }

@@ -4,14 +4,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include "memory_plan.h"
+
 namespace cltrain::ocl {
 namespace {
-
-size_t floor_pow2(size_t v) {
-  size_t p = 1;
-  while (p * 2 <= v) p *= 2;
-  return p;
-}
 
 std::string clblast_status_name(clblast::StatusCode s) {
   const int code = static_cast<int>(s);
@@ -72,22 +68,6 @@ Kernel make_kernel(Backend& b, const std::string& family, const Defines& defs, c
   return k;
 }
 
-Kernel make_reduction_kernel(Backend& b, const std::string& family, Defines defs, const char* name,
-                             uint64_t n, size_t* wg) {
-  // Small rows get a small group; 256 work-items keep a row of 784 floats to 4 loads each.
-  size_t size = floor_pow2(std::min<uint64_t>({256, std::max<uint64_t>(n, 1), b.device.max_work_group}));
-  for (;;) {
-    Defines d = defs;
-    d.set("WG_SIZE", static_cast<long long>(size));
-    Kernel k = make_kernel(b, family, d, name);
-    if (k.max_local >= size || size == 1) {
-      *wg = size;
-      return k;
-    }
-    size = floor_pow2(k.max_local);  // the compiled kernel takes fewer work-items: build again
-  }
-}
-
 void set_arg(const Kernel& k, cl_uint index, size_t size, const void* value) {
   CLT_CALL(clSetKernelArg, (k.handle, index, size, value),
            "kernel " + k.name + " argument " + std::to_string(index));
@@ -114,19 +94,49 @@ cl_uint elem_offset(const Backend& b, int32_t tensor) {
   return static_cast<cl_uint>(b.offsets[tensor] / 4);
 }
 
-void plan_gemm(Backend& b, const Gemm& g) {
+uint64_t gemm_temp_bytes(Backend& b, const Gemm& g) {
   size_t bytes = 0;
   check_clblast(clblast::GemmTempBufferSize<float>(clblast::Layout::kRowMajor, g.ta, g.tb, g.m, g.n, g.k,
                                                    g.a_off, g.lda, g.b_off, g.ldb, g.c_off, g.ldc, &b.queue,
                                                    bytes),
                 "clblast::GemmTempBufferSize", __LINE__, g.what);
-  b.gemm_temp_bytes = std::max(b.gemm_temp_bytes, bytes);
+  return bytes;
 }
 
-void run_gemm(Backend& b, const Gemm& g) {
-  check_clblast(clblast::Gemm<float>(clblast::Layout::kRowMajor, g.ta, g.tb, g.m, g.n, g.k, g.alpha, b.pool,
-                                     g.a_off, g.lda, b.pool, g.b_off, g.ldb, g.beta, b.pool, g.c_off, g.ldc,
-                                     &b.queue, nullptr, b.gemm_temp),
+cl_mem tensor_view(Backend& b, int32_t tensor) {
+  if (auto it = b.sub_buffers.find(tensor); it != b.sub_buffers.end()) return it->second;
+  if (tensor < 0 || static_cast<size_t>(tensor) >= b.offsets.size() || b.offsets[tensor] < 0)
+    fail(CLTRAIN_INVALID, b.tensor_label(tensor) + " is not planned on the OpenCL backend");
+  cl_buffer_region region;
+  region.origin = static_cast<size_t>(b.offsets[tensor]);  // a multiple of the base address alignment
+  region.size = static_cast<size_t>(std::max<uint64_t>(tensor_bytes(b.tensors[tensor]), 4));
+  cl_int err = CL_SUCCESS;
+  cl_mem mem = clCreateSubBuffer(b.pool, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+  CLT_CHECK(err, "clCreateSubBuffer", "view of " + b.tensor_label(tensor));
+  b.sub_buffers.emplace(tensor, mem);
+  return mem;
+}
+
+PreparedGemm prepare_gemm(Backend& b, const Gemm& g, int32_t temp_tensor) {
+  PreparedGemm p;
+  p.g = g;
+  p.a = tensor_view(b, g.a);
+  p.b = tensor_view(b, g.b);
+  p.c = tensor_view(b, g.c);
+  const uint64_t need = gemm_temp_bytes(b, g);
+  if (need > 0) {
+    if (temp_tensor < 0 || tensor_bytes(b.tensors[temp_tensor]) < need)
+      fail(CLTRAIN_ERROR, g.what + ": CLBlast needs " + std::to_string(need) + " bytes of scratch, more than planned");
+    p.temp = tensor_view(b, temp_tensor);
+  }
+  return p;
+}
+
+void run_gemm(Backend& b, const PreparedGemm& p) {
+  const Gemm& g = p.g;
+  check_clblast(clblast::Gemm<float>(clblast::Layout::kRowMajor, g.ta, g.tb, g.m, g.n, g.k, g.alpha, p.a, g.a_off,
+                                     g.lda, p.b, g.b_off, g.ldb, g.beta, p.c, g.c_off, g.ldc, &b.queue, nullptr,
+                                     p.temp),
                 "clblast::Gemm", __LINE__, g.what);
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backend_state.h"
 #include "cl_error.h"
@@ -33,11 +34,6 @@ struct Kernel {
 
 Kernel make_kernel(Backend& b, const std::string& family, const Defines& defs, const char* name);
 
-// A kernel that reduces with one work-group of wg work-items (WG_SIZE, a power of two) per row of
-// n elements; wg shrinks until the compiled kernel accepts it.
-Kernel make_reduction_kernel(Backend& b, const std::string& family, Defines defs, const char* name,
-                             uint64_t n, size_t* wg);
-
 void set_arg(const Kernel& k, cl_uint index, size_t size, const void* value);
 
 template <class... A>
@@ -54,18 +50,37 @@ void launch_groups(Backend& b, const Kernel& k, uint64_t groups, size_t wg);
 // The tensor's offset in the pool in floats, as kernels take it.
 cl_uint elem_offset(const Backend& b, int32_t tensor);
 
-// C = alpha * op(A) op(B) + beta * C, row-major, on the pool; offsets and leading dimensions in
-// elements.
+// C = alpha * op(A) op(B) + beta * C, row-major, through CLBlast. The operands are tensors of
+// the plan (host or private); offsets and leading dimensions are in elements, offsets within
+// their tensor. Each output element is one fma chain over k in increasing order (what the
+// Numerics of cltrain_backend.h ask of dot products) as long as beta is 0 and alpha 1.
 struct Gemm {
   clblast::Transpose ta = clblast::Transpose::kNo, tb = clblast::Transpose::kNo;
   size_t m = 0, n = 0, k = 0;
+  int32_t a = -1, b = -1, c = -1;
   size_t a_off = 0, lda = 0, b_off = 0, ldb = 0, c_off = 0, ldc = 0;
   float alpha = 1.0f, beta = 0.0f;
   std::string what;  // for error messages: "step 5 (FullyConnected backward) dW"
 };
 
-// At prepare: grows the shared scratch buffer to what this GEMM needs.
-void plan_gemm(Backend& b, const Gemm& g);
-void run_gemm(Backend& b, const Gemm& g);
+// Bytes of the scratch CLBlast needs for g (0: none). Depends only on shapes, transposes,
+// leading dimensions and the offsets within the tensors, so it can size a private tensor before
+// the pool is planned.
+uint64_t gemm_temp_bytes(Backend& b, const Gemm& g);
+
+// A GEMM bound to buffers: CLBlast takes each operand as a sub-buffer covering its whole tensor
+// (non-overlapping views of the pool, as OpenCL requires of buffers one kernel reads and writes)
+// and its scratch as the sub-buffer of a private tensor of the step.
+struct PreparedGemm {
+  Gemm g;
+  cl_mem a = nullptr, b = nullptr, c = nullptr, temp = nullptr;
+};
+
+// temp_tensor: a private tensor of at least gemm_temp_bytes(g), or -1 when that is 0.
+PreparedGemm prepare_gemm(Backend& b, const Gemm& g, int32_t temp_tensor);
+void run_gemm(Backend& b, const PreparedGemm& g);
+
+// A sub-buffer of the pool covering the whole tensor; created once, owned by the backend.
+cl_mem tensor_view(Backend& b, int32_t tensor);
 
 }  // namespace cltrain::ocl

@@ -25,23 +25,42 @@ void allocate_pool(Backend& b, uint64_t bytes) {
 }  // namespace
 
 uint64_t planned_bytes(const Backend& b, int32_t tensor) {
-  if (tensor < 0 || static_cast<size_t>(tensor) >= b.tensors.size())
+  if (tensor < 0 || tensor >= b.num_host_tensors)
     fail(CLTRAIN_INVALID, "tensor id " + std::to_string(tensor) + " is outside the tensor table (" +
-                              std::to_string(b.tensors.size()) + " tensors)");
+                              std::to_string(b.num_host_tensors) + " tensors)");
   if (b.offsets[tensor] < 0) fail(CLTRAIN_INVALID, b.tensor_label(tensor) + " is not planned on the OpenCL backend");
   return tensor_bytes(b.tensors[tensor]);
 }
 
-void plan_pool(Backend& b, const cltrain_graph_desc& graph, cltrain_memory_report* report) {
-  const size_t n = static_cast<size_t>(graph.num_tensors);
-  b.tensors.assign(graph.tensors, graph.tensors + n);
-  b.tensor_names.resize(n);
-  b.offsets.assign(n, -1);
-  for (size_t i = 0; i < n; ++i) {
+void plan_pool(Backend& b, const cltrain_graph_desc& graph, const std::vector<ScratchRequest>& scratch,
+               cltrain_memory_report* report) {
+  const size_t host = static_cast<size_t>(graph.num_tensors);
+  b.num_host_tensors = graph.num_tensors;
+  b.tensors.assign(graph.tensors, graph.tensors + host);
+  b.tensor_names.resize(host);
+  for (size_t i = 0; i < host; ++i) {
     b.tensor_names[i] = graph.tensors[i].name ? graph.tensors[i].name : "";
     b.tensors[i].name = nullptr;
     b.tensors[i].data = nullptr;
   }
+  // Private scratch: a float tensor live during its one step.
+  b.step_scratch.assign(static_cast<size_t>(graph.num_steps), {});
+  for (const ScratchRequest& r : scratch) {
+    if (r.step < 0 || r.step >= graph.num_steps) fail(CLTRAIN_ERROR, "scratch for step " + std::to_string(r.step));
+    cltrain_tensor_desc t{};
+    t.rank = 1;
+    const uint64_t elems = (r.bytes + 3) / 4;
+    if (elems > INT32_MAX) fail(CLTRAIN_OUT_OF_MEMORY, r.name + " of " + std::to_string(r.bytes) + " bytes is too large");
+    t.dims[0] = static_cast<int32_t>(elems);
+    t.dtype = CLTRAIN_FLOAT32;
+    t.role = CLTRAIN_ROLE_LAYER_SCOPE;
+    t.first_step = t.last_step = r.step;
+    b.step_scratch[r.step].push_back(static_cast<int32_t>(b.tensors.size()));
+    b.tensors.push_back(t);
+    b.tensor_names.push_back(r.name);
+  }
+  const size_t n = b.tensors.size();
+  b.offsets.assign(n, -1);
 
   // Persistent tensors (weights, optimizer variables) keep their bytes from one iteration to the
   // next, so they are planned as live over the whole step order whatever lifetime they carry.
@@ -78,6 +97,7 @@ void plan_pool(Backend& b, const cltrain_graph_desc& graph, cltrain_memory_repor
   // Blocking writes: the host's data is only valid during prepare. The first write also makes a
   // lazily allocating driver commit the pool, so running out of memory shows here.
   for (const PlanItem& it : items) {
+    if (it.id >= b.num_host_tensors) continue;  // private scratch
     const cltrain_tensor_desc& src = graph.tensors[it.id];
     if (src.data) {
       if (src.data_bytes != it.bytes)

@@ -2,16 +2,28 @@
 // allocates it, uploads initial data and zeroes optimizer variables.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "backend_state.h"
 
 namespace cltrain::ocl {
 
-// Copies the tensor table into b, plans, allocates b.pool, uploads and fills the report (may be
-// NULL). Throws Error: CLTRAIN_INVALID for a bad table, CLTRAIN_ERROR for a plan conflict,
-// CLTRAIN_OUT_OF_MEMORY when the pool does not fit.
-void plan_pool(Backend& b, const cltrain_graph_desc& graph, cltrain_memory_report* report);
+// A private tensor of the backend: kernel scratch of one step (CLTRAIN_ROLE_LAYER_SCOPE).
+struct ScratchRequest {
+  int32_t step = -1;
+  uint64_t bytes = 0;
+  std::string name;  // "step 5 (Conv2D forward) scratch 0"
+};
 
-// Bytes of a planned tensor; throws CLTRAIN_INVALID for one that is not planned here.
+// Copies the tensor table into b, appends the private tensors (b.step_scratch lists them per
+// step, in the order requested), plans all of them, allocates b.pool, uploads and fills the
+// report (may be NULL; the private tensors count as layer-scope). Throws Error: CLTRAIN_INVALID for a bad table, CLTRAIN_ERROR for a plan conflict,
+// CLTRAIN_OUT_OF_MEMORY when the pool does not fit.
+void plan_pool(Backend& b, const cltrain_graph_desc& graph, const std::vector<ScratchRequest>& scratch,
+               cltrain_memory_report* report);
+
+// Bytes of a planned tensor of the host; throws CLTRAIN_INVALID for one that is not planned here.
 uint64_t planned_bytes(const Backend& b, int32_t tensor);
 
 }  // namespace cltrain::ocl

@@ -14,8 +14,7 @@ namespace cltrain::ocl {
 namespace {
 
 // Bump when the kernels' calling conventions or the cache file layout change.
-constexpr const char* kCacheFormat = "cltrain-ocl-cache-1";
-constexpr const char* kStdOption = "-cl-std=CL1.2";
+constexpr const char* kCacheFormat = "cltrain-ocl-cache-2";
 
 uint64_t fnv1a(const std::string& s, uint64_t h) {
   for (unsigned char c : s) {
@@ -59,9 +58,19 @@ std::string build_log(cl_program program, cl_device_id device) {
 
 }  // namespace
 
+std::string program_options(cl_device_fp_config single_fp_config) {
+  std::string o = "-cl-std=CL1.2";
+  if (single_fp_config & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) o += " -cl-fp32-correctly-rounded-divide-sqrt";
+  return o;
+}
+
 ProgramCache::ProgramCache(cl_context context, cl_device_id device, std::string device_key,
-                           std::string cache_dir)
-    : context_(context), device_(device), device_key_(std::move(device_key)), cache_dir_(std::move(cache_dir)) {}
+                           std::string cache_dir, std::string device_options)
+    : context_(context),
+      device_(device),
+      device_key_(std::move(device_key)),
+      cache_dir_(std::move(cache_dir)),
+      device_options_(std::move(device_options)) {}
 
 ProgramCache::~ProgramCache() {
   for (auto& [key, program] : programs_) clReleaseProgram(program);
@@ -80,11 +89,14 @@ cl_program ProgramCache::get_program(const std::string& family, const std::strin
   const auto key = std::make_pair(family, options);
   if (auto it = programs_.find(key); it != programs_.end()) return it->second;
 
+  // numerics.h comes first: its FP_CONTRACT OFF must precede every kernel.
+  const char* numerics = find_kernel_source("numerics.h");
   const char* common = find_kernel_source("common.cl");
   const char* body = find_kernel_source(family);
-  if (!common || !body) fail(CLTRAIN_ERROR, "kernel source " + family + " is not embedded in the plugin");
-  const std::string text = std::string(common) + "\n" + body;
-  const std::string full_options = std::string(kStdOption) + " " + options;
+  if (!numerics || !common || !body)
+    fail(CLTRAIN_ERROR, "kernel source " + family + " is not embedded in the plugin");
+  const std::string text = std::string(numerics) + "\n" + common + "\n" + body;
+  const std::string full_options = device_options_ + " " + options;
   const std::string where = family + " with '" + options + "'";
 
   std::string cache_path;

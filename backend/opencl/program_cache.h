@@ -1,6 +1,7 @@
 // Builds OpenCL programs from the embedded kernel families, once per (family, options) and
-// context. Each program is common.cl followed by the family's source, compiled as OpenCL C 1.2
-// with the op instance's -D definitions. With a cache directory, program binaries are also kept
+// context. Each program is numerics.h (FP_CONTRACT OFF, clt_exp/clt_log), common.cl and the
+// family's source, compiled as OpenCL C 1.2 with the device options (correctly rounded divide and
+// sqrt where the device offers them) and the op instance's -D definitions. With a cache directory, program binaries are also kept
 // on disk, keyed by source, options, device, driver and a format version; any cache failure falls
 // back to compiling.
 #pragma once
@@ -13,9 +14,16 @@
 
 namespace cltrain::ocl {
 
+// The build options of every program on a device: "-cl-std=CL1.2", plus
+// "-cl-fp32-correctly-rounded-divide-sqrt" when CL_DEVICE_SINGLE_FP_CONFIG has
+// CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT (the numerics of cltrain_backend.h round / and sqrt exactly).
+std::string program_options(cl_device_fp_config single_fp_config);
+
 class ProgramCache {
  public:
-  ProgramCache(cl_context context, cl_device_id device, std::string device_key, std::string cache_dir);
+  // device_options: build options every program of this device gets (program_options()).
+  ProgramCache(cl_context context, cl_device_id device, std::string device_key, std::string cache_dir,
+               std::string device_options);
   ~ProgramCache();
   ProgramCache(const ProgramCache&) = delete;
   ProgramCache& operator=(const ProgramCache&) = delete;
@@ -35,6 +43,7 @@ class ProgramCache {
   cl_device_id device_;
   std::string device_key_;  // device name, version and driver: part of the disk cache key
   std::string cache_dir_;
+  std::string device_options_;
   std::map<std::pair<std::string, std::string>, cl_program> programs_;
   int built_ = 0, loaded_ = 0;
 };

@@ -152,7 +152,10 @@ TEST_F(OpenCLPlugin, SupportsTheListedOpsOnly) {
   const auto t = fc_tensors();
   EXPECT_EQ(supports_fc(CLTRAIN_ACT_RELU, t), 1);
   EXPECT_EQ(supports_fc(CLTRAIN_ACT_NONE, t), 1);
-  EXPECT_EQ(supports_fc(CLTRAIN_ACT_TANH, t), 0);
+  EXPECT_EQ(supports_fc(CLTRAIN_ACT_TANH, t), 1);
+  EXPECT_EQ(supports_fc(CLTRAIN_ACT_RELU6, t), 1);
+  EXPECT_EQ(supports_fc(CLTRAIN_ACT_RELU_N1_TO_1, t), 1);
+  EXPECT_EQ(supports_fc(5, t), 0);  // tflite's SIGN_BIT: not an activation cltrain knows
   cltrain_step_desc bad = fc_step(CLTRAIN_ACT_NONE);
   bad.op = CLTRAIN_OP_COUNT;
   EXPECT_EQ(api_->supports(backend_, &bad, t.data(), 1), 0);

@@ -1,7 +1,10 @@
-// FullyConnected: y = act(x W^T + b) with activation NONE or RELU.
-//   forward:  GEMM y = x W^T (CLBlast), then fc_bias_act (bias and activation, in place).
-//   backward: fc_act_grad (dz = dy * act'(y), in place on dy), fc_bias_grad (db = column sums
+// FullyConnected: y = act(x W^T + b), activation NONE, RELU, RELU_N1_TO_1, RELU6 or TANH.
+//   forward:  GEMM y = x W^T (CLBlast), then bias_act (bias and activation, in place).
+//   backward: act_grad (dz = act'(y) applied to dy, in place on dy), bias_grad (db = column sums
 //             of dz), GEMMs dW = dz^T x and dx = dz W.
+// kernels/bias_act.cl; CLBlast's scratch is one private tensor of the step.
+#include <algorithm>
+
 #include "launch.h"
 #include "memory_plan.h"
 #include "ops/ops.h"
@@ -9,7 +12,7 @@
 namespace cltrain::ocl {
 namespace {
 
-constexpr const char* kFamily = "fully_connected.cl";
+constexpr const char* kFamily = "bias_act.cl";
 
 struct FcShape {
   uint64_t n = 0, m = 0, k = 0;  // x [N, K], W [M, K], y [N, M]
@@ -18,8 +21,7 @@ struct FcShape {
 // Empty when the step fits; fills shape.
 std::string check_shape(const StepView& s, FcShape& shape) {
   const int act = s.step.params.activation;
-  if (act != CLTRAIN_ACT_NONE && act != CLTRAIN_ACT_RELU)
-    return "fused activation " + std::to_string(act) + " is not supported (NONE and RELU are)";
+  if (!activation_supported(act)) return "fused activation " + std::to_string(act) + " is not supported";
   const int32_t w = s.in(1);
   if (w < 0) return "needs the weight tensor";
   const cltrain_tensor_desc& wt = s.tensor(w);
@@ -43,7 +45,7 @@ std::string check_shape(const StepView& s, FcShape& shape) {
       return "output gradient has " + std::to_string(s.count(dy)) + " elements, not a multiple of M=" +
              std::to_string(shape.m);
     shape.n = s.count(dy) / shape.m;
-    if (act == CLTRAIN_ACT_RELU && !(why = require_count(s, y, "output", shape.n * shape.m)).empty()) return why;
+    if (act != CLTRAIN_ACT_NONE && !(why = require_count(s, y, "output", shape.n * shape.m)).empty()) return why;
     if (dx >= 0 && !(why = require_count(s, dx, "input gradient", shape.n * shape.k)).empty()) return why;
     if (dw >= 0 && !(why = require_count(s, dw, "weight gradient", shape.m * shape.k)).empty()) return why;
     if (dw >= 0 && !(why = require_count(s, x, "input", shape.n * shape.k)).empty()) return why;
@@ -60,74 +62,98 @@ std::string check(const StepView& s) {
   return check_shape(s, shape);
 }
 
-StepRun prepare_forward(Backend& b, const StepView& s, const FcShape& sh) {
-  const int32_t x = s.in(0), w = s.in(1), bias = s.in(2), y = s.out(0);
-  Gemm g;
-  g.ta = clblast::Transpose::kNo;
-  g.tb = clblast::Transpose::kYes;
-  g.m = sh.n, g.n = sh.m, g.k = sh.k;
-  g.a_off = elem_offset(b, x), g.lda = sh.k;
-  g.b_off = elem_offset(b, w), g.ldb = sh.k;
-  g.c_off = elem_offset(b, y), g.ldc = sh.m;
-  g.what = s.what() + " y = x W^T";
-  plan_gemm(b, g);
+// The GEMMs of the step, in the order they run.
+std::vector<Gemm> gemms(const StepView& s, const FcShape& sh) {
+  std::vector<Gemm> out;
+  if (s.step.phase == CLTRAIN_PHASE_FORWARD) {  // y [N, M] = x [N, K] W^T
+    Gemm g;
+    g.tb = clblast::Transpose::kYes;
+    g.m = sh.n, g.n = sh.m, g.k = sh.k;
+    g.a = s.in(0), g.lda = sh.k;
+    g.b = s.in(1), g.ldb = sh.k;
+    g.c = s.out(0), g.ldc = sh.m;
+    g.what = s.what() + " y = x W^T";
+    out.push_back(g);
+    return out;
+  }
+  const int32_t dy = s.in(3), dx = s.out(0), dw = s.out(1);
+  if (dw >= 0) {  // dW [M, K] = dz^T [M, N] x [N, K]
+    Gemm g;
+    g.ta = clblast::Transpose::kYes;
+    g.m = sh.m, g.n = sh.k, g.k = sh.n;
+    g.a = dy, g.lda = sh.m;
+    g.b = s.in(0), g.ldb = sh.k;
+    g.c = dw, g.ldc = sh.k;
+    g.what = s.what() + " dW = dz^T x";
+    out.push_back(g);
+  }
+  if (dx >= 0) {  // dx [N, K] = dz [N, M] W [M, K]
+    Gemm g;
+    g.m = sh.n, g.n = sh.k, g.k = sh.m;
+    g.a = dy, g.lda = sh.m;
+    g.b = s.in(1), g.ldb = sh.k;
+    g.c = dx, g.ldc = sh.k;
+    g.what = s.what() + " dx = dz W";
+    out.push_back(g);
+  }
+  return out;
+}
 
-  const bool relu = s.step.params.activation == CLTRAIN_ACT_RELU;
+// One private tensor: CLBlast's scratch, the largest any GEMM of the step needs (none if 0).
+std::vector<uint64_t> scratch(Backend& b, const StepView& s) {
+  FcShape sh;
+  check_shape(s, sh);
+  uint64_t bytes = 0;
+  for (const Gemm& g : gemms(s, sh)) bytes = std::max(bytes, gemm_temp_bytes(b, g));
+  if (bytes == 0) return {};
+  return {bytes};
+}
+
+std::vector<PreparedGemm> prepare_gemms(Backend& b, const StepView& s, const FcShape& sh) {
+  const int32_t temp = b.step_scratch[s.index].empty() ? -1 : scratch_tensor(b, s, 0);
+  std::vector<PreparedGemm> out;
+  for (const Gemm& g : gemms(s, sh)) out.push_back(prepare_gemm(b, g, temp));
+  return out;
+}
+
+StepRun prepare_forward(Backend& b, const StepView& s, const FcShape& sh) {
+  const int32_t bias = s.in(2), y = s.out(0);
+  const std::vector<PreparedGemm> g = prepare_gemms(b, s, sh);
+  const int act = s.step.params.activation;
   Kernel bias_act;
-  if (bias >= 0 || relu) {
+  if (bias >= 0 || act != CLTRAIN_ACT_NONE) {
     Defines d;
-    d.set("N", sh.n).set("M", sh.m).set("HAS_BIAS", bias >= 0).set("ACT_RELU", relu);
-    bias_act = make_kernel(b, kFamily, d, "fc_bias_act");
+    d.set("ROWS", sh.n).set("COLS", sh.m).set("HAS_BIAS", bias >= 0).set("ACT", act);
+    bias_act = make_kernel(b, kFamily, d, "bias_act");
     set_args(bias_act, b.pool, elem_offset(b, y), bias >= 0 ? elem_offset(b, bias) : cl_uint{0});
   }
   const uint64_t count = sh.n * sh.m;
   return [&b, g, bias_act, count](const cltrain_run_args*) {
-    run_gemm(b, g);
+    run_gemm(b, g[0]);
     if (bias_act) launch_1d(b, bias_act, count);
   };
 }
 
 StepRun prepare_backward(Backend& b, const StepView& s, const FcShape& sh) {
-  const int32_t x = s.in(0), w = s.in(1), y = s.in(2), dy = s.in(3);
-  const int32_t dx = s.out(0), dw = s.out(1), db = s.out(2);
+  const int32_t y = s.in(2), dy = s.in(3), db = s.out(2);
+  const int act = s.step.params.activation;
   Defines d;
-  d.set("N", sh.n).set("M", sh.m);
-
+  d.set("ROWS", sh.n).set("COLS", sh.m).set("HAS_BIAS", 0).set("ACT", act);
   Kernel act_grad, bias_grad;
-  if (s.step.params.activation == CLTRAIN_ACT_RELU) {
-    act_grad = make_kernel(b, kFamily, d, "fc_act_grad");
+  if (act != CLTRAIN_ACT_NONE) {
+    act_grad = make_kernel(b, kFamily, d, "act_grad");
     set_args(act_grad, b.pool, elem_offset(b, y), elem_offset(b, dy));
   }
   if (db >= 0) {
-    bias_grad = make_kernel(b, kFamily, d, "fc_bias_grad");
+    bias_grad = make_kernel(b, kFamily, d, "bias_grad");
     set_args(bias_grad, b.pool, elem_offset(b, dy), elem_offset(b, db));
   }
-  std::vector<Gemm> gemms;
-  if (dw >= 0) {  // dW [M, K] = dz^T [M, N] x [N, K]
-    Gemm g;
-    g.ta = clblast::Transpose::kYes;
-    g.m = sh.m, g.n = sh.k, g.k = sh.n;
-    g.a_off = elem_offset(b, dy), g.lda = sh.m;
-    g.b_off = elem_offset(b, x), g.ldb = sh.k;
-    g.c_off = elem_offset(b, dw), g.ldc = sh.k;
-    g.what = s.what() + " dW = dz^T x";
-    gemms.push_back(g);
-  }
-  if (dx >= 0) {  // dx [N, K] = dz [N, M] W [M, K]
-    Gemm g;
-    g.m = sh.n, g.n = sh.k, g.k = sh.m;
-    g.a_off = elem_offset(b, dy), g.lda = sh.m;
-    g.b_off = elem_offset(b, w), g.ldb = sh.k;
-    g.c_off = elem_offset(b, dx), g.ldc = sh.k;
-    g.what = s.what() + " dx = dz W";
-    gemms.push_back(g);
-  }
-  for (const Gemm& g : gemms) plan_gemm(b, g);
+  const std::vector<PreparedGemm> gs = prepare_gemms(b, s, sh);
   const uint64_t count = sh.n * sh.m, cols = sh.m;
-  return [&b, act_grad, bias_grad, gemms, count, cols](const cltrain_run_args*) {
+  return [&b, act_grad, bias_grad, gs, count, cols](const cltrain_run_args*) {
     if (act_grad) launch_1d(b, act_grad, count);
     if (bias_grad) launch_1d(b, bias_grad, cols);
-    for (const Gemm& g : gemms) run_gemm(b, g);
+    for (const PreparedGemm& g : gs) run_gemm(b, g);
   };
 }
 
@@ -139,6 +165,6 @@ StepRun prepare(Backend& b, const StepView& s) {
 
 }  // namespace
 
-const OpFamily kOp_FULLY_CONNECTED = {check, prepare};
+const OpFamily kOp_FULLY_CONNECTED = {check, prepare, scratch};
 
 }  // namespace cltrain::ocl

@@ -1,6 +1,7 @@
-// Losses (kernels/loss.cl): loss_forward reduces the whole batch in one work-group into the
-// one-element loss; loss_backward writes dpred elementwise. Conventions as cltrain_backend.h:
-// CCE clamps pred to [1e-7, 1 - 1e-7]; SUM_OVER_BATCH_SIZE divides by dims[0] of pred.
+// Losses (kernels/loss.cl): loss_forward sums the whole batch in one work-item, in increasing
+// index, into the one-element loss; loss_backward writes dpred elementwise. Conventions and
+// rounding orders as cltrain_backend.h: CCE clamps pred to [1e-7, 1 - 1e-7]; SUM_OVER_BATCH_SIZE
+// divides by N = dims[0] of pred.
 #include "launch.h"
 #include "ops/ops.h"
 
@@ -30,19 +31,15 @@ StepRun prepare_loss(Backend& b, const StepView& s) {
   const uint64_t count = s.count(pred);
   const uint64_t batch = p.rank > 0 && p.dims[0] > 0 ? static_cast<uint64_t>(p.dims[0]) : 1;
   const bool mse = s.step.op == CLTRAIN_OP_LOSS_MSE;
-  double factor = s.step.params.reduction == CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE ? 1.0 / batch : 1.0;
-  if (mse) factor /= static_cast<double>(count / batch);  // the mean over a sample's elements
   Defines d;
-  d.set("COUNT", count).set(mse ? "LOSS_MSE" : "LOSS_CCE", 1).set_float("FACTOR", static_cast<float>(factor));
-  if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
-    size_t wg = 1;
-    Kernel k = make_reduction_kernel(b, kFamily, d, "loss_forward", count, &wg);
-    set_args(k, b.pool, elem_offset(b, pred), elem_offset(b, expected), elem_offset(b, out));
-    return [&b, k, wg](const cltrain_run_args*) { launch_groups(b, k, 1, wg); };
-  }
-  Kernel k = make_kernel(b, kFamily, d, "loss_backward");
+  d.set("COUNT", count).set("N", batch).set("K", count / batch);
+  d.set(mse ? "LOSS_MSE" : "LOSS_CCE", 1).set(mse ? "LOSS_CCE" : "LOSS_MSE", 0);
+  d.set("DIV_N", s.step.params.reduction == CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE);
+  const bool forward = s.step.phase == CLTRAIN_PHASE_FORWARD;
+  Kernel k = make_kernel(b, kFamily, d, forward ? "loss_forward" : "loss_backward");
   set_args(k, b.pool, elem_offset(b, pred), elem_offset(b, expected), elem_offset(b, out));
-  return [&b, k, count](const cltrain_run_args*) { launch_1d(b, k, count); };
+  const uint64_t items = forward ? 1 : count;
+  return [&b, k, items](const cltrain_run_args*) { launch_1d(b, k, items); };
 }
 
 }  // namespace

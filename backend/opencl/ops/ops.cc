@@ -1,5 +1,7 @@
 #include "ops/ops.h"
 
+#include "cl_error.h"
+
 namespace cltrain::ocl {
 
 const OpFamily* find_op_family(int op) {
@@ -24,6 +26,17 @@ std::string require_count(const StepView& s, int32_t id, const char* role, uint6
     return std::string(role) + " (tensor " + std::to_string(id) + ") has " + std::to_string(s.count(id)) +
            " elements, expected " + std::to_string(count);
   return {};
+}
+
+bool activation_supported(int32_t activation) {
+  return activation == CLTRAIN_ACT_NONE || activation == CLTRAIN_ACT_RELU || activation == CLTRAIN_ACT_RELU_N1_TO_1 ||
+         activation == CLTRAIN_ACT_RELU6 || activation == CLTRAIN_ACT_TANH;
+}
+
+int32_t scratch_tensor(const Backend& b, const StepView& s, size_t i) {
+  if (s.index < 0 || static_cast<size_t>(s.index) >= b.step_scratch.size() || i >= b.step_scratch[s.index].size())
+    fail(CLTRAIN_ERROR, s.what() + " has no scratch tensor " + std::to_string(i));
+  return b.step_scratch[s.index][i];
 }
 
 }  // namespace cltrain::ocl

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "backend_state.h"
 #include "cltrain/cltrain_ops.h"
@@ -19,6 +20,11 @@ struct OpFamily {
   // At prepare: generates the step's kernels, sets their constant arguments and returns what
   // run() enqueues. Only called after check() passed.
   StepRun (*prepare)(Backend& b, const StepView& s) = nullptr;
+  // Optional: the bytes of each private scratch tensor the step needs (im2col panels, CLBlast's
+  // GEMM scratch). Called before the pool is planned, after check() passed; the tensors are
+  // planned as CLTRAIN_ROLE_LAYER_SCOPE, live during this step only, and prepare finds them in
+  // b.step_scratch[s.index] in the same order (scratch_tensor()).
+  std::vector<uint64_t> (*scratch)(Backend& b, const StepView& s) = nullptr;
 };
 
 #define CLTRAIN_OCL_DECLARE_OP(e, name, code, kind) extern const OpFamily kOp_##e;
@@ -31,5 +37,11 @@ const OpFamily* find_op_family(int op);
 // Shared checks; each returns an empty string when it holds.
 std::string require_tensor(const StepView& s, int32_t id, const char* role);
 std::string require_count(const StepView& s, int32_t id, const char* role, uint64_t count);
+
+// Fused activations the kernels implement (common.cl clt_act): NONE, RELU, RELU_N1_TO_1, RELU6, TANH.
+bool activation_supported(int32_t activation);
+
+// The i-th private scratch tensor of the step (as its family's scratch() listed them).
+int32_t scratch_tensor(const Backend& b, const StepView& s, size_t i);
 
 }  // namespace cltrain::ocl

@@ -1,5 +1,5 @@
 // Softmax over the last dimension with params.beta: softmax_forward, softmax_backward
-// (kernels/softmax.cl), one work-group per row.
+// (kernels/softmax.cl), one work-item per row.
 #include <cmath>
 
 #include "launch.h"
@@ -32,17 +32,16 @@ StepRun prepare_softmax(Backend& b, const StepView& s) {
   const uint64_t cols = static_cast<uint64_t>(t.dims[t.rank - 1]);
   const uint64_t rows = s.count(s.in(0)) / cols;
   Defines d;
-  d.set("COLS", cols).set_float("BETA", s.step.params.beta);
-  size_t wg = 1;
+  d.set("ROWS", rows).set("COLS", cols).set_float("BETA", s.step.params.beta);
   Kernel k;
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
-    k = make_reduction_kernel(b, kFamily, d, "softmax_forward", cols, &wg);
+    k = make_kernel(b, kFamily, d, "softmax_forward");
     set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.out(0)));
   } else {
-    k = make_reduction_kernel(b, kFamily, d, "softmax_backward", cols, &wg);
+    k = make_kernel(b, kFamily, d, "softmax_backward");
     set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.in(1)), elem_offset(b, s.out(0)));
   }
-  return [&b, k, rows, wg](const cltrain_run_args*) { launch_groups(b, k, rows, wg); };
+  return [&b, k, rows](const cltrain_run_args*) { launch_1d(b, k, rows); };
 }
 
 }  // namespace
