@@ -2,6 +2,7 @@
 // nothing else may happen. Run under -DCLTRAIN_ASAN=ON to catch out-of-bounds reads.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -42,29 +43,71 @@ TEST(ModelFuzz, neg_TruncateEveryLength) {
 }
 
 TEST(ModelFuzz, neg_ChangeEveryByte) {
-  const std::vector<uint8_t> full = write_model(test::tiny_model(), "circle");
+  // The every-op model puts each option table and the axes/paddings operands under the flips.
+  for (const Model& model : {test::tiny_model(), test::every_op_model()}) {
+    const std::vector<uint8_t> full = write_model(model, "circle");
+    Tally tally;
+    for (size_t i = 0; i < full.size(); ++i) {
+      for (uint8_t mask : {0x01, 0x10, 0x80, 0xff}) {
+        std::vector<uint8_t> b = full;
+        b[i] ^= mask;
+        try_load(b, tally, "byte " + std::to_string(i) + " ^ " + std::to_string(mask));
+      }
+    }
+    EXPECT_GT(tally.rejected, 0);
+    EXPECT_GT(tally.loaded, 0);  // flips inside weights still load
+  }
+}
+
+// Every option and constant operand of the every-op model set to values at the edges of int32.
+TEST(ModelFuzz, neg_ExtremeOptionValues) {
+  const std::vector<uint8_t> full = write_model(test::every_op_model(), "tflite");
+  const int32_t values[] = {0, -1, 1, 2, 7, INT32_MAX, INT32_MIN, 1 << 30, -(1 << 30)};
   Tally tally;
-  for (size_t i = 0; i < full.size(); ++i) {
-    for (uint8_t mask : {0x01, 0x10, 0x80, 0xff}) {
-      std::vector<uint8_t> b = full;
-      b[i] ^= mask;
-      try_load(b, tally, "byte " + std::to_string(i) + " ^ " + std::to_string(mask));
+  for (int32_t v : values) {
+    for (int field = 0; field < 9; ++field) {
+      const std::vector<uint8_t> b = test::edit_raw(full, [&](fb::ModelT& m) {
+        for (auto& op : m.subgraphs[0]->operators) {
+          auto& o = op->builtin_options;
+          if (auto* c = o.AsConv2DOptions()) {
+            int32_t* f[] = {&c->stride_w, &c->stride_h, &c->dilation_w_factor, &c->dilation_h_factor};
+            if (field < 4) *f[field] = v;
+          } else if (auto* d = o.AsDepthwiseConv2DOptions()) {
+            int32_t* f[] = {&d->stride_w, &d->stride_h, &d->dilation_w_factor, &d->dilation_h_factor,
+                            &d->depth_multiplier};
+            if (field < 5) *f[field] = v;
+          } else if (auto* p = o.AsPool2DOptions()) {
+            int32_t* f[] = {&p->stride_w, &p->stride_h, &p->filter_width, &p->filter_height};
+            if (field >= 4 && field < 8) *f[field - 4] = v;
+          } else if (auto* c2 = o.AsConcatenationOptions()) {
+            if (field == 8) c2->axis = v;
+          }
+        }
+        // The int32 constants (axes, paddings, reshape target): every value at once.
+        for (auto& t : m.subgraphs[0]->tensors) {
+          if (t->type != fb::TensorType::INT32 || field != 8) continue;
+          auto& data = m.buffers[t->buffer]->data;
+          for (size_t i = 0; i + 4 <= data.size(); i += 4) std::memcpy(data.data() + i, &v, 4);
+        }
+      });
+      try_load(b, tally, "value " + std::to_string(v) + " in field " + std::to_string(field));
     }
   }
   EXPECT_GT(tally.rejected, 0);
-  EXPECT_GT(tally.loaded, 0);  // flips inside weights still load
 }
 
 // CLTRAIN_FUZZ_ROUNDS=100000 for a longer run.
 TEST(ModelFuzz, neg_RandomDamage) {
   const char* env = std::getenv("CLTRAIN_FUZZ_ROUNDS");
-  const int rounds = env ? std::atoi(env) : 500;
+  const int rounds = env ? std::atoi(env) : 1000;
   const std::vector<uint8_t> models[] = {write_model(test::tiny_model(), "circle"),
-                                         write_model(make_named_model("mlp", 2), "tflite")};
+                                         write_model(make_named_model("mlp", 2), "tflite"),
+                                         write_model(test::every_op_model(), "circle"),
+                                         write_model(make_named_model("cnn-tiny", 2), "tflite")};
   std::mt19937 rng(1234);
   Tally tally;
   for (int round = 0; round < rounds; ++round) {
-    std::vector<uint8_t> b = models[round % 2];
+    std::vector<uint8_t> b = models[round % 4];
     const int changes = 1 + static_cast<int>(rng() % 8);
     for (int c = 0; c < changes; ++c) {
       // Mostly the tables at the start of the file (flatbuffers are built back to front, and

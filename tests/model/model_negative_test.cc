@@ -361,7 +361,8 @@ TEST(ModelLoadCnn, neg_MissingOptions) {
     const std::vector<uint8_t> b = edit_raw(bytes_of(m), [&](fb::ModelT& fm) {
       fm.subgraphs[0]->operators[static_cast<size_t>(i)]->builtin_options.Reset();
     });
-    EXPECT_LOAD_ERROR(b, ("operator " + std::to_string(i)).c_str(), "options missing");
+    const std::string label = "operator " + std::to_string(i);
+    EXPECT_LOAD_ERROR(b, label.c_str(), "options missing");
   }
 }
 
