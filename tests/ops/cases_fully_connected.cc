@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "op_case.h"
+#include "reference.h"
 
 namespace cltrain {
 namespace optest {
@@ -18,37 +19,6 @@ struct FcShape {
   float w_scale = 1.0f;
   int fd_samples = 64;
 };
-
-const char* act_name(int32_t act) {
-  switch (act) {
-    case CLTRAIN_ACT_NONE: return "none";
-    case CLTRAIN_ACT_RELU: return "relu";
-    case CLTRAIN_ACT_RELU_N1_TO_1: return "relun1to1";
-    case CLTRAIN_ACT_RELU6: return "relu6";
-    case CLTRAIN_ACT_TANH: return "tanh";
-    default: return "?";
-  }
-}
-
-double act_forward(int32_t act, double z) {
-  switch (act) {
-    case CLTRAIN_ACT_RELU: return std::max(z, 0.0);
-    case CLTRAIN_ACT_RELU_N1_TO_1: return std::min(std::max(z, -1.0), 1.0);
-    case CLTRAIN_ACT_RELU6: return std::min(std::max(z, 0.0), 6.0);
-    case CLTRAIN_ACT_TANH: return std::tanh(z);
-    default: return z;
-  }
-}
-
-double act_derivative(int32_t act, double y) {
-  switch (act) {
-    case CLTRAIN_ACT_RELU: return y > 0.0;
-    case CLTRAIN_ACT_RELU_N1_TO_1: return y > -1.0 && y < 1.0;
-    case CLTRAIN_ACT_RELU6: return y > 0.0 && y < 6.0;
-    case CLTRAIN_ACT_TANH: return 1.0 - y * y;
-    default: return 1.0;
-  }
-}
 
 OpCase fc_case(const FcShape& s) {
   OpCase c;
@@ -97,8 +67,8 @@ OpCase fc_case(const FcShape& s) {
       for (int32_t j = 0; j < m; ++j) {
         double z = b >= 0 ? in.at(b)[j] : 0.0;
         for (int32_t l = 0; l < k; ++l) z += xv[i * k + l] * wv[j * k + l];
-        yv[i * m + j] = act_forward(act, z);
-        dz[i * m + j] = r[i * m + j] * act_derivative(act, yv[i * m + j]);
+        yv[i * m + j] = ref_activation(act, z);
+        dz[i * m + j] = r[i * m + j] * ref_activation_derivative(act, yv[i * m + j]);
       }
     for (int32_t i = 0; i < n; ++i)
       for (int32_t j = 0; j < m; ++j)

@@ -7,12 +7,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cfloat>
+#include <cstdint>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 #include <set>
@@ -95,11 +98,21 @@ void check_finite_differences(const OpCase& c, CaseRun& run, const CaseInputs& i
   const std::vector<float>* r = c.dy >= 0 ? &in.initial.at(c.dy) : nullptr;
   const cltrain_run_args args{1, 0.0f};
   const double eps = c.tol.fd_eps;
-  for (const auto& [x, grad] : c.grads) {
+  // An input given to the step twice (x + x) has a gradient output per use; the scalar moves
+  // with their sum.
+  std::map<int32_t, std::vector<int32_t>> grads_of;
+  for (const auto& [x, grad] : c.grads) grads_of[x].push_back(grad);
+  for (const auto& [x, grads] : grads_of) {
     const std::vector<float> base = in.initial.at(x);
-    const std::vector<float>& analytic = out.at(grad);
+    std::vector<double> analytic(base.size(), 0.0);
+    std::string grad_names;
+    for (int32_t g : grads) {
+      const std::vector<float>& v = out.at(g);
+      for (size_t i = 0; i < v.size() && i < analytic.size(); ++i) analytic[i] += v[i];
+      grad_names += (grad_names.empty() ? "" : " + ") + c.tensors[g].name;
+    }
     double scale = 0.0;
-    for (float g : analytic) scale = std::max(scale, std::fabs(static_cast<double>(g)));
+    for (double g : analytic) scale = std::max(scale, std::fabs(g));
     const std::vector<size_t> idx = sample_indices(base.size(), c.fd_samples, fnv1a(c.name + c.tensors[x].name));
     size_t skipped = 0, bad = 0;
     std::ostringstream m;
@@ -138,7 +151,7 @@ void check_finite_differences(const OpCase& c, CaseRun& run, const CaseInputs& i
         moved = 2.0 * (std::fabs(lp) + std::fabs(lm));
       }
       const double numeric = (lp - lm) / (hi - lo);
-      const double bound = c.tol.fd_tol * std::max(std::fabs(static_cast<double>(analytic[i])), scale) +
+      const double bound = c.tol.fd_tol * std::max(std::fabs(analytic[i]), scale) +
                            8.0 * FLT_EPSILON * moved / (hi - lo);
       const double diff = std::fabs(numeric - analytic[i]);
       if (!(diff <= bound)) {
@@ -150,7 +163,7 @@ void check_finite_differences(const OpCase& c, CaseRun& run, const CaseInputs& i
     }
     run.write(x, base);
     if (bad)
-      ADD_FAILURE() << backend << ": d/d" << c.tensors[x].name << " (" << c.tensors[grad].name << "): " << bad << " of "
+      ADD_FAILURE() << backend << ": d/d" << c.tensors[x].name << " (" << grad_names << "): " << bad << " of "
                     << idx.size() - skipped << " sampled elements disagree with finite differences (eps " << eps
                     << ")" << m.str();
     EXPECT_LE(skipped * 2, idx.size()) << backend << ": " << skipped << " of " << idx.size() << " samples of "
@@ -364,6 +377,52 @@ void expect_outputs_close(const OpCase& c, const Outputs& got, const Outputs& wa
     for (const auto& [t, v] : want[k])
       expect_close_tensor(what + ": " + c.tensors[t].name + (got.size() > 1 ? " after iteration " + std::to_string(k + 1) : ""),
                           got[k].at(t), to_double(v), tol);
+}
+
+bool rounds_like_the_cpu(const std::string& device) {
+  std::string d = device;
+  std::transform(d.begin(), d.end(), d.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return d.find("pthread") != std::string::npos || d.find("portable computing language") != std::string::npos ||
+         d.find("pocl") != std::string::npos;
+}
+
+int64_t ulp_distance(float a, float b) {
+  auto key = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, sizeof(i));
+    return i < 0 ? static_cast<int64_t>(INT32_MIN) - i : static_cast<int64_t>(i);  // monotonic in f
+  };
+  return std::llabs(key(a) - key(b));
+}
+
+void expect_outputs_bitwise(const OpCase& c, const Outputs& got, const Outputs& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t k = 0; k < got.size(); ++k)
+    for (const auto& [t, w] : want[k]) {
+      const std::vector<float>& g = got[k].at(t);
+      ASSERT_EQ(g.size(), w.size()) << what;
+      size_t bad = 0, first = 0;
+      int64_t largest = 0;
+      for (size_t i = 0; i < g.size(); ++i) {
+        uint32_t gb, wb;
+        std::memcpy(&gb, &g[i], sizeof(gb));
+        std::memcpy(&wb, &w[i], sizeof(wb));
+        if (gb == wb) continue;
+        if (bad++ == 0) first = i;
+        largest = std::max(largest, ulp_distance(g[i], w[i]));
+      }
+      if (!bad) continue;
+      uint32_t gb, wb;
+      std::memcpy(&gb, &g[first], sizeof(gb));
+      std::memcpy(&wb, &w[first], sizeof(wb));
+      std::ostringstream m;
+      m << std::hexfloat << g[first] << " (0x" << std::hex << gb << ") vs cpu " << std::hexfloat << w[first] << " (0x"
+        << std::hex << wb << ")" << std::dec << std::defaultfloat;
+      ADD_FAILURE() << what << ": " << c.tensors[t].name
+                    << (got.size() > 1 ? " after iteration " + std::to_string(k + 1) : "") << ": " << bad << " of "
+                    << g.size() << " elements differ; first [" << first << "] " << m.str() << ", "
+                    << ulp_distance(g[first], w[first]) << " ulp apart; largest distance " << largest << " ulp";
+    }
 }
 
 }  // namespace optest

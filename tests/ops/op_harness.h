@@ -50,5 +50,17 @@ Outputs run_case(const OpCase& c, Backend& backend, const CaseInputs& in, const 
 void expect_outputs_close(const OpCase& c, const Outputs& got, const Outputs& want, double tol,
                           const std::string& what);
 
+// A device that rounds IEEE-754 single precision exactly as the CPU does (POCL's CPU device), by
+// its device line: there the OpenCL backend must equal the CPU backend bit for bit.
+bool rounds_like_the_cpu(const std::string& device);
+
+// Distance of two floats in units in the last place: adjacent floats are 1 apart, +0 and -0 are
+// 0 apart (though their bits differ).
+int64_t ulp_distance(float a, float b);
+
+// got vs want bit for bit; a failure names the tensor, how many elements differ, the first one
+// with both values and their ulp distance, and the largest distance.
+void expect_outputs_bitwise(const OpCase& c, const Outputs& got, const Outputs& want, const std::string& what);
+
 }  // namespace optest
 }  // namespace cltrain

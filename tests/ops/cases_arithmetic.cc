@@ -1,0 +1,133 @@
+// ADD, SUB, MUL, DIV with numpy broadcasting and a fused activation: forward in [a, b] out [y],
+// backward in [a, b, y, dy] out [da, db] (a, b -1 where the op does not read them). Shapes: equal,
+// [N,1,1,C] against [N,H,W,C] (squeeze-and-excite), a [1,1,1,1] operand, both operands
+// broadcast, and the same tensor as both operands (x + x, x * x: one tensor id in both inputs,
+// two gradient outputs whose sum is the gradient).
+#include "op_case.h"
+#include "reference.h"
+
+namespace cltrain {
+namespace optest {
+namespace {
+
+const char* op_label(int32_t op) {
+  switch (op) {
+    case CLTRAIN_OP_ADD: return "Add_";
+    case CLTRAIN_OP_SUB: return "Sub_";
+    case CLTRAIN_OP_MUL: return "Mul_";
+    default: return "Div_";
+  }
+}
+
+struct ArithSpec {
+  std::string tag;
+  std::vector<int32_t> a, b;  // b empty: the same tensor as a
+  int32_t act = CLTRAIN_ACT_NONE;
+  bool da = true, db = true;
+  float scale = 1.0f;
+};
+
+// Index of the operand element that y element i reads.
+std::vector<uint64_t> operand_index(const std::vector<int32_t>& op, const std::vector<int32_t>& y) {
+  std::vector<uint64_t> out(element_count(y));
+  for (uint64_t i = 0; i < out.size(); ++i) {
+    uint64_t rest = i, j = 0, stride = 1;
+    for (size_t d = y.size(); d-- > 0;) {
+      const uint64_t coord = rest % static_cast<uint64_t>(y[d]);
+      rest /= static_cast<uint64_t>(y[d]);
+      if (op[d] != 1) j += coord * stride;
+      stride *= static_cast<uint64_t>(op[d]);
+    }
+    out[i] = j;
+  }
+  return out;
+}
+
+OpCase arith_case(int32_t op, const ArithSpec& s) {
+  OpCase c;
+  c.op = op;
+  c.name = op_label(op) + s.tag + "_" + act_name(s.act);
+  const bool same = s.b.empty();
+  const std::vector<int32_t> bdims = same ? s.a : s.b;
+  std::vector<int32_t> ydims(s.a.size());
+  for (size_t d = 0; d < ydims.size(); ++d) ydims[d] = std::max(s.a[d], bdims[d]);
+  const int32_t a = c.input("a", s.a, s.scale);
+  int32_t b = a;
+  if (!same) b = c.input("b", bdims, s.scale);
+  if (op == CLTRAIN_OP_DIV) {  // divisors away from zero
+    c.tensors[b].fill = Fill::Values;
+    c.tensors[b].values = away_from_zero(element_count(bdims), 0.5f, 1.5f, static_cast<uint32_t>(c.name.size()));
+  }
+  const int32_t y = c.output("y", ydims);
+  const int32_t dy = c.input("dy", ydims);
+  c.tensors[dy].role = CLTRAIN_ROLE_BACK_PROP;
+  const int32_t da = s.da ? c.output("da", s.a, CLTRAIN_ROLE_BACK_PROP) : -1;
+  // With one tensor in both inputs, the host gives the second use a disposable gradient.
+  const int32_t db = s.db ? c.output("db", bdims, same ? CLTRAIN_ROLE_DISPOSABLE : CLTRAIN_ROLE_BACK_PROP) : -1;
+  cltrain_op_params p{};
+  p.activation = s.act;
+  const bool mul = op == CLTRAIN_OP_MUL, div = op == CLTRAIN_OP_DIV;
+  const int32_t read_a = (mul || div) && db >= 0 ? a : -1;
+  const int32_t read_b = (mul && da >= 0) || div ? b : -1;
+  c.step(op, CLTRAIN_PHASE_FORWARD, {a, b}, {y}, p);
+  c.step(op, CLTRAIN_PHASE_BACKWARD, {read_a, read_b, s.act != CLTRAIN_ACT_NONE ? y : -1, dy}, {da, db}, p);
+  c.y = y;
+  c.dy = dy;
+  c.activation = s.act;
+  if (da >= 0) c.grads.push_back({a, da});
+  if (db >= 0) c.grads.push_back({b, db});
+  c.fd_samples = 32;
+  c.tol.vs_cpu = 1e-6;
+  c.tol.vs_reference = 1e-5;
+  c.tol.fd_eps = div ? 1e-3 : 1e-2;  // a / b is curved in b
+  c.tol.fd_tol = 1e-2;
+  const std::vector<uint64_t> ia = operand_index(s.a, ydims), ib = operand_index(bdims, ydims);
+  const int32_t act = s.act;
+  c.reference = [=](const Values& in) {
+    const std::vector<double>& av = in.at(a);
+    const std::vector<double>& bv = in.at(b);
+    std::vector<double> yv(ia.size()), dav(av.size(), 0.0), dbv(bv.size(), 0.0);
+    for (size_t i = 0; i < ia.size(); ++i) {
+      const double x1 = av[ia[i]], x2 = bv[ib[i]];
+      const double z = op == CLTRAIN_OP_ADD ? x1 + x2 : op == CLTRAIN_OP_SUB ? x1 - x2 : mul ? x1 * x2 : x1 / x2;
+      yv[i] = ref_activation(act, z);
+      const double g = in.at(dy)[i] * ref_activation_derivative(act, yv[i]);
+      dav[ia[i]] += op == CLTRAIN_OP_ADD || op == CLTRAIN_OP_SUB ? g : mul ? g * x2 : g / x2;
+      dbv[ib[i]] += op == CLTRAIN_OP_ADD ? g : op == CLTRAIN_OP_SUB ? -g : mul ? g * x1 : -g * x1 / (x2 * x2);
+    }
+    Values out{{y, yv}};
+    if (da >= 0) out[da] = dav;
+    if (db >= 0) out[db] = dbv;
+    return out;
+  };
+  return c;
+}
+
+std::vector<OpCase> make_cases() {
+  const int32_t ADD = CLTRAIN_OP_ADD, SUB = CLTRAIN_OP_SUB, MUL = CLTRAIN_OP_MUL, DIV = CLTRAIN_OP_DIV;
+  const int32_t RELU = CLTRAIN_ACT_RELU, RELU6 = CLTRAIN_ACT_RELU6, TANH = CLTRAIN_ACT_TANH;
+  return {
+      arith_case(ADD, {"same_x2x3x4x5", {2, 3, 4, 5}, {2, 3, 4, 5}, RELU}),
+      arith_case(ADD, {"se_n2x1x1x4_n2x3x3x4", {2, 1, 1, 4}, {2, 3, 3, 4}}),
+      arith_case(ADD, {"scalarlike_x2x3x4x2_1x1x1x1", {2, 3, 4, 2}, {1, 1, 1, 1}, RELU6, true, true, 4.0f}),
+      arith_case(ADD, {"x_plus_x_x3x4", {3, 4}, {}}),
+      arith_case(ADD, {"both_broadcast_x2x1x4_x1x3x1", {2, 1, 4}, {1, 3, 1}}),
+      arith_case(SUB, {"same_x4x6", {4, 6}, {4, 6}}),
+      arith_case(SUB, {"broadcast_b_x2x3x3x3_1x1x1x3", {2, 3, 3, 3}, {1, 1, 1, 3}, RELU}),
+      arith_case(MUL, {"se_n2x3x3x4_n2x1x1x4", {2, 3, 3, 4}, {2, 1, 1, 4}}),
+      arith_case(MUL, {"x_times_x_x3x5", {3, 5}, {}}),
+      arith_case(MUL, {"scalarlike_1x1x1x1_x2x3x3x2", {1, 1, 1, 1}, {2, 3, 3, 2}, RELU}),
+      arith_case(MUL, {"both_broadcast_x2x1x4_x1x3x1", {2, 1, 4}, {1, 3, 1}, TANH}),
+      arith_case(MUL, {"da_only_x3x4", {3, 4}, {3, 4}, CLTRAIN_ACT_NONE, true, false}),
+      arith_case(DIV, {"same_x3x5", {3, 5}, {3, 5}}),
+      arith_case(DIV, {"broadcast_b_x2x3x3x3_1x1x1x3", {2, 3, 3, 3}, {1, 1, 1, 3}, RELU}),
+      arith_case(DIV, {"broadcast_a_n2x1x1x3_n2x2x3x3", {2, 1, 1, 3}, {2, 2, 3, 3}}),
+      arith_case(DIV, {"da_only_x4x3", {4, 3}, {4, 3}, CLTRAIN_ACT_NONE, true, false}),
+  };
+}
+
+const RegisterCases kCases(make_cases);
+
+}  // namespace
+}  // namespace optest
+}  // namespace cltrain
