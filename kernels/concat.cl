@@ -3,42 +3,44 @@
 // Definitions: the tensors viewed as [OUTER, width]: y rows are ROW wide, input k's rows are Wk
 // wide and start at column Ck of y's row (k = 0 .. NIN-1; Ck = W0 + ... + W(k-1)); COUNT, the
 // elements of y. No arithmetic: both directions are exact copies, one work-item per element of y.
+//
+// The part of a column is picked by a chain of compares against constants (no private array
+// indexed at run time, which GPUs may place in slow memory).
 
-// Which input column col (of a row of y) belongs to; *at receives the column inside that input.
-uint concat_input(const uint col, uint* at) {
-  uint k = 0;
-#define CONCAT_FROM(j) \
-  if (j < NIN && col >= C##j) k = j;
-  CONCAT_FROM(1) CONCAT_FROM(2) CONCAT_FROM(3) CONCAT_FROM(4) CONCAT_FROM(5) CONCAT_FROM(6)
-#undef CONCAT_FROM
-  const uint starts[7] = {C0, C1, C2, C3, C4, C5, C6};
-  *at = col - starts[k];
-  return k;
+// For column col of a row of y: *k the part, *off its tensor's offset (of x0..x6), *w its row
+// width, *start its first column in y.
+#define CONCAT_PICK(j)                 \
+  if (j < NIN && col >= C##j) {        \
+    *k = j;                            \
+    *off = x##j;                       \
+    *w = W##j;                         \
+    *start = C##j;                     \
+  }
+void concat_part(const uint col, const uint x0, const uint x1, const uint x2, const uint x3, const uint x4,
+                 const uint x5, const uint x6, uint* k, uint* off, uint* w, uint* start) {
+  *k = 0, *off = x0, *w = W0, *start = C0;
+  CONCAT_PICK(1) CONCAT_PICK(2) CONCAT_PICK(3) CONCAT_PICK(4) CONCAT_PICK(5) CONCAT_PICK(6)
 }
+#undef CONCAT_PICK
 
 // y = the inputs side by side.
 __kernel void concat_forward(__global float* pool, uint y_off, uint x0, uint x1, uint x2, uint x3, uint x4,
                              uint x5, uint x6) {
   const uint i = get_global_id(0);
   if (i >= COUNT) return;
-  const uint row = i / ROW;
-  uint at;
-  const uint k = concat_input(i % ROW, &at);
-  const uint offs[7] = {x0, x1, x2, x3, x4, x5, x6};
-  const uint widths[7] = {W0, W1, W2, W3, W4, W5, W6};
-  pool[y_off + i] = pool[offs[k] + row * widths[k] + at];
+  const uint row = i / ROW, col = i % ROW;
+  uint k, off, w, start;
+  concat_part(col, x0, x1, x2, x3, x4, x5, x6, &k, &off, &w, &start);
+  pool[y_off + i] = pool[off + row * w + (col - start)];
 }
 
-// dx_k = its slice of dy, for the inputs whose bit is set in `present`.
+// dx_k = its slice of dy, for the parts whose bit is set in `present`.
 __kernel void concat_backward(__global float* pool, uint dy_off, uint present, uint x0, uint x1, uint x2,
                               uint x3, uint x4, uint x5, uint x6) {
   const uint i = get_global_id(0);
   if (i >= COUNT) return;
-  const uint row = i / ROW;
-  uint at;
-  const uint k = concat_input(i % ROW, &at);
-  if (!(present >> k & 1u)) return;
-  const uint offs[7] = {x0, x1, x2, x3, x4, x5, x6};
-  const uint widths[7] = {W0, W1, W2, W3, W4, W5, W6};
-  pool[offs[k] + row * widths[k] + at] = pool[dy_off + i];
+  const uint row = i / ROW, col = i % ROW;
+  uint k, off, w, start;
+  concat_part(col, x0, x1, x2, x3, x4, x5, x6, &k, &off, &w, &start);
+  if (present >> k & 1u) pool[off + row * w + (col - start)] = pool[dy_off + i];
 }
