@@ -234,8 +234,9 @@ TrainingGraph GraphBuilder::build() {
   for (const Tensor& t : model_.tensors) {
     const bool weight = t.is_constant() && t.dtype == CLTRAIN_FLOAT32;
     const int32_t id = add_tensor(t.name, t.shape, weight ? CLTRAIN_ROLE_TRAINABLE : CLTRAIN_ROLE_NON_CONST, weight);
-    if (weight) {
-      g_.tensors[static_cast<size_t>(id)].data = t.data.data();
+    if (weight) {  // the graph keeps its own copy: the model may go before prepare
+      g_.initial_data.push_back(t.data);
+      g_.tensors[static_cast<size_t>(id)].data = g_.initial_data.back().data();
       g_.tensors[static_cast<size_t>(id)].data_bytes = t.data.size();
     }
   }

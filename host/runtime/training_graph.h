@@ -49,8 +49,9 @@ struct TrainingGraph {
 
   const char* name_of(int32_t t) const { return tensors[static_cast<size_t>(t)].name; }
 
-  // Storage for the names the descriptors point to.
+  // Storage for the names and initial weights the descriptors point to.
   std::deque<std::string> names;
+  std::deque<std::vector<uint8_t>> initial_data;
 };
 
 // Builds the training graph of a model (whose batch is already set). Throws ModelError when the

@@ -120,7 +120,7 @@ TEST_F(Cli, neg_RawDataNotWholeSamples) {
 
 TEST_F(Cli, neg_LossBecomesNaN) {
   const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
-  expect_one_line_failure(run_cli(train_args(model) + " --optimizer 1 --learning_rate 1e30 --epoch 5"), "loss became");
+  expect_one_line_failure(run_cli(train_args(model) + " --optimizer 1 --learning_rate 1e30 --loss 1 --epoch 5"), "loss became");
 }
 
 TEST_F(Cli, neg_UnknownOption) {
