@@ -22,19 +22,6 @@ struct ArithShape {
 bool reads_a(int op, bool da, bool db) { return (op == CLTRAIN_OP_MUL && db) || (op == CLTRAIN_OP_DIV && db); }
 bool reads_b(int op, bool da, bool db) { return (op == CLTRAIN_OP_MUL && da) || (op == CLTRAIN_OP_DIV && (da || db)); }
 
-std::string check_activation(int32_t act) {
-  switch (act) {
-    case CLTRAIN_ACT_NONE:
-    case CLTRAIN_ACT_RELU:
-    case CLTRAIN_ACT_RELU_N1_TO_1:
-    case CLTRAIN_ACT_RELU6:
-    case CLTRAIN_ACT_TANH:
-      return {};
-    default:
-      return "fused activation " + std::to_string(act) + " is not supported";
-  }
-}
-
 // One operand's shape against y's: equal rank, each dim equal to y's or 1.
 std::string check_operand(const std::vector<uint64_t>& y, const std::vector<uint64_t>& x, const char* role) {
   if (x.size() != y.size())
@@ -62,7 +49,8 @@ std::string operand_shape(const StepView& s, int32_t value, int32_t grad, const 
 
 std::string check_shape(const StepView& s, ArithShape& sh) {
   std::string why;
-  if (!(why = check_activation(s.step.params.activation)).empty()) return why;
+  if (!activation_supported(s.step.params.activation))
+    return "fused activation " + std::to_string(s.step.params.activation) + " is not supported";
   const int op = s.step.op;
   const bool act = s.step.params.activation != CLTRAIN_ACT_NONE;
   int32_t a = s.in(0), b = s.in(1), y, da = -1, db = -1;
