@@ -1,5 +1,6 @@
 // The plugin's ABI surface: cltrain_backend_entry() and the entry points behind it. Each entry
 // point catches every exception and turns it into a status plus a one-line message.
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -100,6 +101,15 @@ cltrain_status create(const cltrain_backend_config* config, cltrain_backend** ou
         b->context, b->device.id, b->device.name + "|" + b->device.version + "|" + b->device.driver, cache_dir,
         program_options(b->device.single_fp_config));
     apply_gemm_tuning(b->device);
+    b->gemm_tile = gemm_tile(b->device);
+    b->scratch_budget = std::min<uint64_t>(8u << 20, std::max<uint64_t>(b->device.max_alloc / 8, 1u << 20));
+    if (const char* env = std::getenv("CLTRAIN_OPENCL_SCRATCH_BYTES"); env && *env) {
+      char* end = nullptr;
+      const unsigned long long v = std::strtoull(env, &end, 10);
+      if (end == env || *end != '\0' || v == 0)
+        fail(CLTRAIN_ERROR, std::string("CLTRAIN_OPENCL_SCRATCH_BYTES='") + env + "' is not a positive number");
+      b->scratch_budget = v;
+    }
     b->filter = OpFilter::from_env();
     b->last_error = b->filter.error;
     *out = b.release();

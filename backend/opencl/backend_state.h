@@ -72,6 +72,10 @@ struct cltrain_backend {
   uint64_t pool_bytes = 0;
   uint64_t alignment = 64;
   std::vector<cl_kernel> kernels;            // every kernel object the steps use
+  // Bound of one step's kernel scratch (im2col panels): CLTRAIN_OPENCL_SCRATCH_BYTES, else
+  // min(8 MiB, CL_DEVICE_MAX_MEM_ALLOC_SIZE / 8). Set by create.
+  uint64_t scratch_budget = 8u << 20;
+  uint64_t gemm_tile = 64;  // CLBlast's Xgemm tile on this device (gemm_tuning.h); set by create
 
   cltrain_backend() = default;
   cltrain_backend(const cltrain_backend&) = delete;

@@ -1,5 +1,6 @@
 #include "gemm_tuning.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 #include <unordered_map>
@@ -79,6 +80,14 @@ std::string apply_gemm_tuning(const DeviceInfo& d) {
     applied += (applied.empty() ? "" : ", ") + std::string("XGEMM_MIN_INDIRECT_SIZE=") + std::to_string(min_indirect);
   }
   return applied;
+}
+
+uint64_t gemm_tile(const DeviceInfo& d) {
+  Params p;
+  if (clblast::RetrieveParameters(d.id, "Xgemm", clblast::Precision::kSingle, p) != clblast::StatusCode::kSuccess)
+    return 64;
+  const uint64_t tile = std::max<uint64_t>(p.count("MWG") ? p["MWG"] : 0, p.count("NWG") ? p["NWG"] : 0);
+  return tile > 0 ? tile : 64;
 }
 
 }  // namespace cltrain::ocl

@@ -4,6 +4,7 @@
 // fma chain of an output element (CLBlast does not split k), only the speed.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "device.h"
@@ -15,5 +16,9 @@ namespace cltrain::ocl {
 // parameter) and CLTRAIN_CLBLAST_MIN_INDIRECT=<n> say so. Returns what was applied ("" for
 // nothing); throws Error for malformed environment values or parameters CLBlast refuses.
 std::string apply_gemm_tuning(const DeviceInfo& device);
+
+// The GEMM tile of CLBlast's Xgemm kernel on this device (the larger of MWG and NWG; 64 if
+// CLBlast does not say): GEMM dimensions that are multiples of it spare CLBlast copies.
+uint64_t gemm_tile(const DeviceInfo& device);
 
 }  // namespace cltrain::ocl

@@ -81,6 +81,15 @@ void launch_1d(Backend& b, const Kernel& k, uint64_t count) {
            "kernel " + k.name);
 }
 
+void launch_2d(Backend& b, const Kernel& k, uint64_t x, uint64_t y) {
+  if (x == 0 || y == 0) return;
+  const size_t lx = std::min<size_t>({64, k.max_local, b.device.max_work_group});
+  const size_t global[2] = {(x + lx - 1) / lx * lx, y};
+  const size_t local[2] = {lx, 1};
+  CLT_CALL(clEnqueueNDRangeKernel, (b.queue, k.handle, 2, nullptr, global, local, 0, nullptr, nullptr),
+           "kernel " + k.name);
+}
+
 void launch_groups(Backend& b, const Kernel& k, uint64_t groups, size_t wg) {
   if (groups == 0) return;
   const size_t global = groups * wg;
@@ -96,7 +105,7 @@ cl_uint elem_offset(const Backend& b, int32_t tensor) {
 
 uint64_t gemm_temp_bytes(Backend& b, const Gemm& g) {
   size_t bytes = 0;
-  check_clblast(clblast::GemmTempBufferSize<float>(clblast::Layout::kRowMajor, g.ta, g.tb, g.m, g.n, g.k,
+  check_clblast(clblast::GemmTempBufferSize<float>(g.layout, g.ta, g.tb, g.m, g.n, g.k,
                                                    g.a_off, g.lda, g.b_off, g.ldb, g.c_off, g.ldc, &b.queue,
                                                    bytes),
                 "clblast::GemmTempBufferSize", __LINE__, g.what);
@@ -134,7 +143,7 @@ PreparedGemm prepare_gemm(Backend& b, const Gemm& g, int32_t temp_tensor) {
 
 void run_gemm(Backend& b, const PreparedGemm& p) {
   const Gemm& g = p.g;
-  check_clblast(clblast::Gemm<float>(clblast::Layout::kRowMajor, g.ta, g.tb, g.m, g.n, g.k, g.alpha, p.a, g.a_off,
+  check_clblast(clblast::Gemm<float>(g.layout, g.ta, g.tb, g.m, g.n, g.k, g.alpha, p.a, g.a_off,
                                      g.lda, p.b, g.b_off, g.ldb, g.beta, p.c, g.c_off, g.ldc, &b.queue, nullptr,
                                      p.temp),
                 "clblast::Gemm", __LINE__, g.what);

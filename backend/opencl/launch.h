@@ -44,17 +44,22 @@ void set_args(const Kernel& k, const A&... args) {
 
 // count work-items, padded to whole work-groups (kernels check their bound).
 void launch_1d(Backend& b, const Kernel& k, uint64_t count);
+// A 2-D range of (x, y) work-items, x padded to whole work-groups (kernels check their bound).
+void launch_2d(Backend& b, const Kernel& k, uint64_t x, uint64_t y);
 // groups work-groups of wg work-items each.
 void launch_groups(Backend& b, const Kernel& k, uint64_t groups, size_t wg);
 
 // The tensor's offset in the pool in floats, as kernels take it.
 cl_uint elem_offset(const Backend& b, int32_t tensor);
 
-// C = alpha * op(A) op(B) + beta * C, row-major, through CLBlast. The operands are tensors of
+// C = alpha * op(A) op(B) + beta * C through CLBlast (row-major unless layout says otherwise). The operands are tensors of
 // the plan (host or private); offsets and leading dimensions are in elements, offsets within
 // their tensor. Each output element is one fma chain over k in increasing order (what the
 // Numerics of cltrain_backend.h ask of dot products) as long as beta is 0 and alpha 1.
+// CLBlast's kernel reads A as [K, M] and B as [K, N] and writes C column-major; other layouts cost
+// it copies into its scratch (row-major C always does), so large operands are best laid out so.
 struct Gemm {
+  clblast::Layout layout = clblast::Layout::kRowMajor;
   clblast::Transpose ta = clblast::Transpose::kNo, tb = clblast::Transpose::kNo;
   size_t m = 0, n = 0, k = 0;
   int32_t a = -1, b = -1, c = -1;

@@ -1,0 +1,275 @@
+// CONV_2D: x [N,H,W,I], W [O,KH,KW,I], optional b [O], y [N,OH,OW,O] = act(conv + b).
+// Every dot product is one CLBlast GEMM output element (an fma chain over k in order), and all
+// scratch is bounded by b.scratch_budget (private layer-scope tensors of the step). The large
+// operands are laid out as CLBlast's kernel reads them (A as [K, M], B as [K, N], C column-major),
+// so that its scratch only ever holds copies of the small ones:
+//   forward   per chunk of output positions (n, oh, ow): conv_panel_t writes the im2col panel
+//             transposed, [KH KW I, rows] (zeros outside x); GEMM y[rows] = panel W^T; then
+//             bias_act over y.
+//   dW        per tap (and block of channels, when one tap's panel is over budget): conv_panel
+//             writes x shifted by the tap for all N OH OW positions, [positions, I], and one GEMM
+//             dW[:, tap] = dz^T panel (ldc = KH KW I) makes each dW element one chain over
+//             (n, oh, ow) in order.
+//   db        bias_grad: sequential column sums of dz.
+//   dx        per chunk of whole images: column-major GEMM dcol [rows, KH KW I] = dz W (dot over
+//             o), then conv_gather_dx sums the taps that reach each dx element in (kh, kw) order.
+//   dz        act_grad, in place on dy, before all of these.
+// A 1x1 convolution with stride 1 and no padding ("pointwise") uses x, dx and y as panels.
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "launch.h"
+#include "memory_plan.h"
+#include "ops/conv_shape.h"
+#include "ops/ops.h"
+
+namespace cltrain::ocl {
+namespace {
+
+// Placeholder for the step's panel (or dcol) in the Gemm records, resolved in prepare.
+constexpr int32_t kPanel = -2;
+
+// One thing the step enqueues, in run order.
+struct Action {
+  enum Kind { kPanelFill, kGemm, kGather, kBiasAct, kActGrad, kBiasGrad } kind;
+  explicit Action(Kind k, Gemm g = {}) : kind(k), gemm(std::move(g)) {}
+  Gemm gemm;                            // kGemm
+  uint32_t row0 = 0, rows = 0;          // kPanelFill: output positions; kGather: images (n0, count)
+  uint32_t p0 = 0, c0 = 0, taps = 0, ch = 0;  // kPanelFill: the block of taps and channels
+  bool transposed = false;              // kPanelFill: [columns, rows] (conv_panel_t)
+};
+
+struct ConvPlan {
+  ConvShape sh;
+  bool pointwise = false;
+  std::vector<Action> actions;
+  uint64_t panel_bytes = 0, temp_bytes = 0;  // the panel also holds dcol (dW and dx run one after the other)
+};
+
+// CLBlast copies an operand into its scratch unless its dimensions are whole tiles
+// (b.gemm_tile): how many units (of unit_rows GEMM rows each) make a chunk: at most fit (at least
+// 1) and at most total, the largest such count whose rows are whole tiles when there is one.
+uint64_t aligned_chunk(const Backend& b, uint64_t fit, uint64_t unit_rows, uint64_t total) {
+  const uint64_t count = std::clamp<uint64_t>(fit, 1, total);
+  if (count == total) return count;
+  for (uint64_t c = count; c >= 1; --c)
+    if (c * unit_rows % b.gemm_tile == 0) return c;
+  return count;
+}
+
+void plan_forward(Backend& b, const StepView& s, ConvPlan& p) {
+  const ConvShape& sh = p.sh;
+  const uint64_t positions = sh.positions(), O = sh.out_ch, K = sh.taps() * sh.in_ch;
+  Gemm g;
+  g.tb = clblast::Transpose::kYes;  // W^T
+  g.n = O, g.k = K;
+  g.b = sh.w_t, g.ldb = K;
+  g.c = sh.y, g.ldc = O;
+  if (p.pointwise) {
+    g.m = positions;
+    g.a = sh.x, g.lda = K;
+    g.what = s.what() + " y = x W^T";
+    p.actions.push_back(Action(Action::kGemm, g));
+  } else {
+    const uint64_t chunk = aligned_chunk(b, b.scratch_budget / (K * 4), 1, positions);
+    p.panel_bytes = chunk * K * 4;
+    g.ta = clblast::Transpose::kYes;  // the panel is stored [K, rows]
+    for (uint64_t r0 = 0; r0 < positions; r0 += chunk) {
+      const uint64_t rows = std::min(chunk, positions - r0);
+      Action fill(Action::kPanelFill);
+      fill.row0 = static_cast<uint32_t>(r0), fill.rows = static_cast<uint32_t>(rows);
+      fill.taps = static_cast<uint32_t>(sh.taps()), fill.ch = static_cast<uint32_t>(sh.in_ch);
+      fill.transposed = true;
+      p.actions.push_back(fill);
+      g.m = rows;
+      g.a = kPanel, g.lda = rows;
+      g.c_off = r0 * O;
+      g.what = s.what() + " y[" + std::to_string(r0) + "..] = panel W^T";
+      p.actions.push_back(Action(Action::kGemm, g));
+    }
+  }
+  if (sh.bias >= 0 || sh.activation != CLTRAIN_ACT_NONE) p.actions.push_back(Action(Action::kBiasAct));
+}
+
+void plan_filter_grad(Backend& b, const StepView& s, ConvPlan& p) {
+  const ConvShape& sh = p.sh;
+  const uint64_t positions = sh.positions(), O = sh.out_ch, I = sh.in_ch, taps = sh.taps(), K = taps * I;
+  Gemm g;
+  g.ta = clblast::Transpose::kYes;  // dz^T: [O, positions]
+  g.m = O, g.k = positions;
+  g.a = sh.dy, g.lda = O;
+  g.c = sh.dw, g.ldc = K;
+  if (p.pointwise) {
+    g.n = I;
+    g.b = sh.x, g.ldb = I;
+    g.what = s.what() + " dW = dz^T x";
+    p.actions.push_back(Action(Action::kGemm, g));
+    return;
+  }
+  // Blocks of taps about two GEMM tiles wide (so that an output of O = one tile is two
+  // work-groups; more taps per panel run slower on POCL, the panel leaving the cache), or blocks
+  // of one tap's channels when its panel is over budget.
+  const uint64_t fit = b.scratch_budget / (positions * I * 4);
+  const uint64_t want = (2 * b.gemm_tile + I - 1) / I;
+  const uint64_t block_taps = std::clamp<uint64_t>(std::min<uint64_t>(want, fit), 1, taps);
+  const uint64_t block_ch = fit >= 1 ? I : std::clamp<uint64_t>(b.scratch_budget / (positions * 4), 1, I);
+  p.panel_bytes = std::max(p.panel_bytes, positions * block_taps * block_ch * 4);
+  for (uint64_t p0 = 0; p0 < taps; p0 += block_taps) {
+    const uint64_t nt = std::min(block_taps, taps - p0);
+    for (uint64_t c0 = 0; c0 < I; c0 += block_ch) {
+      const uint64_t nc = std::min(block_ch, I - c0);
+      Action fill(Action::kPanelFill);
+      fill.row0 = 0, fill.rows = static_cast<uint32_t>(positions);
+      fill.p0 = static_cast<uint32_t>(p0), fill.c0 = static_cast<uint32_t>(c0);
+      fill.taps = static_cast<uint32_t>(nt), fill.ch = static_cast<uint32_t>(nc);
+      p.actions.push_back(fill);
+      g.n = nt * nc;
+      g.b = kPanel, g.ldb = nt * nc;
+      g.c_off = p0 * I + c0;
+      g.what = s.what() + " dW[:, " + std::to_string(p0 * I + c0) + "..] = dz^T panel";
+      p.actions.push_back(Action(Action::kGemm, g));
+    }
+  }
+}
+
+void plan_input_grad(Backend& b, const StepView& s, ConvPlan& p) {
+  const ConvShape& sh = p.sh;
+  const uint64_t O = sh.out_ch, I = sh.in_ch, K = sh.taps() * I, per_image = sh.h.out * sh.w.out;
+  // Column-major C [K, rows] is the row-major [rows, K] of dcol (or dx): C(q, r) = sum over o of
+  // W[o, q] dz[r, o], W read as [K = O, M = K] and dz as [O, rows] with ld O.
+  Gemm g;
+  g.layout = clblast::Layout::kColMajor;
+  g.m = K, g.k = O;
+  g.a = sh.w_t, g.lda = K;
+  g.b = sh.dy, g.ldb = O;
+  if (p.pointwise) {  // the gather is the identity: s = 0 + t is t (t is never -0)
+    g.n = sh.positions();
+    g.c = sh.dx, g.ldc = K;
+    g.what = s.what() + " dx = dz W";
+    p.actions.push_back(Action(Action::kGemm, g));
+    return;
+  }
+  const uint64_t images = aligned_chunk(b, b.scratch_budget / (per_image * K * 4), per_image, sh.n);
+  p.panel_bytes = std::max(p.panel_bytes, images * per_image * K * 4);
+  for (uint64_t n0 = 0; n0 < static_cast<uint64_t>(sh.n); n0 += images) {
+    const uint64_t count = std::min<uint64_t>(images, sh.n - n0);
+    g.n = count * per_image;
+    g.b_off = n0 * per_image * O;
+    g.c = kPanel, g.ldc = K;
+    g.what = s.what() + " dcol = dz W (images " + std::to_string(n0) + "..)";
+    p.actions.push_back(Action(Action::kGemm, g));
+    Action gather(Action::kGather);
+    gather.row0 = static_cast<uint32_t>(n0), gather.rows = static_cast<uint32_t>(count);
+    p.actions.push_back(gather);
+  }
+}
+
+ConvPlan make_plan(Backend& b, const StepView& s) {
+  ConvPlan p;
+  if (const std::string why = check_conv(s, p.sh); !why.empty()) fail(CLTRAIN_INVALID, s.what() + ": " + why);
+  const ConvShape& sh = p.sh;
+  p.pointwise = sh.has_geometry && sh.taps() == 1 && sh.h.stride == 1 && sh.w.stride == 1 && sh.h.pad_before == 0 &&
+                sh.w.pad_before == 0 && sh.h.out == sh.h.in && sh.w.out == sh.w.in;
+  if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
+    plan_forward(b, s, p);
+  } else {
+    if (sh.activation != CLTRAIN_ACT_NONE) p.actions.push_back(Action(Action::kActGrad));
+    if (sh.db >= 0) p.actions.push_back(Action(Action::kBiasGrad));
+    if (sh.dw >= 0) plan_filter_grad(b, s, p);
+    if (sh.dx >= 0) plan_input_grad(b, s, p);
+  }
+  for (const Action& a : p.actions)
+    if (a.kind == Action::kGemm) p.temp_bytes = std::max(p.temp_bytes, gemm_temp_bytes(b, a.gemm));
+  return p;
+}
+
+std::string check(const StepView& s) {
+  ConvShape sh;
+  return check_conv(s, sh);
+}
+
+// Private tensors, in this order where needed: the panel (or dcol), CLBlast's scratch.
+std::vector<uint64_t> scratch(Backend& b, const StepView& s) {
+  const ConvPlan p = make_plan(b, s);
+  std::vector<uint64_t> out;
+  for (uint64_t bytes : {p.panel_bytes, p.temp_bytes})
+    if (bytes > 0) out.push_back(bytes);
+  return out;
+}
+
+StepRun prepare(Backend& b, const StepView& s) {
+  const ConvPlan p = make_plan(b, s);
+  const ConvShape& sh = p.sh;
+  size_t next = 0;
+  const int32_t panel = p.panel_bytes > 0 ? scratch_tensor(b, s, next++) : -1;
+  const int32_t temp = p.temp_bytes > 0 ? scratch_tensor(b, s, next++) : -1;
+  const Defines geometry = sh.defines();
+  std::map<std::pair<uint32_t, uint32_t>, Kernel> panel_kernels;  // by (taps, channels) of a block
+  std::vector<std::function<void()>> run;
+  for (const Action& a : p.actions) {
+    switch (a.kind) {
+      case Action::kPanelFill: {
+        Kernel& k = panel_kernels[{a.taps * 2 + a.transposed, a.ch}];
+        if (!k) {
+          Defines d = geometry;
+          d.set("PANEL_TAPS", a.taps).set("PANEL_CH", a.ch);
+          k = make_kernel(b, "conv2d.cl", d, a.transposed ? "conv_panel_t" : "conv_panel");
+        }
+        const cl_uint x_off = elem_offset(b, sh.x), panel_off = elem_offset(b, panel);
+        const Kernel kk = k;
+        run.push_back([&b, kk, x_off, panel_off, a] {
+          set_args(kk, b.pool, x_off, panel_off, a.row0, a.rows, a.p0, a.c0);
+          if (a.transposed)
+            launch_2d(b, kk, a.rows, a.taps);
+          else
+            launch_1d(b, kk, uint64_t{a.rows} * a.taps);
+        });
+        break;
+      }
+      case Action::kGemm: {
+        Gemm g = a.gemm;
+        for (int32_t* id : {&g.a, &g.b, &g.c}) *id = *id == kPanel ? panel : *id;
+        const PreparedGemm pg = prepare_gemm(b, g, temp);
+        run.push_back([&b, pg] { run_gemm(b, pg); });
+        break;
+      }
+      case Action::kGather: {
+        Defines d = geometry;
+        Kernel k = make_kernel(b, "conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1), "conv_gather_dx");
+        set_args(k, b.pool, elem_offset(b, panel), elem_offset(b, sh.dx), a.row0, a.rows);
+        const uint64_t count = uint64_t{a.rows} * sh.h.in * sh.w.in * sh.in_ch;
+        run.push_back([&b, k, count] { launch_1d(b, k, count); });
+        break;
+      }
+      case Action::kBiasAct:
+      case Action::kActGrad:
+      case Action::kBiasGrad: {
+        Defines d;
+        d.set("ROWS", static_cast<long long>(s.count(a.kind == Action::kBiasAct ? sh.y : sh.dy) / sh.out_ch));
+        d.set("COLS", sh.out_ch).set("HAS_BIAS", sh.bias >= 0).set("ACT", sh.activation);
+        const char* name = a.kind == Action::kBiasAct ? "bias_act" : a.kind == Action::kActGrad ? "act_grad" : "bias_grad";
+        Kernel k = make_kernel(b, "bias_act.cl", d, name);
+        uint64_t count = s.count(a.kind == Action::kBiasAct ? sh.y : sh.dy);
+        if (a.kind == Action::kBiasAct)
+          set_args(k, b.pool, elem_offset(b, sh.y), sh.bias >= 0 ? elem_offset(b, sh.bias) : cl_uint{0});
+        else if (a.kind == Action::kActGrad)
+          set_args(k, b.pool, elem_offset(b, sh.y), elem_offset(b, sh.dy));
+        else
+          set_args(k, b.pool, elem_offset(b, sh.dy), elem_offset(b, sh.db)), count = sh.out_ch;
+        run.push_back([&b, k, count] { launch_1d(b, k, count); });
+        break;
+      }
+    }
+  }
+  return [run](const cltrain_run_args*) {
+    for (const auto& f : run) f();
+  };
+}
+
+}  // namespace
+
+const OpFamily kOp_CONV_2D = {check, prepare, scratch};
+
+}  // namespace cltrain::ocl

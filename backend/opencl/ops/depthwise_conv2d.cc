@@ -1,0 +1,73 @@
+// DEPTHWISE_CONV_2D: x [N,H,W,C], W [1,KH,KW,C*M], optional b [C*M], y [N,OH,OW,C*M]; direct
+// kernels (kernels/depthwise_conv2d.cl), one work-item per output element, each a chain in the
+// order of cltrain_backend.h's Numerics:
+//   forward  dw_forward: fma over (kh, kw), + b, act;
+//   backward act_grad (dz, in place on dy), bias_grad (db, kernels/bias_act.cl),
+//            dw_filter_grad (dW: fma over (n, oh, ow)), dw_input_grad (dx: sum over the taps of
+//            the fma over j). No scratch.
+#include <vector>
+
+#include "launch.h"
+#include "ops/conv_shape.h"
+#include "ops/ops.h"
+
+namespace cltrain::ocl {
+namespace {
+
+constexpr const char* kFamily = "depthwise_conv2d.cl";
+
+std::string check(const StepView& s) {
+  ConvShape sh;
+  return check_conv(s, sh);
+}
+
+StepRun prepare(Backend& b, const StepView& s) {
+  ConvShape sh;
+  if (const std::string why = check_conv(s, sh); !why.empty()) fail(CLTRAIN_INVALID, s.what() + ": " + why);
+  struct Launch {
+    Kernel k;
+    uint64_t count;
+  };
+  std::vector<Launch> launches;
+  Defines geometry = sh.defines();
+  geometry.set("ACT", sh.activation).set("HAS_BIAS", sh.bias >= 0);
+  if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
+    Kernel k = make_kernel(b, kFamily, geometry, "dw_forward");
+    set_args(k, b.pool, elem_offset(b, sh.x), elem_offset(b, sh.w_t), sh.bias >= 0 ? elem_offset(b, sh.bias) : cl_uint{0},
+             elem_offset(b, sh.y));
+    launches.push_back({k, s.count(sh.y)});
+  } else {
+    const uint64_t count = s.count(sh.dy);
+    Defines d;
+    d.set("ROWS", count / sh.out_ch).set("COLS", sh.out_ch).set("HAS_BIAS", 0).set("ACT", sh.activation);
+    if (sh.activation != CLTRAIN_ACT_NONE) {
+      Kernel k = make_kernel(b, "bias_act.cl", d, "act_grad");
+      set_args(k, b.pool, elem_offset(b, sh.y), elem_offset(b, sh.dy));
+      launches.push_back({k, count});
+    }
+    if (sh.db >= 0) {
+      Kernel k = make_kernel(b, "bias_act.cl", d, "bias_grad");
+      set_args(k, b.pool, elem_offset(b, sh.dy), elem_offset(b, sh.db));
+      launches.push_back({k, static_cast<uint64_t>(sh.out_ch)});
+    }
+    if (sh.dw >= 0) {
+      Kernel k = make_kernel(b, kFamily, geometry, "dw_filter_grad");
+      set_args(k, b.pool, elem_offset(b, sh.x), elem_offset(b, sh.dy), elem_offset(b, sh.dw));
+      launches.push_back({k, s.count(sh.dw)});
+    }
+    if (sh.dx >= 0) {
+      Kernel k = make_kernel(b, kFamily, geometry, "dw_input_grad");
+      set_args(k, b.pool, elem_offset(b, sh.w_t), elem_offset(b, sh.dy), elem_offset(b, sh.dx));
+      launches.push_back({k, s.count(sh.dx)});
+    }
+  }
+  return [&b, launches](const cltrain_run_args*) {
+    for (const Launch& l : launches) launch_1d(b, l.k, l.count);
+  };
+}
+
+}  // namespace
+
+const OpFamily kOp_DEPTHWISE_CONV_2D = {check, prepare};
+
+}  // namespace cltrain::ocl

@@ -1,0 +1,75 @@
+// CONV_2D around its matrix products (CLBlast): panels of x for the GEMMs, and the gather that
+// turns the GEMM's per-tap products back into dx. NHWC; W is [OC, KH, KW, IC].
+// Definitions: N H W IC OH OW OC KH KW SH SW DH DW PT PL (the geometry); PANEL_TAPS, PANEL_CH
+// (a panel's columns: PANEL_TAPS taps of PANEL_CH channels each).
+//
+// Numerics (cltrain_backend.h): the forward dot runs over (kh, kw, i), i fastest, which is the
+// order of a panel's columns; taps outside x are zeros in a panel, and fma(0, w, acc) leaves acc
+// as it is (acc starts at +0 and never becomes -0), which is the chain with those taps skipped.
+// dx sums, per element, the products of the taps that reach it in (kh, kw) order: s = 0; s = s + t.
+
+#define ROWS_PER_IMAGE (OH * OW)
+
+// The forward panel, transposed: panel_t[(p - p0) PANEL_CH + (c - c0), r] for the output
+// positions row0 + r, r < rows (the GEMM's A as [K, M]). A 2-D range of (r, tap): each work-item
+// reads PANEL_CH contiguous channels; neighbours in r write neighbouring addresses.
+__kernel void conv_panel_t(__global float* pool, uint x_off, uint panel_off, uint row0, uint rows, uint p0,
+                           uint c0) {
+  const uint r = get_global_id(0), t = get_global_id(1);
+  if (r >= rows || t >= PANEL_TAPS) return;
+  const uint row = row0 + r, p = p0 + t;
+  const uint n = row / ROWS_PER_IMAGE, oh = row / OW % OH, ow = row % OW;
+  const int ih = (int)(oh * SH + p / KW * DH) - PT;
+  const int iw = (int)(ow * SW + p % KW * DW) - PL;
+  __global float* out = pool + panel_off + t * PANEL_CH * rows + r;
+  if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
+    for (uint c = 0; c < PANEL_CH; ++c) out[c * rows] = 0.0f;
+  } else {
+    __global const float* in = pool + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC + c0;
+    for (uint c = 0; c < PANEL_CH; ++c) out[c * rows] = in[c];
+  }
+}
+
+// A panel of rows: panel[r, (p - p0) PANEL_CH + (c - c0)] for the output positions row0 + r
+// (the dW GEMM's B as [K, N]). One work-item per (r, tap), copying PANEL_CH channels.
+__kernel void conv_panel(__global float* pool, uint x_off, uint panel_off, uint row0, uint rows, uint p0,
+                         uint c0) {
+  const uint gid = get_global_id(0);
+  if (gid >= rows * PANEL_TAPS) return;
+  const uint r = gid / PANEL_TAPS, t = gid % PANEL_TAPS;
+  const uint row = row0 + r, p = p0 + t;
+  const uint n = row / ROWS_PER_IMAGE, oh = row / OW % OH, ow = row % OW;
+  const int ih = (int)(oh * SH + p / KW * DH) - PT;
+  const int iw = (int)(ow * SW + p % KW * DW) - PL;
+  __global float* out = pool + panel_off + (r * PANEL_TAPS + t) * PANEL_CH;
+  if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
+    for (uint c = 0; c < PANEL_CH; ++c) out[c] = 0.0f;
+  } else {
+    __global const float* in = pool + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC + c0;
+    for (uint c = 0; c < PANEL_CH; ++c) out[c] = in[c];
+  }
+}
+
+// dx[n, ih, iw, i] for the images n0 <= n < n0 + images, from dcol [(n - n0) OH OW + oh OW + ow,
+// (kh KW + kw) IC + i] = dot over o of dz W: the sum over the taps (kh, kw) in order whose output
+// position (oh, ow) reaches (ih, iw). One work-item per element of dx.
+__kernel void conv_gather_dx(__global float* pool, uint dcol_off, uint dx_off, uint n0, uint images) {
+  const uint gid = get_global_id(0);
+  if (gid >= images * H * W * IC) return;
+  const uint i = gid % IC, iw = gid / IC % W, ih = gid / (IC * W) % H, nl = gid / (IC * W * H);
+  const uint K = KH * KW * IC;
+  float s = 0.0f;
+  for (uint kh = 0; kh < KH; ++kh) {
+    const int th = (int)ih + PT - (int)(kh * DH);
+    if (th < 0 || th % SH != 0 || th / SH >= OH) continue;
+    const uint oh = (uint)(th / SH);
+    for (uint kw = 0; kw < KW; ++kw) {
+      const int tw = (int)iw + PL - (int)(kw * DW);
+      if (tw < 0 || tw % SW != 0 || tw / SW >= OW) continue;
+      const uint ow = (uint)(tw / SW);
+      const float t = pool[dcol_off + (nl * ROWS_PER_IMAGE + oh * OW + ow) * K + (kh * KW + kw) * IC + i];
+      s = s + t;
+    }
+  }
+  pool[dx_off + n0 * (H * W * IC) + gid] = s;
+}
