@@ -16,7 +16,8 @@ namespace {
 constexpr const char* kFamily = "arith.cl";
 
 struct ArithShape {
-  std::vector<uint64_t> y, a, b;  // equal rank; a or b empty where neither it nor its gradient is given
+  std::vector<uint64_t> y, a, b;  // equal rank
+  bool a_known = false, b_known = false;  // false where neither the operand nor its gradient is given
 };
 
 bool reads_a(int op, bool da, bool db) { return (op == CLTRAIN_OP_MUL && db) || (op == CLTRAIN_OP_DIV && db); }
@@ -32,11 +33,12 @@ std::string check_operand(const std::vector<uint64_t>& y, const std::vector<uint
   return {};
 }
 
-// The shape of operand `value` (or, if absent, of its gradient `grad`); empty if both are absent.
-// Where both are given, they must agree.
+// The shape of operand `value` (or, if absent, of its gradient `grad`); *known is false if both
+// are absent. Where both are given, they must agree.
 std::string operand_shape(const StepView& s, int32_t value, int32_t grad, const char* role,
-                          std::vector<uint64_t>& out) {
+                          std::vector<uint64_t>& out, bool* known) {
   out.clear();
+  *known = value >= 0 || grad >= 0;
   if (value >= 0) out = dims_of(s.tensor(value));
   if (grad >= 0) {
     const std::vector<uint64_t> g = dims_of(s.tensor(grad));
@@ -71,14 +73,14 @@ std::string check_shape(const StepView& s, ArithShape& sh) {
     return "has no " + phase_name(s.step.phase) + " step";
   }
   sh.y = dims_of(s.tensor(y));
-  if (!(why = operand_shape(s, a, da, "first operand", sh.a)).empty()) return why;
-  if (!(why = operand_shape(s, b, db, "second operand", sh.b)).empty()) return why;
+  if (!(why = operand_shape(s, a, da, "first operand", sh.a, &sh.a_known)).empty()) return why;
+  if (!(why = operand_shape(s, b, db, "second operand", sh.b, &sh.b_known)).empty()) return why;
   for (uint64_t d : sh.y)
     if (d == 0) return "output " + dims_string(sh.y) + " is empty";
-  if (!sh.a.empty() && !(why = check_operand(sh.y, sh.a, "first operand")).empty()) return why;
-  if (!sh.b.empty() && !(why = check_operand(sh.y, sh.b, "second operand")).empty()) return why;
+  if (sh.a_known && !(why = check_operand(sh.y, sh.a, "first operand")).empty()) return why;
+  if (sh.b_known && !(why = check_operand(sh.y, sh.b, "second operand")).empty()) return why;
   // y must be the broadcast of a and b where both are known.
-  if (!sh.a.empty() && !sh.b.empty())
+  if (sh.a_known && sh.b_known)
     for (size_t d = 0; d < sh.y.size(); ++d)
       if (sh.y[d] != std::max(sh.a[d], sh.b[d]))
         return "output " + dims_string(sh.y) + " is not the broadcast of " + dims_string(sh.a) + " and " +
@@ -99,8 +101,8 @@ Defines arith_defines(const StepView& s, const ArithShape& sh) {
   const size_t rank = sh.y.size();
   std::vector<unsigned> masks(rank);
   for (size_t d = 0; d < rank; ++d) {
-    const bool a_spans = sh.a.empty() || sh.a[d] == sh.y[d];
-    const bool b_spans = sh.b.empty() || sh.b[d] == sh.y[d];
+    const bool a_spans = !sh.a_known || sh.a[d] == sh.y[d];
+    const bool b_spans = !sh.b_known || sh.b[d] == sh.y[d];
     masks[d] = 1u | (a_spans ? 2u : 0u) | (b_spans ? 4u : 0u);
   }
   const SpanView v = make_span_view(sh.y, masks);
