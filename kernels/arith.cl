@@ -53,8 +53,8 @@ __kernel void arith_forward(__global float* pool, uint a_off, uint b_off, uint y
 // for_a is a constant at both call sites, so the selections below fold away. Dims along which the
 // gradient's own tensor is broadcast (stride 0) are looped over, outermost first: that visits
 // the elements of y in increasing flat index.
-inline float arith_grad(__global const float* pool, const uint j, const int for_a, const uint a_off,
-                        const uint b_off, const uint y_off, const uint dy_off) {
+float arith_grad(__global const float* pool, const uint j, const int for_a, const uint a_off,
+                 const uint b_off, const uint y_off, const uint dy_off) {
   uint r = j, yi = 0, ia = 0, ib = 0;
 #define ARITH_SELF(k) (for_a ? SA##k : SB##k)
 #define ARITH_KEPT(k)                \
