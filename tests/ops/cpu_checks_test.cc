@@ -1,0 +1,151 @@
+// What the CPU backend refuses in supports(), with one line that says why: shapes that do not
+// fit the op's definition, and steps the ABI allows but that cannot be run as given.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "cltrain/cltrain_backend.h"
+
+namespace cltrain {
+namespace {
+
+struct Step {
+  std::vector<cltrain_tensor_desc> tensors;
+  cltrain_step_desc step{};
+
+  int32_t tensor(std::vector<int32_t> dims) {
+    cltrain_tensor_desc t{};
+    t.rank = static_cast<int32_t>(dims.size());
+    std::copy(dims.begin(), dims.end(), t.dims);
+    t.dtype = CLTRAIN_FLOAT32;
+    t.first_step = t.last_step = 0;
+    tensors.push_back(t);
+    return static_cast<int32_t>(tensors.size() - 1);
+  }
+  void set(int32_t op, int32_t phase, std::vector<int32_t> in, std::vector<int32_t> out) {
+    step.op = op;
+    step.phase = phase;
+    step.num_inputs = static_cast<int32_t>(in.size());
+    step.num_outputs = static_cast<int32_t>(out.size());
+    std::copy(in.begin(), in.end(), step.inputs);
+    std::copy(out.begin(), out.end(), step.outputs);
+  }
+  // "" if the CPU backend supports the step, else its reason.
+  std::string refusal() const {
+    const cltrain_backend_iface* i = cltrain_cpu_backend_iface();
+    cltrain_backend* b = nullptr;
+    char err[256];
+    EXPECT_EQ(i->create(nullptr, &b, err, sizeof(err)), CLTRAIN_OK);
+    const int ok = i->supports(b, &step, tensors.data(), 1);
+    std::string why = ok ? "" : i->last_error(b);
+    if (!ok && why.empty()) why = "(no reason)";
+    i->destroy(b);
+    return why;
+  }
+};
+
+cltrain_op_params conv_params(int32_t padding) {
+  cltrain_op_params p{};
+  p.padding = padding;
+  p.stride_h = p.stride_w = p.dilation_h = p.dilation_w = 1;
+  return p;
+}
+
+TEST(CpuChecks, neg_ConvOutputOfTheWrongShape) {
+  Step s;
+  const int32_t x = s.tensor({1, 5, 5, 2}), w = s.tensor({3, 3, 3, 2}), y = s.tensor({1, 5, 5, 3});
+  s.set(CLTRAIN_OP_CONV_2D, CLTRAIN_PHASE_FORWARD, {x, w, -1}, {y});
+  s.step.params = conv_params(CLTRAIN_PADDING_SAME);
+  EXPECT_EQ(s.refusal(), "");
+  s.step.params = conv_params(CLTRAIN_PADDING_VALID);  // VALID gives 3x3
+  EXPECT_NE(s.refusal().find("is not [1x3x3x3]"), std::string::npos) << s.refusal();
+  s.step.params.dilation_h = 0;
+  EXPECT_NE(s.refusal().find("dilation height 0"), std::string::npos) << s.refusal();
+}
+
+TEST(CpuChecks, neg_DepthwiseMultiplierThatDoesNotMatchTheFilter) {
+  Step s;
+  const int32_t x = s.tensor({1, 4, 4, 3}), w = s.tensor({1, 3, 3, 6}), y = s.tensor({1, 4, 4, 6});
+  s.set(CLTRAIN_OP_DEPTHWISE_CONV_2D, CLTRAIN_PHASE_FORWARD, {x, w, -1}, {y});
+  s.step.params = conv_params(CLTRAIN_PADDING_SAME);
+  s.step.params.depth_multiplier = 2;
+  EXPECT_EQ(s.refusal(), "");
+  s.step.params.depth_multiplier = 3;
+  EXPECT_NE(s.refusal().find("depth multiplier 3"), std::string::npos) << s.refusal();
+}
+
+TEST(CpuChecks, neg_PoolWithAFusedActivation) {
+  Step s;
+  const int32_t x = s.tensor({1, 4, 4, 3}), y = s.tensor({1, 2, 2, 3});
+  s.set(CLTRAIN_OP_MAX_POOL_2D, CLTRAIN_PHASE_FORWARD, {x}, {y});
+  s.step.params.padding = CLTRAIN_PADDING_VALID;
+  s.step.params.filter_h = s.step.params.filter_w = s.step.params.stride_h = s.step.params.stride_w = 2;
+  EXPECT_EQ(s.refusal(), "");
+  s.step.params.activation = CLTRAIN_ACT_RELU;  // its backward has no y to take the derivative from
+  EXPECT_NE(s.refusal().find("only NONE"), std::string::npos) << s.refusal();
+}
+
+TEST(CpuChecks, neg_OperandsThatDoNotBroadcast) {
+  Step s;
+  const int32_t a = s.tensor({2, 3}), b = s.tensor({3, 2}), y = s.tensor({2, 3});
+  s.set(CLTRAIN_OP_ADD, CLTRAIN_PHASE_FORWARD, {a, b}, {y});
+  EXPECT_NE(s.refusal().find("does not broadcast"), std::string::npos) << s.refusal();
+  const int32_t c = s.tensor({2, 1}), big = s.tensor({4, 3});
+  s.set(CLTRAIN_OP_ADD, CLTRAIN_PHASE_FORWARD, {a, c}, {big});  // y larger than the broadcast shape
+  EXPECT_NE(s.refusal(), "");
+}
+
+TEST(CpuChecks, neg_DivBackwardWithoutItsDivisor) {
+  Step s;
+  const int32_t a = s.tensor({2, 3}), b = s.tensor({2, 3}), dy = s.tensor({2, 3}), da = s.tensor({2, 3}),
+                db = s.tensor({2, 3});
+  s.set(CLTRAIN_OP_DIV, CLTRAIN_PHASE_BACKWARD, {-1, b, -1, dy}, {da, -1});
+  EXPECT_EQ(s.refusal(), "");
+  s.set(CLTRAIN_OP_DIV, CLTRAIN_PHASE_BACKWARD, {-1, -1, -1, dy}, {da, -1});
+  EXPECT_NE(s.refusal().find("b is missing"), std::string::npos) << s.refusal();
+  s.set(CLTRAIN_OP_DIV, CLTRAIN_PHASE_BACKWARD, {-1, b, -1, dy}, {da, db});
+  EXPECT_NE(s.refusal().find("a is missing"), std::string::npos) << s.refusal();
+  s.set(CLTRAIN_OP_ADD, CLTRAIN_PHASE_BACKWARD, {-1, -1, -1, dy}, {da, db});  // ADD reads neither
+  EXPECT_EQ(s.refusal(), "");
+  (void)a;
+}
+
+TEST(CpuChecks, neg_MeanOverAnAxisOutsideTheRank) {
+  Step s;
+  const int32_t x = s.tensor({2, 3}), y = s.tensor({2});
+  s.set(CLTRAIN_OP_MEAN, CLTRAIN_PHASE_FORWARD, {x}, {y});
+  s.step.params.axes_mask = 0b10;
+  EXPECT_EQ(s.refusal(), "");
+  s.step.params.axes_mask = 0b100;
+  EXPECT_NE(s.refusal().find("outside"), std::string::npos) << s.refusal();
+}
+
+TEST(CpuChecks, neg_NegativePadding) {
+  Step s;
+  const int32_t x = s.tensor({2, 3}), y = s.tensor({2, 3});
+  s.set(CLTRAIN_OP_PAD, CLTRAIN_PHASE_FORWARD, {x}, {y});
+  s.step.params.pad_before[1] = -1;
+  s.step.params.pad_after[1] = 1;
+  EXPECT_NE(s.refusal().find("negative"), std::string::npos) << s.refusal();
+}
+
+// The backward of CONCATENATION learns an input's extent only from its dx: one absent dx is
+// what the others leave; two absent before a present one leave its place in dy unknown.
+TEST(CpuChecks, neg_ConcatenationGradientsThatCannotBePlaced) {
+  Step s;
+  const int32_t dy = s.tensor({2, 6}), d0 = s.tensor({2, 1}), d2 = s.tensor({2, 3});
+  s.step.params.axis = 1;
+  s.set(CLTRAIN_OP_CONCATENATION, CLTRAIN_PHASE_BACKWARD, {dy}, {d0, -1, d2});
+  EXPECT_EQ(s.refusal(), "");
+  s.set(CLTRAIN_OP_CONCATENATION, CLTRAIN_PHASE_BACKWARD, {dy}, {-1, -1, d2});
+  EXPECT_NE(s.refusal().find("unknown"), std::string::npos) << s.refusal();
+  s.set(CLTRAIN_OP_CONCATENATION, CLTRAIN_PHASE_BACKWARD, {dy}, {d2, -1, -1});  // absent ones last: fine
+  EXPECT_EQ(s.refusal(), "");
+  s.set(CLTRAIN_OP_CONCATENATION, CLTRAIN_PHASE_BACKWARD, {dy}, {d2, d2, d0});  // 7 > 6
+  EXPECT_NE(s.refusal().find("longer"), std::string::npos) << s.refusal();
+}
+
+}  // namespace
+}  // namespace cltrain
