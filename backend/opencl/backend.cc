@@ -1,7 +1,9 @@
 // The plugin's ABI surface: cltrain_backend_entry() and the entry points behind it. Each entry
 // point catches every exception and turns it into a status plus a one-line message.
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -110,6 +112,8 @@ cltrain_status create(const cltrain_backend_config* config, cltrain_backend** ou
         fail(CLTRAIN_ERROR, std::string("CLTRAIN_OPENCL_SCRATCH_BYTES='") + env + "' is not a positive number");
       b->scratch_budget = v;
     }
+    const char* trace = std::getenv("CLTRAIN_OPENCL_TRACE");
+    b->trace = trace && *trace;
     b->filter = OpFilter::from_env();
     b->last_error = b->filter.error;
     *out = b.release();
@@ -119,8 +123,23 @@ cltrain_status create(const cltrain_backend_config* config, cltrain_backend** ou
   return st;
 }
 
+// CLTRAIN_OPENCL_TRACE: each step's mean wall time over the runs, and their sum.
+void print_trace(const cltrain_backend& b) {
+  double total = 0;
+  std::fprintf(stderr, "cltrain opencl trace: mean ms per run of each step\n");
+  for (size_t i = 0; i < b.trace_ms.size(); ++i) {
+    if (b.trace_runs[i] == 0) continue;
+    const double mean = b.trace_ms[i] / static_cast<double>(b.trace_runs[i]);
+    total += mean;
+    std::fprintf(stderr, "  %4zu %-24s %-8s %9.3f ms (%lld runs)\n", i, cltrain_op_name(b.steps[i].op),
+                 phase_name(b.steps[i].phase).c_str(), mean, static_cast<long long>(b.trace_runs[i]));
+  }
+  std::fprintf(stderr, "  total %.3f ms\n", total);
+}
+
 void destroy(cltrain_backend* b) {
   try {
+    if (b && b->trace && !b->trace_ms.empty()) print_trace(*b);
     delete b;
   } catch (...) {  // nothing can be reported from here
   }
@@ -232,7 +251,20 @@ cltrain_status run(cltrain_backend* b, const int32_t* steps, int32_t num_steps, 
         fail(CLTRAIN_INVALID, "run: step " + std::to_string(id) + " (Adam) needs run_args.iteration >= 1");
     }
     // The queue is in order, so data from write_tensor is visible to the first kernel.
-    for (int32_t i = 0; i < num_steps; ++i) b->runs[steps[i]](args);
+    if (!b->trace) {
+      for (int32_t i = 0; i < num_steps; ++i) b->runs[steps[i]](args);
+      return CLTRAIN_OK;
+    }
+    b->trace_ms.resize(b->runs.size(), 0.0);
+    b->trace_runs.resize(b->runs.size(), 0);
+    CLT_CALL(clFinish, (b->queue), "trace");
+    for (int32_t i = 0; i < num_steps; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      b->runs[steps[i]](args);
+      CLT_CALL(clFinish, (b->queue), "trace");
+      b->trace_ms[steps[i]] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      ++b->trace_runs[steps[i]];
+    }
     return CLTRAIN_OK;
   });
 }

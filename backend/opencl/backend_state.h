@@ -76,6 +76,11 @@ struct cltrain_backend {
   // min(8 MiB, CL_DEVICE_MAX_MEM_ALLOC_SIZE / 8). Set by create.
   uint64_t scratch_budget = 8u << 20;
   uint64_t gemm_tile = 64;  // CLBlast's Xgemm tile on this device (gemm_tuning.h); set by create
+  // CLTRAIN_OPENCL_TRACE: run() waits for each step and adds its wall time here (per global
+  // step); destroy prints the totals to stderr.
+  bool trace = false;
+  std::vector<double> trace_ms;
+  std::vector<int64_t> trace_runs;
 
   cltrain_backend() = default;
   cltrain_backend(const cltrain_backend&) = delete;

@@ -280,6 +280,10 @@ TEST_F(ConvOps, ConvPointwise) { check(conv(2, 5, 4, 6, 7, 1, 1, true, CLTRAIN_A
 
 TEST_F(ConvOps, ConvOneByOneStrideTwo) { check(conv(2, 5, 5, 3, 4, 1, 2, true, CLTRAIN_ACT_RELU)); }
 
+// Large enough for CLBlast's indirect GEMM kernel (padding and transposing copies in its
+// scratch), with sizes that are not whole tiles.
+TEST_F(ConvOps, ConvIndirectGemmSizes) { check(conv(3, 13, 11, 16, 24, 3, 1, true, CLTRAIN_ACT_RELU)); }
+
 TEST_F(ConvOps, ConvOnlyInputGradient) { check(conv(2, 6, 6, 2, 3, 3, 1, true, CLTRAIN_ACT_RELU), true, false); }
 
 // Budgets of a few KiB: forward panels of some rows, dW panels of a few taps, then of some
