@@ -125,6 +125,7 @@ Tensor load_tensor(const fb::Tensor* ft, int32_t index, const Buffers& bufs, con
                        std::to_string(need));
       copy_le32(data, size, t.data);
       t.buffer = static_cast<int32_t>(b);
+      t.file_offset = static_cast<int64_t>(data - bufs.file.data());
     }
   }
   // A non-constant int32 tensor is refused by graph_check.cc, which can name the operand.
@@ -352,8 +353,26 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
     m.operators.push_back(std::move(op));
   }
 
+  // Metadata entries keep their bytes (the training info of circle+ files is one of them).
+  if (const auto* md = fm->metadata()) {
+    for (uint32_t i = 0; i < md->size(); ++i) {
+      const fb::Metadata* e = md->Get(i);
+      ModelMetadata entry;
+      if (e->name()) entry.name = e->name()->str();
+      if (e->buffer() >= bufs.count())
+        fail(what, "metadata " + std::to_string(i) + " '" + printable(entry.name) + "': buffer index " +
+                       std::to_string(e->buffer()) + " out of range (model has " + std::to_string(bufs.count()) +
+                       " buffers)");
+      entry.buffer = static_cast<int32_t>(e->buffer());
+      auto [data, size] = bufs.get(e->buffer());
+      if (size > 0) entry.data.assign(data, data + size);
+      m.metadata.push_back(std::move(entry));
+    }
+  }
+
   detail::check_graph(m, what);
   m.file = std::move(bytes);
+  m.source = what;
   return m;
 }
 

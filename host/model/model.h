@@ -23,6 +23,9 @@ struct Tensor {
   // as floats in host order.
   std::vector<uint8_t> data;
   int32_t buffer = 0;            // index of the model buffer holding data (0: none)
+  // Byte offset of data within Model::file (inside the flatbuffer, or after it for offset/size
+  // buffers); -1 where the tensor has no data or the model was not loaded from a file.
+  int64_t file_offset = -1;
   bool is_constant() const { return !data.empty(); }
   uint64_t elements() const {
     uint64_t n = 1;
@@ -38,6 +41,14 @@ struct Operator {
   cltrain_op_params params{};
 };
 
+// An entry of the model's metadata list (circle/tflite Model.metadata): a name and the bytes of
+// the buffer it points to (e.g. "CIRCLE_TRAINING", model/export.h).
+struct ModelMetadata {
+  std::string name;
+  int32_t buffer = 0;             // index of the model buffer
+  std::vector<uint8_t> data;      // that buffer's bytes (empty for buffer 0 or an empty buffer)
+};
+
 struct Model {
   std::string format;             // "circle" or "tflite"
   std::vector<Tensor> tensors;
@@ -45,6 +56,8 @@ struct Model {
   std::vector<int32_t> inputs;    // subgraph inputs
   std::vector<int32_t> outputs;   // subgraph outputs
   std::vector<uint8_t> file;      // the file as loaded (for export with new weights)
+  std::vector<ModelMetadata> metadata;  // in file order
+  std::string source;             // the path or name the loader was given (for messages)
 };
 
 // Loads and verifies a .circle (CIR0) or .tflite (TFL3) file. Throws ModelError with one line

@@ -1,0 +1,196 @@
+// export_with_weights (the loaded file with its weight bytes replaced in place) and
+// export_circleplus (the file rebuilt with a CIRCLE_TRAINING metadata entry).
+#include "model/export.h"
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "circle_generated.h"
+#include "model/builder.h"
+#include "model/model_internal.h"
+
+namespace cltrain {
+
+using detail::fail;
+using detail::tensor_label;
+
+namespace {
+
+std::string source_of(const Model& m) { return m.source.empty() ? "model" : m.source; }
+
+// Floats as the format stores them: little endian.
+std::vector<uint8_t> le_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(float));
+  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
+#if !FLATBUFFERS_LITTLEENDIAN
+  for (size_t i = 0; i + 4 <= b.size(); i += 4) std::swap(b[i], b[i + 3]), std::swap(b[i + 1], b[i + 2]);
+#endif
+  return b;
+}
+
+// The host-order bytes a tensor holds in memory (Tensor::data) for these floats.
+std::vector<uint8_t> host_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(float));
+  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+void check_weights(const Model& m, const std::map<int32_t, std::vector<float>>& weights, const std::string& what) {
+  for (const auto& [t, values] : weights) {
+    if (t < 0 || static_cast<size_t>(t) >= m.tensors.size())
+      fail(what, "cannot export weights: tensor index " + std::to_string(t) + " out of range (model has " +
+                     std::to_string(m.tensors.size()) + " tensors)");
+    const Tensor& tensor = m.tensors[static_cast<size_t>(t)];
+    if (!tensor.is_constant() || tensor.dtype != CLTRAIN_FLOAT32)
+      fail(what, "cannot export weights: " + tensor_label(m, t) + " is not a float32 constant (" +
+                     (tensor.is_constant() ? "an int32 constant" : "it has no data in the model") + ")");
+    if (values.size() != tensor.elements() || values.size() * sizeof(float) != tensor.data.size())
+      fail(what, "cannot export weights: " + tensor_label(m, t) + ": " + std::to_string(values.size()) +
+                     " values given, shape " + detail::shape_str(tensor.shape) + " holds " +
+                     std::to_string(tensor.elements()));
+  }
+}
+
+}  // namespace
+
+std::vector<uint8_t> export_with_weights(const Model& m, const std::map<int32_t, std::vector<float>>& weights) {
+  const std::string what = source_of(m);
+  check_weights(m, weights, what);
+
+  if (m.file.empty()) {  // built in memory: no layout to keep
+    Model copy = m;
+    for (const auto& [t, values] : weights) copy.tensors[static_cast<size_t>(t)].data = host_bytes(values);
+    return write_model(copy, m.format.empty() ? "circle" : m.format);
+  }
+
+  // Where each listed tensor's bytes go, and that no other tensor's bytes change with them.
+  for (const auto& [t, values] : weights) {
+    const Tensor& a = m.tensors[static_cast<size_t>(t)];
+    const int64_t off = a.file_offset;
+    const uint64_t size = a.data.size();
+    if (off < 0 || static_cast<uint64_t>(off) > m.file.size() || size > m.file.size() - static_cast<uint64_t>(off))
+      fail(what, "cannot export weights: " + tensor_label(m, t) + " has no data in the model file");
+    const std::vector<uint8_t> mine = host_bytes(values);
+    for (size_t u = 0; u < m.tensors.size(); ++u) {
+      const Tensor& b = m.tensors[u];
+      if (static_cast<int32_t>(u) == t || b.file_offset < 0 || b.data.empty()) continue;
+      const bool overlap = b.file_offset < off + static_cast<int64_t>(size) &&
+                           off < b.file_offset + static_cast<int64_t>(b.data.size());
+      if (!overlap) continue;
+      auto it = weights.find(static_cast<int32_t>(u));
+      const std::vector<uint8_t> theirs = it != weights.end() ? host_bytes(it->second) : b.data;
+      if (b.file_offset != off || theirs != mine)
+        fail(what, "cannot export weights: " + tensor_label(m, t) + " shares its bytes in the file (buffer " +
+                       std::to_string(a.buffer) + ") with " + tensor_label(m, static_cast<int32_t>(u)) +
+                       ", which would get other values");
+    }
+  }
+
+  std::vector<uint8_t> out = m.file;
+  for (const auto& [t, values] : weights) {
+    const std::vector<uint8_t> bytes = le_bytes(values);
+    if (!bytes.empty())
+      std::memcpy(out.data() + m.tensors[static_cast<size_t>(t)].file_offset, bytes.data(), bytes.size());
+  }
+  return out;
+}
+
+std::vector<uint8_t> export_circleplus(const Model& m, const std::map<int32_t, std::vector<float>>& weights,
+                                       const TrainingInfo& info) {
+  const std::string what = source_of(m);
+  std::vector<uint8_t> info_bytes;
+  try {
+    info_bytes = serialize_training_info(info, m.operators.size());
+  } catch (const ModelError& e) {
+    fail(what, std::string("cannot export circle+: ") + e.what());
+  }
+  const std::vector<uint8_t> base = export_with_weights(m, weights);
+
+  // base is m's verified file with only weight bytes changed, or write_model's output.
+  std::unique_ptr<fb::ModelT> model(fb::GetModel(base.data())->UnPack());
+
+  // Buffers outside the flatbuffer: their bytes, to append after the new one.
+  struct Outside {
+    size_t buffer;
+    uint64_t offset, size;
+  };
+  std::vector<Outside> outside;
+  for (size_t i = 0; i < model->buffers.size(); ++i) {
+    const fb::BufferT& b = *model->buffers[i];
+    if (b.data.empty() && b.offset > 1) {
+      if (b.offset > base.size() || b.size > base.size() - b.offset)
+        fail(what, "cannot export circle+: buffer " + std::to_string(i) + " lies outside the file");
+      outside.push_back({i, b.offset, b.size});
+    }
+  }
+
+  // Drop the existing CIRCLE_TRAINING entries; reuse the first one's buffer if it is its own.
+  int64_t old_buffer = -1;
+  for (auto it = model->metadata.begin(); it != model->metadata.end();) {
+    if ((*it)->name == kTrainingInfoMetadataName) {
+      if (old_buffer < 0) old_buffer = (*it)->buffer;
+      it = model->metadata.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  bool reuse = old_buffer > 0 && static_cast<size_t>(old_buffer) < model->buffers.size();
+  for (const auto& sg : model->subgraphs)
+    for (const auto& t : sg->tensors) reuse = reuse && static_cast<int64_t>(t->buffer) != old_buffer;
+  for (const auto& md : model->metadata) reuse = reuse && static_cast<int64_t>(md->buffer) != old_buffer;
+  for (int32_t b : model->metadata_buffer) reuse = reuse && b != old_buffer;
+  size_t info_buffer;
+  if (reuse) {
+    info_buffer = static_cast<size_t>(old_buffer);
+    for (size_t i = 0; i < outside.size(); ++i) {
+      if (outside[i].buffer == info_buffer) {
+        outside.erase(outside.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+    }
+  } else {
+    info_buffer = model->buffers.size();
+    model->buffers.push_back(std::make_unique<fb::BufferT>());
+  }
+  fb::BufferT& ib = *model->buffers[info_buffer];
+  ib.data = std::move(info_bytes);
+  ib.offset = 0;
+  ib.size = 0;
+  auto entry = std::make_unique<fb::MetadataT>();
+  entry->name = kTrainingInfoMetadataName;
+  entry->buffer = static_cast<uint32_t>(info_buffer);
+  model->metadata.push_back(std::move(entry));
+
+  // Outside buffers keep a placeholder offset (> 1, so that the field is written) until the
+  // size of the flatbuffer is known.
+  for (const Outside& o : outside) model->buffers[o.buffer]->offset = 2;
+  flatbuffers::FlatBufferBuilder fbb(base.size() + 1024);
+  fbb.Finish(fb::Model::Pack(fbb, model.get()), "CIR0");
+  std::vector<uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  model.reset();
+
+  if (!outside.empty()) {
+    auto align16 = [](uint64_t n) { return (n + 15) / 16 * 16; };
+    uint64_t end = align16(out.size());
+    std::vector<uint64_t> offsets;
+    for (const Outside& o : outside) {
+      offsets.push_back(end);
+      end = align16(end + o.size);
+    }
+    auto* buffers = fb::GetMutableModel(out.data())->mutable_buffers();
+    for (size_t i = 0; i < outside.size(); ++i) {
+      fb::Buffer* b = buffers->GetMutableObject(static_cast<flatbuffers::uoffset_t>(outside[i].buffer));
+      if (!b->mutate_offset(offsets[i]))
+        fail(what, "cannot export circle+: buffer " + std::to_string(outside[i].buffer) + " lost its offset");
+    }
+    out.resize(end, 0);
+    for (size_t i = 0; i < outside.size(); ++i)
+      if (outside[i].size > 0) std::memcpy(out.data() + offsets[i], base.data() + outside[i].offset, outside[i].size);
+    // The last buffer ends the file (no padding after it).
+    out.resize(offsets.back() + outside.back().size);
+  }
+  return out;
+}
+
+}  // namespace cltrain
