@@ -46,7 +46,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 const char* train_usage() {
   return "usage: cltrain MODEL [options]\n"
          "  --epoch N                 epochs (default 5)\n"
-         "  --batch_size N            batch size (default: the model's first dimension)\n"
+         "  --batch_size N            batch size (default: the model's training info, else its first dimension)\n"
          "  --learning_rate F         (default 0.001)\n"
          "  --loss N                  1 = mean squared error, 2 = categorical cross-entropy (default 2)\n"
          "  --loss_reduction_type N   1 = sum over batch size (default), 2 = sum\n"
@@ -63,6 +63,8 @@ const char* train_usage() {
          "  --backends LIST           backends in order of preference (default opencl,cpu; cpu is always last)\n"
          "  --device N                OpenCL device index (see `cltrain devices`; or CLTRAIN_OPENCL_DEVICE)\n"
          "  --report FILE             write a JSON report\n"
+         "  --export_circle FILE      write the model with its trained weights (same layout)\n"
+         "  --export_circleplus FILE  the same plus the training parameters as CIRCLE_TRAINING metadata\n"
          "  --checkpoint FILE         resume from an onert checkpoint (weights, Adam state, step, epoch);\n"
          "                            --epoch stays the total, so training goes on from the next epoch\n"
          "  --export_checkpoint FILE  write a checkpoint after training (atomically)\n"
@@ -91,6 +93,7 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       a = a.substr(0, eq);
       has_value = true;
     }
+    if (a.rfind("--", 0) == 0) o.given.insert(a);
     auto next = [&]() -> std::string {
       if (has_value) return value;
       if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
@@ -138,6 +141,10 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       o.device = to_int(a, next());
     } else if (a == "--train_config") {
       o.train_config = next();
+    } else if (a == "--export_circle") {
+      o.export_circle = next();
+    } else if (a == "--export_circleplus") {
+      o.export_circleplus = next();
     } else if (a == "--checkpoint") {
       o.checkpoint = next();
     } else if (a == "--export_checkpoint") {

@@ -5,6 +5,8 @@
 #include <cstdio>
 
 #include "backend.h"
+#include "model/builder.h"
+#include "model/export.h"
 #include "train_config.h"
 #include "training_graph.h"
 
@@ -46,15 +48,50 @@ TrainOptions train_options(const Options& o) {
   t.optimizer = o.optimizer == 1 ? CLTRAIN_OP_UPDATE_SGD : CLTRAIN_OP_UPDATE_ADAM;
   t.learning_rate = o.learning_rate;
   t.num_trainable_ops = o.num_of_trainable_ops;
+  if (o.adam_beta1 > 0) t.beta1 = o.adam_beta1;
+  if (o.adam_beta2 > 0) t.beta2 = o.adam_beta2;
+  if (o.adam_epsilon > 0) t.epsilon = o.adam_epsilon;
   return t;
+}
+
+// Options the command line left out come from the model's CIRCLE_TRAINING metadata.
+void apply_training_info(Options& o, const TrainingInfo& info, int32_t num_operators) {
+  auto missing = [&](const char* opt) { return o.given.count(opt) == 0; };
+  if (missing("--learning_rate") && info.learning_rate > 0) o.learning_rate = info.learning_rate;
+  if (missing("--optimizer")) o.optimizer = info.optimizer == TrainingInfo::kSgd ? 1 : 2;
+  if (missing("--loss")) {
+    if (info.loss == TrainingInfo::kSparseCategoricalCrossentropy)
+      throw ModelError(o.model + ": CIRCLE_TRAINING asks for sparse categorical cross-entropy, which cltrain does not "
+                       "train; give --loss 1 or 2");
+    o.loss = info.loss == TrainingInfo::kMeanSquaredError ? 1 : 2;
+  }
+  if (missing("--loss_reduction_type")) o.loss_reduction = info.reduction == TrainingInfo::kSum ? 2 : 1;
+  if (missing("--epoch") && info.epochs > 0) o.epochs = info.epochs;
+  if (missing("--batch_size") && info.batch_size > 0) o.batch_size = info.batch_size;
+  if (missing("--num_of_trainable_ops") && missing("--train_config") && !info.trainable_ops.empty()) {
+    o.info_ranks.assign(static_cast<size_t>(num_operators), kRankNone);
+    for (int32_t op : info.trainable_ops) {
+      if (op < 0 || op >= num_operators)
+        throw ModelError(o.model + ": CIRCLE_TRAINING lists trainable operator " + std::to_string(op) +
+                         ", the model has " + std::to_string(num_operators));
+      o.info_ranks[static_cast<size_t>(op)] = kRankAll;
+    }
+  }
+  o.adam_beta1 = info.beta1;
+  o.adam_beta2 = info.beta2;
+  o.adam_epsilon = info.epsilon;
 }
 
 }  // namespace
 
-PreparedSession load_and_prepare(const Options& o) {
+PreparedSession load_and_prepare(const Options& given) {
   PreparedSession p;
+  p.options = given;
+  Options& o = p.options;
   const auto t_load = Clock::now();
   p.model = load_model(o.model);
+  if (const auto info = read_training_info(p.model))
+    apply_training_info(o, *info, static_cast<int32_t>(p.model.operators.size()));
   const auto& in_shape = p.model.tensors[static_cast<size_t>(p.model.inputs.at(0))].shape;
   p.batch = o.batch_size ? *o.batch_size : (in_shape.empty() ? 1 : in_shape[0]);
   set_batch_size(p.model, p.batch);
@@ -67,12 +104,39 @@ PreparedSession load_and_prepare(const Options& o) {
 
   const auto t_prepare = Clock::now();
   TrainOptions options = train_options(o);
+  options.op_ranks = o.info_ranks;
   if (!o.train_config.empty())
     options.op_ranks = read_train_config(o.train_config, static_cast<int32_t>(p.model.operators.size()));
   p.session = std::make_unique<Session>(build_training_graph(p.model, options), open_backends(o));
   p.session->prepare();
   p.ms_prepare = ms_since(t_prepare);
   return p;
+}
+
+void export_trained_model(PreparedSession& p) {
+  const Options& o = p.options;
+  if (o.export_circle.empty() && o.export_circleplus.empty()) return;
+  std::map<int32_t, std::vector<float>> weights;
+  for (int32_t w : p.session->graph().weights) weights[w] = p.session->read_persistent(w);
+  if (!o.export_circle.empty()) save_file_atomic(o.export_circle, export_with_weights(p.model, weights));
+  if (!o.export_circleplus.empty()) {
+    TrainingInfo info;
+    const TrainOptions t = train_options(o);
+    info.optimizer = t.optimizer == CLTRAIN_OP_UPDATE_SGD ? 0 : 1;
+    info.learning_rate = t.learning_rate;
+    info.beta1 = t.beta1;
+    info.beta2 = t.beta2;
+    info.epsilon = t.epsilon;
+    info.loss = t.loss == CLTRAIN_OP_LOSS_MSE ? 2 : 1;
+    info.from_logits = false;
+    info.epochs = o.epochs;
+    info.batch_size = p.batch;
+    info.reduction = t.reduction == CLTRAIN_REDUCTION_SUM ? 1 : 0;
+    const auto& ranks = p.session->graph().op_ranks;
+    for (size_t i = 0; i < ranks.size(); ++i)
+      if (ranks[i] != kRankNone) info.trainable_ops.push_back(static_cast<int32_t>(i));
+    save_file_atomic(o.export_circleplus, export_circleplus(p.model, weights, info));
+  }
 }
 
 nlohmann::json memory_json(const Session& session) {

@@ -12,6 +12,7 @@
 namespace cltrain {
 
 struct PreparedSession {
+  Options options;  // as given, with what the model's training info supplies filled in
   Model model;
   int32_t batch = 0;
   std::unique_ptr<Session> session;
@@ -23,6 +24,9 @@ struct PreparedSession {
 PreparedSession load_and_prepare(const Options& options);
 
 nlohmann::json memory_json(const Session& session);
+
+// Writes the trained model (--export_circle, --export_circleplus), atomically.
+void export_trained_model(PreparedSession& prepared);
 nlohmann::json placement_json(const Session& session);
 
 }  // namespace cltrain

@@ -40,16 +40,17 @@ void print_parameters(const Options& o, int32_t batch) {
 
 }  // namespace
 
-int run_train(const Options& o) {
+int run_train(const Options& given) {
   // Data first: a bad data file should not wait for kernel builds.
   Dataset data, test;
-  const bool fashion = !o.data.empty();
+  const bool fashion = !given.data.empty();
   if (fashion) {
-    const std::string dir = o.data.size() > 14 ? o.data.substr(14) : kFashionMnistDir;
+    const std::string dir = given.data.size() > 14 ? given.data.substr(14) : kFashionMnistDir;
     data = load_fashion_mnist(dir, true);
     test = load_fashion_mnist(dir, false);
   }
-  PreparedSession prepared = load_and_prepare(o);
+  PreparedSession prepared = load_and_prepare(given);
+  const Options& o = prepared.options;
   Session& session = *prepared.session;
   const int32_t batch = prepared.batch;
   const double ms_load = prepared.ms_load, ms_prepare = prepared.ms_prepare;
@@ -92,6 +93,7 @@ int run_train(const Options& o) {
     }
     save_file_atomic(o.export_checkpoint, make_checkpoint(session, pos));
   }
+  export_trained_model(prepared);
   double test_accuracy = -1;
   if (fashion) {
     test_accuracy = categorical_accuracy(session, test);

@@ -211,6 +211,7 @@ void GraphBuilder::select_trainable() {
   if (static_cast<int32_t>(ranks.size()) != n)
     throw ModelError("the trainable configuration covers " + std::to_string(ranks.size()) + " operators, the model has " +
                      std::to_string(n));
+  g_.op_ranks = ranks;
   for (int32_t i = 0; i < n; ++i) {
     const Operator& op = model_.operators[static_cast<size_t>(i)];
     const int32_t rank = ranks[static_cast<size_t>(i)];

@@ -46,6 +46,7 @@ struct TrainingGraph {
   int32_t input = -1, expected = -1, loss = -1, prediction = -1;
   std::vector<int32_t> weights;     // trainable weight tensors, in model order
   std::map<int32_t, std::pair<int32_t, int32_t>> adam_state;  // weight -> (m, v)
+  std::vector<int32_t> op_ranks;    // per model operator, as trained (kRank*)
 
   const char* name_of(int32_t t) const { return tensors[static_cast<size_t>(t)].name; }
 

@@ -31,6 +31,25 @@ Result run_cli(const std::string& args, const std::string& env = "") {
   return r;
 }
 
+// Runs cltrain and returns its standard output (stderr dropped), with the exit code.
+Result run_cli_stdout(const std::string& args) {
+  const std::string cmd = std::string(CLTRAIN_CLI) + " " + args + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  Result r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.err.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::string line_with(const std::string& text, const std::string& prefix) {
+  const size_t at = text.find(prefix);
+  if (at == std::string::npos) return "";
+  return text.substr(at, text.find('\n', at) - at);
+}
+
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -140,6 +159,56 @@ TEST_F(Cli, neg_OtherAbiPluginWarnsAndTrainsOnCpu) {
   const Result r = run_cli(train_args(model) + " --backends badabi", "CLTRAIN_BACKEND_PATH=" CLTRAIN_TEST_PLUGIN_DIR);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("ABI version"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, ExportedModelGivesTheSameTestAccuracy) {
+  const std::string model = model_file(make_named_model("mlp", 32), "mlp.circle");
+  const std::string data = " --data fashion-mnist --data_limit 320 --backends cpu ";
+  const Result trained = run_cli_stdout(model + data + "--epoch 1 --export_circle " + path("trained.circle"));
+  ASSERT_EQ(trained.code, 0);
+  const Result reloaded = run_cli_stdout(path("trained.circle") + data + "--epoch 0");
+  ASSERT_EQ(reloaded.code, 0);
+  const std::string a = line_with(trained.err, "Test accuracy"), b = line_with(reloaded.err, "Test accuracy");
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+  const Result untrained = run_cli_stdout(model + data + "--epoch 0");
+  EXPECT_NE(line_with(untrained.err, "Test accuracy"), a);  // the weights did change
+}
+
+TEST_F(Cli, TrainingInfoGivesDefaults) {
+  const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
+  ASSERT_EQ(run_cli(train_args(model) + " --optimizer 1 --learning_rate 0.01 --export_circleplus " + path("plus.circle")).code, 0);
+  const Result r = run_cli_stdout(train_args(path("plus.circle")));
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.err.find("- optimizer       = sgd"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("- learning_rate   = 0.01"), std::string::npos) << r.err;
+  const Result overridden = run_cli_stdout(train_args(path("plus.circle")) + " --optimizer 2");
+  EXPECT_NE(overridden.err.find("- optimizer       = adam"), std::string::npos) << overridden.err;
+}
+
+TEST_F(Cli, neg_MismatchedCheckpoint) {
+  const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
+  ASSERT_EQ(run_cli(train_args(model) + " --num_of_trainable_ops 2 --export_checkpoint " + path("c.ckpt")).code, 0);
+  expect_one_line_failure(run_cli(train_args(model) + " --checkpoint " + path("c.ckpt")), "trainable tensors");
+}
+
+TEST_F(Cli, neg_TruncatedCheckpoint) {
+  const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
+  ASSERT_EQ(run_cli(train_args(model) + " --export_checkpoint " + path("c.ckpt")).code, 0);
+  ASSERT_EQ(truncate(path("c.ckpt").c_str(), 5000), 0);
+  expect_one_line_failure(run_cli(train_args(model) + " --checkpoint " + path("c.ckpt")), "truncated");
+}
+
+TEST_F(Cli, neg_TrainConfigNamesMissingOperator) {
+  const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
+  // magic 29, schema 1, one entry: operator 9, rank ALL
+  write_bytes(path("cfg.bin"), {29, 0, 1, 0, 1, 0, 0, 0, 9, 0, 0});
+  expect_one_line_failure(run_cli(train_args(model) + " --train_config " + path("cfg.bin")), "names operator 9");
+}
+
+TEST_F(Cli, neg_FailedExportKeepsNoPartialFile) {
+  const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
+  expect_one_line_failure(run_cli(train_args(model) + " --export_circle " + path("no/such/dir/x.circle")), "x.circle");
 }
 
 }  // namespace
