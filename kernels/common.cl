@@ -8,11 +8,11 @@
 // index (one work-item per sum), maxima and clamps are the selects below.
 
 // std::max(a, b) and std::min(a, b) of C++: the first argument wins ties and NaN comparisons.
-inline float clt_max(float a, float b) { return a < b ? b : a; }
-inline float clt_min(float a, float b) { return b < a ? b : a; }
+static inline float clt_max(float a, float b) { return a < b ? b : a; }
+static inline float clt_min(float a, float b) { return b < a ? b : a; }
 
 // tanh: e = exp(-2|x|), t = (1 - e) / (1 + e), sign of x.
-inline float clt_tanh(float x) {
+static inline float clt_tanh(float x) {
   const float e = clt_exp(-2.0f * fabs(x));
   const float t = (1.0f - e) / (1.0f + e);
   return x < 0.0f ? -t : t;
@@ -20,7 +20,7 @@ inline float clt_tanh(float x) {
 
 // Fused activations, ACT as cltrain_activation: 0 NONE, 1 RELU, 2 RELU_N1_TO_1, 3 RELU6, 4 TANH.
 #ifdef ACT
-inline float clt_act(float z) {
+static inline float clt_act(float z) {
 #if ACT == 1
   return clt_max(z, 0.0f);
 #elif ACT == 2
@@ -35,7 +35,7 @@ inline float clt_act(float z) {
 }
 
 // dz from the activation's output y and dy: a select where the derivative is 0 or 1.
-inline float clt_act_grad(float y, float dy) {
+static inline float clt_act_grad(float y, float dy) {
 #if ACT == 1
   return y > 0.0f ? dy : 0.0f;
 #elif ACT == 2

@@ -7,7 +7,7 @@
 #define CCE_HIGH (1.0f - 1e-7f)
 
 // pc = min(max(p, 1e-7), 1 - 1e-7), as std::min/std::max.
-inline float cce_clamp(float p) { return clt_min(clt_max(p, CCE_LOW), CCE_HIGH); }
+static inline float cce_clamp(float p) { return clt_min(clt_max(p, CCE_LOW), CCE_HIGH); }
 
 // One work-item: loss[0].
 __kernel void loss_forward(__global float* pool, uint p_off, uint e_off, uint loss_off) {

@@ -14,7 +14,7 @@
 
 #ifdef __OPENCL_VERSION__
 #pragma OPENCL FP_CONTRACT OFF
-#define CLT_FN inline
+#define CLT_FN static inline
 #define clt_fma(a, b, c) fma((a), (b), (c))
 #define clt_rint(x) rint(x)
 #define clt_as_float(i) as_float(i)
