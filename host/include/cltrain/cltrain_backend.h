@@ -205,7 +205,11 @@ typedef struct cltrain_op_params {
   int32_t axes_mask;              /* MEAN: bit i set = axis i is reduced */
   int32_t keep_dims;              /* MEAN */
   int32_t pad_before[CLTRAIN_MAX_RANK], pad_after[CLTRAIN_MAX_RANK]; /* PAD, per axis */
-  int32_t reserved[8];            /* zero */
+  /* UPDATE_*: when update_count > 0 only elements [update_offset, update_offset + update_count)
+   * of W (and of grad) are updated; Adam's m and v then have update_count elements, m[i] and v[i]
+   * belonging to W[update_offset + i]. 0: the whole tensor. (onert-micro's half-weight ranks.) */
+  int32_t update_offset, update_count;
+  int32_t reserved[6];            /* zero */
 } cltrain_op_params;
 
 typedef struct cltrain_step_desc {
