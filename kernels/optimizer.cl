@@ -1,5 +1,7 @@
 // Optimizer updates of one weight tensor of COUNT elements, one work-item per weight, in the
 // orders of cltrain_backend.h (Numerics). Adam definitions: BETA1, BETA2, EPSILON.
+// A partial update (update_offset, update_count) comes as COUNT = update_count with g_off and
+// w_off already moved to the first updated element; m_off and v_off are those of m and v.
 
 // W = W - lr * g
 __kernel void sgd_update(__global float* pool, uint g_off, uint w_off, float lr) {

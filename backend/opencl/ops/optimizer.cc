@@ -1,6 +1,8 @@
 // Optimizer updates (kernels/optimizer.cl): sgd_update and adam_update, one work-item per weight.
 // The learning rate is a kernel argument set at run time (run_args may override it); Adam's
-// bias-corrected step size is computed here on the host in double.
+// bias-corrected step size is computed here on the host in double. A partial update
+// (params.update_count > 0) moves the gradient and weight offsets by update_offset and runs
+// update_count work-items; Adam's m and v hold update_count elements.
 #include <cmath>
 
 #include "launch.h"
@@ -15,15 +17,39 @@ float learning_rate(const cltrain_step_desc& step, const cltrain_run_args* args)
   return args && args->learning_rate > 0.0f ? args->learning_rate : step.params.learning_rate;
 }
 
+// The updated range of W's n elements: [update_offset, update_offset + update_count) when
+// update_count > 0, else the whole tensor.
+struct Range {
+  uint64_t first, count;
+};
+Range update_range(const cltrain_op_params& p, uint64_t n) {
+  if (p.update_count > 0) return {static_cast<uint64_t>(p.update_offset), static_cast<uint64_t>(p.update_count)};
+  return {0, n};
+}
+
+std::string check_range(const cltrain_op_params& p, uint64_t n) {
+  if (p.update_count < 0) return "update_count " + std::to_string(p.update_count) + " is negative";
+  if (p.update_count == 0)
+    return p.update_offset == 0 ? std::string() : "update_offset " + std::to_string(p.update_offset) + " without an update_count";
+  if (p.update_offset < 0) return "update_offset " + std::to_string(p.update_offset) + " is negative";
+  const uint64_t end = static_cast<uint64_t>(p.update_offset) + static_cast<uint64_t>(p.update_count);
+  if (end > n)
+    return "update range [" + std::to_string(p.update_offset) + ", " + std::to_string(end) + ") exceeds the weight's " +
+           std::to_string(n) + " elements";
+  return {};
+}
+
 std::string check_update(const StepView& s) {
   if (s.step.phase != CLTRAIN_PHASE_UPDATE) return "has no " + phase_name(s.step.phase) + " step";
   std::string why;
   if (!(why = require_tensor(s, s.in(0), "gradient")).empty()) return why;
   const uint64_t n = s.count(s.in(0));
   if (!(why = require_count(s, s.out(0), "weight", n)).empty()) return why;
+  if (!(why = check_range(s.step.params, n)).empty()) return why;
   if (s.step.op == CLTRAIN_OP_UPDATE_ADAM) {
-    if (!(why = require_count(s, s.out(1), "Adam m", n)).empty()) return why;
-    if (!(why = require_count(s, s.out(2), "Adam v", n)).empty()) return why;
+    const uint64_t count = update_range(s.step.params, n).count;
+    if (!(why = require_count(s, s.out(1), "Adam m", count)).empty()) return why;
+    if (!(why = require_count(s, s.out(2), "Adam v", count)).empty()) return why;
     const cltrain_op_params& p = s.step.params;
     if (!(p.beta1 >= 0.0f && p.beta1 < 1.0f) || !(p.beta2 >= 0.0f && p.beta2 < 1.0f))
       return "beta1 " + std::to_string(p.beta1) + " and beta2 " + std::to_string(p.beta2) + " must lie in [0, 1)";
@@ -33,11 +59,13 @@ std::string check_update(const StepView& s) {
 }
 
 StepRun prepare_sgd(Backend& b, const StepView& s) {
-  const uint64_t count = s.count(s.in(0));
+  const Range r = update_range(s.step.params, s.count(s.in(0)));
+  const uint64_t count = r.count;
+  const cl_uint first = static_cast<cl_uint>(r.first);
   Defines d;
   d.set("COUNT", count);
   Kernel k = make_kernel(b, kFamily, d, "sgd_update");
-  set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.out(0)));
+  set_args(k, b.pool, elem_offset(b, s.in(0)) + first, elem_offset(b, s.out(0)) + first);
   const cltrain_step_desc step = s.step;
   return [&b, k, count, step](const cltrain_run_args* args) {
     const float lr = learning_rate(step, args);
@@ -47,12 +75,14 @@ StepRun prepare_sgd(Backend& b, const StepView& s) {
 }
 
 StepRun prepare_adam(Backend& b, const StepView& s) {
-  const uint64_t count = s.count(s.in(0));
   const cltrain_op_params& p = s.step.params;
+  const Range r = update_range(p, s.count(s.in(0)));
+  const uint64_t count = r.count;
+  const cl_uint first = static_cast<cl_uint>(r.first);
   Defines d;
   d.set("COUNT", count).set_float("BETA1", p.beta1).set_float("BETA2", p.beta2).set_float("EPSILON", p.epsilon);
   Kernel k = make_kernel(b, kFamily, d, "adam_update");
-  set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.out(0)), elem_offset(b, s.out(1)),
+  set_args(k, b.pool, elem_offset(b, s.in(0)) + first, elem_offset(b, s.out(0)) + first, elem_offset(b, s.out(1)),
            elem_offset(b, s.out(2)));
   const cltrain_step_desc step = s.step;
   const std::string what = s.what();
