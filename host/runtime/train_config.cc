@@ -21,10 +21,8 @@ std::vector<int32_t> parse_train_config(const std::vector<uint8_t>& b, int32_t n
       throw ModelError(what + ": entry " + std::to_string(i) + " names operator " + std::to_string(op) +
                        ", the model has " + std::to_string(num_operators) + " operators");
     if (rank > 3) throw ModelError(what + ": entry " + std::to_string(i) + " has rank type " + std::to_string(rank) + " (0-3 are defined)");
-    if (rank > 1)
-      throw ModelError(what + ": entry " + std::to_string(i) + " (operator " + std::to_string(op) +
-                       "): the half-weight rank types UP_1_2_PART and LOWER_1_2_PART are not supported yet");
-    ranks[op] = rank == 0 ? kRankAll : kRankOnlyBias;
+    static const int32_t kRanks[] = {kRankAll, kRankOnlyBias, kRankUpperHalf, kRankLowerHalf};
+    ranks[op] = kRanks[rank];
   }
   return ranks;
 }

@@ -78,6 +78,7 @@ class GraphBuilder {
   TrainingGraph g_;
   std::vector<bool> needs_grad_;
   std::vector<bool> trainable_;
+  std::map<int32_t, std::pair<int32_t, int32_t>> update_range_;  // weight -> (offset, count) updated
   std::map<int32_t, int32_t> grad_;          // tensor -> its back-prop / gradient tensor
   std::map<int32_t, int32_t> remaining_;     // weight -> backward steps still to contribute
 };
@@ -183,10 +184,16 @@ void GraphBuilder::update_steps_after(int32_t step, const std::vector<int32_t>& 
     p.beta1 = opt_.beta1;
     p.beta2 = opt_.beta2;
     p.epsilon = opt_.epsilon;
+    std::vector<int32_t> state_shape = shape_of(w);
+    if (const auto r = update_range_.find(w); r != update_range_.end()) {
+      p.update_offset = r->second.first;
+      p.update_count = r->second.second;
+      state_shape = {r->second.second};
+    }
     const std::string name = g_.name_of(w);
     if (opt_.optimizer == CLTRAIN_OP_UPDATE_ADAM) {
-      const int32_t m = add_tensor("adam_m/" + name, shape_of(w), CLTRAIN_ROLE_OPTIMIZER, true);
-      const int32_t v = add_tensor("adam_v/" + name, shape_of(w), CLTRAIN_ROLE_OPTIMIZER, true);
+      const int32_t m = add_tensor("adam_m/" + name, state_shape, CLTRAIN_ROLE_OPTIMIZER, true);
+      const int32_t v = add_tensor("adam_v/" + name, state_shape, CLTRAIN_ROLE_OPTIMIZER, true);
       g_.adam_state[w] = {m, v};
       add_step(CLTRAIN_OP_UPDATE_ADAM, CLTRAIN_PHASE_UPDATE, g_.steps[step].model_op, {grad_.at(w)},
                {w, m, v}, p, step);
@@ -223,6 +230,17 @@ void GraphBuilder::select_trainable() {
       const bool is_bias = k == 2 && (op.op == CLTRAIN_OP_FULLY_CONNECTED || op.op == CLTRAIN_OP_CONV_2D ||
                                       op.op == CLTRAIN_OP_DEPTHWISE_CONV_2D);
       if (rank == kRankAll || (rank == kRankOnlyBias && is_bias)) trainable_[static_cast<size_t>(t)] = true;
+      if (rank == kRankUpperHalf || rank == kRankLowerHalf) {
+        if (op.op != CLTRAIN_OP_FULLY_CONNECTED && op.op != CLTRAIN_OP_CONV_2D)
+          throw ModelError("operator " + std::to_string(i) + " (" + cltrain_op_name(op.op) +
+                           "): the half-weight ranks apply to FullyConnected and Conv2D only");
+        const int32_t rows = tensor.shape.empty() ? 1 : tensor.shape[0];
+        const int32_t per_row = static_cast<int32_t>(tensor.elements() / static_cast<uint64_t>(rows));
+        const int32_t half = rows / 2;
+        trainable_[static_cast<size_t>(t)] = true;
+        update_range_[t] = rank == kRankUpperHalf ? std::make_pair(0, half * per_row)
+                                                  : std::make_pair(half * per_row, (rows - half) * per_row);
+      }
     }
   }
 }

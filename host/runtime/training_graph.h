@@ -17,6 +17,11 @@ namespace cltrain {
 constexpr int32_t kRankNone = -1;
 constexpr int32_t kRankAll = 0;       // every weight of the op
 constexpr int32_t kRankOnlyBias = 1;  // only the bias: the op keeps no input for backward
+// Half of the weight's (and bias's) output dimension, FullyConnected and Conv2D only: UPPER is
+// output rows [0, O/2), LOWER rows [O/2, O). The gradient is computed whole; the update and the
+// optimizer state cover the half.
+constexpr int32_t kRankUpperHalf = 2;
+constexpr int32_t kRankLowerHalf = 3;
 
 struct TrainOptions {
   int32_t loss = CLTRAIN_OP_LOSS_CCE;        // CLTRAIN_OP_LOSS_MSE or CLTRAIN_OP_LOSS_CCE
