@@ -17,7 +17,8 @@ __kernel void bias_act(__global float* pool, uint y_off, uint b_off) {
 __kernel void act_grad(__global float* pool, uint y_off, uint dy_off) {
   const uint i = get_global_id(0);
   if (i >= ROWS * COLS) return;
-  pool[dy_off + i] = clt_act_grad(pool[y_off + i], pool[dy_off + i]);
+  const float y = pool[y_off + i], dy = pool[dy_off + i];  // both loads unconditional: no branch
+  pool[dy_off + i] = clt_act_grad(y, dy);
 }
 
 // Backward: db[c] = sum over rows r, in increasing order, of dz[r, c]. One work-item per column;

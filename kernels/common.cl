@@ -34,14 +34,15 @@ static inline float clt_act(float z) {
 #endif
 }
 
-// dz from the activation's output y and dy: a select where the derivative is 0 or 1.
+// dz from the activation's output y and dy: a select where the derivative is 0 or 1 (the
+// conditions combined with &, not &&: no branch, which POCL vectorizes; callers load dy first).
 static inline float clt_act_grad(float y, float dy) {
 #if ACT == 1
   return y > 0.0f ? dy : 0.0f;
 #elif ACT == 2
-  return (y > -1.0f && y < 1.0f) ? dy : 0.0f;
+  return ((y > -1.0f) & (y < 1.0f)) ? dy : 0.0f;
 #elif ACT == 3
-  return (y > 0.0f && y < 6.0f) ? dy : 0.0f;
+  return ((y > 0.0f) & (y < 6.0f)) ? dy : 0.0f;
 #elif ACT == 4
   return dy * (1.0f - y * y);
 #else

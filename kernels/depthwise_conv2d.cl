@@ -1,61 +1,94 @@
 // DEPTHWISE_CONV_2D, direct: x [N,H,W,IC], W [1,KH,KW,OC] with OC = IC * M, y [N,OH,OW,OC];
-// output channel c * M + j reads input channel c. One work-item per output element, each a chain
-// in the order of cltrain_backend.h's Numerics (taps outside x skipped).
-// Definitions: N H W IC OH OW OC KH KW SH SW DH DW PT PL M; ACT, HAS_BIAS (forward).
+// output channel c * M + j reads input channel c. Every output element is its own chain in the
+// order of cltrain_backend.h's Numerics (taps outside x skipped).
+// Definitions: N H W IC OH OW OC KH KW SH SW DH DW PT PL M; ACT, HAS_BIAS (forward); VEC.
+//
+// A work-item computes VEC neighbouring channels (1, 4, 8 or 16; VEC > 1 only with M = 1 and
+// channel counts that VEC divides) as the lanes of a vector: each lane is one element's chain,
+// fma and + act lane by lane, so the lanes round exactly as scalars do. The lanes share their
+// position and tap, so every branch and loop bound is the same for all of them.
 
-// y = act(fma over (kh, kw) of x * W, + b).
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#if VEC == 1
+typedef float vfloat;
+#define VLOAD(p) (*(p))
+#define VSTORE(v, p) (*(p) = (v))
+#else
+typedef CAT(float, VEC) vfloat;
+#define VLOAD(p) CAT(vload, VEC)(0, (p))
+#define VSTORE(v, p) CAT(vstore, VEC)((v), 0, (p))
+#endif
+
+// y = act(fma over (kh, kw) of x * W, + b). One work-item per VEC output channels of a position.
 __kernel void dw_forward(__global float* pool, uint x_off, uint w_off, uint b_off, uint y_off) {
   const uint gid = get_global_id(0);
-  if (gid >= N * OH * OW * OC) return;
-  const uint oc = gid % OC, ow = gid / OC % OW, oh = gid / (OC * OW) % OH, n = gid / (OC * OW * OH);
-  const uint c = oc / M;
-  float acc = 0.0f;
+  if (gid >= N * OH * OW * (OC / VEC)) return;
+  const uint oc = gid % (OC / VEC) * VEC, pos = gid / (OC / VEC);
+  const uint ow = pos % OW, oh = pos / OW % OH, n = pos / (OW * OH);
+  vfloat acc = 0.0f;
   for (uint kh = 0; kh < KH; ++kh) {
     const int ih = (int)(oh * SH + kh * DH) - PT;
     if (ih < 0 || ih >= H) continue;
     for (uint kw = 0; kw < KW; ++kw) {
       const int iw = (int)(ow * SW + kw * DW) - PL;
       if (iw < 0 || iw >= W) continue;
-      acc = clt_fma(pool[x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC + c], pool[w_off + (kh * KW + kw) * OC + oc],
-                    acc);
+      __global const float* xp = pool + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC;
+      __global const float* wp = pool + w_off + (kh * KW + kw) * OC + oc;
+#if VEC == 1
+      acc = clt_fma(xp[oc / M], *wp, acc);
+#else
+      acc = clt_fma(VLOAD(xp + oc), VLOAD(wp), acc);
+#endif
     }
   }
 #if HAS_BIAS
-  acc = acc + pool[b_off + oc];
+  acc = acc + VLOAD(pool + b_off + oc);
 #endif
-  pool[y_off + gid] = clt_act(acc);
+  __global float* yp = pool + y_off + pos * OC + oc;
+  VSTORE(acc, yp);
+  for (uint l = 0; l < VEC; ++l) yp[l] = clt_act(yp[l]);
 }
 
 // dW[kh, kw, oc] = fma over (n, oh, ow) in order of dz * x, positions whose tap is outside x
-// skipped. One work-item per element of dW.
+// skipped: the loops run over the positions inside only. One work-item per VEC elements of dW.
 __kernel void dw_filter_grad(__global float* pool, uint x_off, uint dz_off, uint dw_off) {
   const uint gid = get_global_id(0);
-  if (gid >= KH * KW * OC) return;
-  const uint oc = gid % OC, kw = gid / OC % KW, kh = gid / (OC * KW);
-  const uint c = oc / M;
-  float acc = 0.0f;
+  if (gid >= KH * KW * (OC / VEC)) return;
+  const uint oc = gid % (OC / VEC) * VEC, tap = gid / (OC / VEC);
+  const uint kh = tap / KW, kw = tap % KW;
+  // Output rows and columns whose tap (kh, kw) falls inside x: [oh0, oh1) and [ow0, ow1).
+  uint oh0 = 0, oh1 = OH, ow0 = 0, ow1 = OW;
+  while (oh0 < OH && (int)(oh0 * SH + kh * DH) - PT < 0) ++oh0;
+  while (oh1 > oh0 && (int)((oh1 - 1) * SH + kh * DH) - PT >= H) --oh1;
+  while (ow0 < OW && (int)(ow0 * SW + kw * DW) - PL < 0) ++ow0;
+  while (ow1 > ow0 && (int)((ow1 - 1) * SW + kw * DW) - PL >= W) --ow1;
+  vfloat acc = 0.0f;
   for (uint n = 0; n < N; ++n)
-    for (uint oh = 0; oh < OH; ++oh) {
-      const int ih = (int)(oh * SH + kh * DH) - PT;
-      if (ih < 0 || ih >= H) continue;
-      __global const float* xr = pool + x_off + (n * H + (uint)ih) * (W * IC) + c;
+    for (uint oh = oh0; oh < oh1; ++oh) {
+      const uint ih = oh * SH + kh * DH - PT;
+      __global const float* xr = pool + x_off + (n * H + ih) * (W * IC);
       __global const float* dzr = pool + dz_off + (n * OH + oh) * (OW * OC) + oc;
-      for (uint ow = 0; ow < OW; ++ow) {
-        const int iw = (int)(ow * SW + kw * DW) - PL;
-        if (iw < 0 || iw >= W) continue;
-        acc = clt_fma(dzr[ow * OC], xr[(uint)iw * IC], acc);
+      for (uint ow = ow0; ow < ow1; ++ow) {
+        __global const float* xp = xr + (ow * SW + kw * DW - PL) * IC;
+#if VEC == 1
+        acc = clt_fma(dzr[ow * OC], xp[oc / M], acc);
+#else
+        acc = clt_fma(VLOAD(dzr + ow * OC), VLOAD(xp + oc), acc);
+#endif
       }
     }
-  pool[dw_off + gid] = acc;
+  VSTORE(acc, pool + dw_off + tap * OC + oc);
 }
 
 // dx[n, ih, iw, c] = sum over the taps (kh, kw) in order that reach it of
-// (fma over j of dz[.., c M + j] * W[kh, kw, c M + j]). One work-item per element of dx.
+// (fma over j of dz[.., c M + j] * W[kh, kw, c M + j]). One work-item per VEC elements of dx.
 __kernel void dw_input_grad(__global float* pool, uint w_off, uint dz_off, uint dx_off) {
   const uint gid = get_global_id(0);
-  if (gid >= N * H * W * IC) return;
-  const uint c = gid % IC, iw = gid / IC % W, ih = gid / (IC * W) % H, n = gid / (IC * W * H);
-  float s = 0.0f;
+  if (gid >= N * H * W * (IC / VEC)) return;
+  const uint c = gid % (IC / VEC) * VEC, pos = gid / (IC / VEC);
+  const uint iw = pos % W, ih = pos / W % H, n = pos / (W * H);
+  vfloat s = 0.0f;
   for (uint kh = 0; kh < KH; ++kh) {
     const int th = (int)ih + PT - (int)(kh * DH);
     if (th < 0 || th % SH != 0 || th / SH >= OH) continue;
@@ -66,10 +99,14 @@ __kernel void dw_input_grad(__global float* pool, uint w_off, uint dz_off, uint 
       const uint ow = (uint)(tw / SW);
       __global const float* g = pool + dz_off + ((n * OH + oh) * OW + ow) * OC + c * M;
       __global const float* wr = pool + w_off + (kh * KW + kw) * OC + c * M;
+#if VEC == 1
       float t = 0.0f;
       for (uint j = 0; j < M; ++j) t = clt_fma(g[j], wr[j], t);
+#else
+      const vfloat t = clt_fma(VLOAD(g), VLOAD(wr), (vfloat)(0.0f));  // M = 1: one term
+#endif
       s = s + t;
     }
   }
-  pool[dx_off + gid] = s;
+  VSTORE(s, pool + dx_off + pos * IC + c);
 }

@@ -123,16 +123,16 @@ cltrain_status create(const cltrain_backend_config* config, cltrain_backend** ou
   return st;
 }
 
-// CLTRAIN_OPENCL_TRACE: each step's mean wall time over the runs, and their sum.
+// CLTRAIN_OPENCL_TRACE: each step's mean wall time over its runs after the first, and their sum.
 void print_trace(const cltrain_backend& b) {
   double total = 0;
-  std::fprintf(stderr, "cltrain opencl trace: mean ms per run of each step\n");
+  std::fprintf(stderr, "cltrain opencl trace: mean ms per run of each step, after its first run\n");
   for (size_t i = 0; i < b.trace_ms.size(); ++i) {
-    if (b.trace_runs[i] == 0) continue;
-    const double mean = b.trace_ms[i] / static_cast<double>(b.trace_runs[i]);
+    if (b.trace_runs[i] < 2) continue;
+    const double mean = b.trace_ms[i] / static_cast<double>(b.trace_runs[i] - 1);
     total += mean;
     std::fprintf(stderr, "  %4zu %-24s %-8s %9.3f ms (%lld runs)\n", i, cltrain_op_name(b.steps[i].op),
-                 phase_name(b.steps[i].phase).c_str(), mean, static_cast<long long>(b.trace_runs[i]));
+                 phase_name(b.steps[i].phase).c_str(), mean, static_cast<long long>(b.trace_runs[i] - 1));
   }
   std::fprintf(stderr, "  total %.3f ms\n", total);
 }
@@ -262,8 +262,9 @@ cltrain_status run(cltrain_backend* b, const int32_t* steps, int32_t num_steps, 
       const auto t0 = std::chrono::steady_clock::now();
       b->runs[steps[i]](args);
       CLT_CALL(clFinish, (b->queue), "trace");
-      b->trace_ms[steps[i]] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      ++b->trace_runs[steps[i]];
+      // The first run of a step (CLBlast compiles its kernels then) is not counted.
+      if (b->trace_runs[steps[i]]++ > 0)
+        b->trace_ms[steps[i]] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
     return CLTRAIN_OK;
   });

@@ -73,9 +73,19 @@ void set_arg(const Kernel& k, cl_uint index, size_t size, const void* value) {
            "kernel " + k.name + " argument " + std::to_string(index));
 }
 
+size_t local_size(const Backend& b, const Kernel& k, uint64_t count) {
+  size_t want = 64;
+  if (b.device.type & CL_DEVICE_TYPE_CPU) {
+    const uint64_t per_unit = count / (4 * std::max<uint64_t>(b.device.compute_units, 1));
+    want = 1;
+    while (want * 2 <= 1024 && want * 2 <= per_unit) want *= 2;
+  }
+  return std::max<size_t>(1, std::min<size_t>({want, k.max_local, b.device.max_work_group}));
+}
+
 void launch_1d(Backend& b, const Kernel& k, uint64_t count) {
   if (count == 0) return;
-  const size_t local = std::min<size_t>({64, k.max_local, b.device.max_work_group});
+  const size_t local = local_size(b, k, count);
   const size_t global = (count + local - 1) / local * local;
   CLT_CALL(clEnqueueNDRangeKernel, (b.queue, k.handle, 1, nullptr, &global, &local, 0, nullptr, nullptr),
            "kernel " + k.name);
@@ -83,7 +93,7 @@ void launch_1d(Backend& b, const Kernel& k, uint64_t count) {
 
 void launch_2d(Backend& b, const Kernel& k, uint64_t x, uint64_t y) {
   if (x == 0 || y == 0) return;
-  const size_t lx = std::min<size_t>({64, k.max_local, b.device.max_work_group});
+  const size_t lx = local_size(b, k, x * y);
   const size_t global[2] = {(x + lx - 1) / lx * lx, y};
   const size_t local[2] = {lx, 1};
   CLT_CALL(clEnqueueNDRangeKernel, (b.queue, k.handle, 2, nullptr, global, local, 0, nullptr, nullptr),

@@ -318,6 +318,10 @@ TEST_F(ConvOps, DepthwiseDilatedSameTanhNoBias) {
   check(c);
 }
 
+// Channel counts that 16 and 8 divide: a work-item computes that many channels as vector lanes.
+TEST_F(ConvOps, DepthwiseSixteenLanesStrideTwo) { check(depthwise(2, 9, 7, 16, 1, 3, 2, true, CLTRAIN_ACT_RELU6)); }
+TEST_F(ConvOps, DepthwiseEightLanes5x5Valid) { check(depthwise(3, 8, 9, 24, 1, 5, 1, false, CLTRAIN_ACT_TANH)); }
+
 TEST_F(ConvOps, DepthwiseOnlyFilterGradient) { check(depthwise(2, 6, 6, 3, 1, 3, 2, true, CLTRAIN_ACT_RELU), false, true); }
 
 // The convolution steps of one mnist-kaggle training step at batch 32 (forward and backward of

@@ -1,6 +1,6 @@
 // DEPTHWISE_CONV_2D: x [N,H,W,C], W [1,KH,KW,C*M], optional b [C*M], y [N,OH,OW,C*M]; direct
-// kernels (kernels/depthwise_conv2d.cl), one work-item per output element, each a chain in the
-// order of cltrain_backend.h's Numerics:
+// kernels (kernels/depthwise_conv2d.cl), one work-item per VEC neighbouring channels of an output
+// element (lanes of a vector), each lane a chain in the order of cltrain_backend.h's Numerics:
 //   forward  dw_forward: fma over (kh, kw), + b, act;
 //   backward act_grad (dz, in place on dy), bias_grad (db, kernels/bias_act.cl),
 //            dw_filter_grad (dW: fma over (n, oh, ow)), dw_input_grad (dx: sum over the taps of
@@ -29,13 +29,22 @@ StepRun prepare(Backend& b, const StepView& s) {
     uint64_t count;
   };
   std::vector<Launch> launches;
+  // Channels per work-item (kernels/depthwise_conv2d.cl): the widest of 16, 8, 4 that divides
+  // the channel counts, with multiplier 1; else 1.
+  long long vec = 1;
+  if (sh.multiplier == 1)
+    for (long long v : {16, 8, 4})
+      if (sh.in_ch % v == 0 && sh.out_ch % v == 0) {
+        vec = v;
+        break;
+      }
   Defines geometry = sh.defines();
-  geometry.set("ACT", sh.activation).set("HAS_BIAS", sh.bias >= 0);
+  geometry.set("ACT", sh.activation).set("HAS_BIAS", sh.bias >= 0).set("VEC", vec);
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
     Kernel k = make_kernel(b, kFamily, geometry, "dw_forward");
     set_args(k, b.pool, elem_offset(b, sh.x), elem_offset(b, sh.w_t), sh.bias >= 0 ? elem_offset(b, sh.bias) : cl_uint{0},
              elem_offset(b, sh.y));
-    launches.push_back({k, s.count(sh.y)});
+    launches.push_back({k, s.count(sh.y) / vec});
   } else {
     const uint64_t count = s.count(sh.dy);
     Defines d;
@@ -53,12 +62,12 @@ StepRun prepare(Backend& b, const StepView& s) {
     if (sh.dw >= 0) {
       Kernel k = make_kernel(b, kFamily, geometry, "dw_filter_grad");
       set_args(k, b.pool, elem_offset(b, sh.x), elem_offset(b, sh.dy), elem_offset(b, sh.dw));
-      launches.push_back({k, s.count(sh.dw)});
+      launches.push_back({k, s.count(sh.dw) / vec});
     }
     if (sh.dx >= 0) {
       Kernel k = make_kernel(b, kFamily, geometry, "dw_input_grad");
       set_args(k, b.pool, elem_offset(b, sh.w_t), elem_offset(b, sh.dy), elem_offset(b, sh.dx));
-      launches.push_back({k, s.count(sh.dx)});
+      launches.push_back({k, s.count(sh.dx) / vec});
     }
   }
   return [&b, launches](const cltrain_run_args*) {
