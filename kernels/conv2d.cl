@@ -1,7 +1,7 @@
 // CONV_2D around its matrix products (CLBlast): panels of x for the GEMMs, and the gather that
 // turns the GEMM's per-tap products back into dx. NHWC; W is [OC, KH, KW, IC].
 // Definitions: N H W IC OH OW OC KH KW SH SW DH DW PT PL (the geometry); PANEL_TAPS, PANEL_CH
-// (a panel's columns: PANEL_TAPS taps of PANEL_CH channels each).
+// (a panel's columns: PANEL_TAPS taps of PANEL_CH channels each); VEC (the gather's lanes).
 //
 // Numerics (cltrain_backend.h): the forward dot runs over (kh, kw, i), i fastest, which is the
 // order of a panel's columns; taps outside x are zeros in a panel, and fma(0, w, acc) leaves acc
@@ -10,23 +10,51 @@
 
 #define ROWS_PER_IMAGE (OH * OW)
 
+// VEC lanes (1, 4, 8 or 16) of the gather.
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#if VEC == 1
+typedef float vfloat;
+#define VLOAD(p) (*(p))
+#define VSTORE(v, p) (*(p) = (v))
+#else
+typedef CAT(float, VEC) vfloat;
+#define VLOAD(p) CAT(vload, VEC)(0, (p))
+#define VSTORE(v, p) CAT(vstore, VEC)((v), 0, (p))
+#endif
+
 // The forward panel, transposed: panel_t[(p - p0) PANEL_CH + (c - c0), r] for the output
-// positions row0 + r, r < rows (the GEMM's A as [K, M]). A 2-D range of (r, tap): each work-item
-// reads PANEL_CH contiguous channels; neighbours in r write neighbouring addresses.
+// positions row0 + r, r < rows (the GEMM's A as [K, M]). A 2-D range of (8 rows, tap): each
+// work-item reads PANEL_CH contiguous channels at each of its 8 positions and writes them as
+// 8 neighbouring floats per channel.
 __kernel void conv_panel_t(__global float* pool, uint x_off, uint panel_off, uint row0, uint rows, uint p0,
                            uint c0) {
-  const uint r = get_global_id(0), t = get_global_id(1);
-  if (r >= rows || t >= PANEL_TAPS) return;
-  const uint row = row0 + r, p = p0 + t;
-  const uint n = row / ROWS_PER_IMAGE, oh = row / OW % OH, ow = row % OW;
-  const int ih = (int)(oh * SH + p / KW * DH) - PT;
-  const int iw = (int)(ow * SW + p % KW * DW) - PL;
-  __global float* out = pool + panel_off + t * PANEL_CH * rows + r;
-  if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
-    for (uint c = 0; c < PANEL_CH; ++c) out[c * rows] = 0.0f;
-  } else {
-    __global const float* in = pool + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC + c0;
-    for (uint c = 0; c < PANEL_CH; ++c) out[c * rows] = in[c];
+  const uint r0 = get_global_id(0) * 8, t = get_global_id(1);
+  if (r0 >= rows || t >= PANEL_TAPS) return;
+  const uint p = p0 + t;
+  const uint lanes = min(8u, rows - r0);
+  int src[8];  // element offset of the 8 positions' channel c0 in x, -1 outside x
+  for (uint l = 0; l < 8; ++l) {
+    const uint row = row0 + r0 + min(l, lanes - 1);
+    const uint n = row / ROWS_PER_IMAGE, oh = row / OW % OH, ow = row % OW;
+    const int ih = (int)(oh * SH + p / KW * DH) - PT;
+    const int iw = (int)(ow * SW + p % KW * DW) - PL;
+    src[l] = (ih < 0 || ih >= H || iw < 0 || iw >= W) ? -1 : (int)(((n * H + (uint)ih) * W + (uint)iw) * IC + c0);
+  }
+  __global const float* x = pool + x_off;
+  __global float* out = pool + panel_off + t * PANEL_CH * rows + r0;
+  for (uint c = 0; c < PANEL_CH; ++c) {
+    const float8 v = (float8)(src[0] < 0 ? 0.0f : x[src[0] + c], src[1] < 0 ? 0.0f : x[src[1] + c],
+                              src[2] < 0 ? 0.0f : x[src[2] + c], src[3] < 0 ? 0.0f : x[src[3] + c],
+                              src[4] < 0 ? 0.0f : x[src[4] + c], src[5] < 0 ? 0.0f : x[src[5] + c],
+                              src[6] < 0 ? 0.0f : x[src[6] + c], src[7] < 0 ? 0.0f : x[src[7] + c]);
+    if (lanes == 8) {
+      vstore8(v, 0, out + c * rows);
+    } else {
+      float tail[8];
+      vstore8(v, 0, tail);
+      for (uint l = 0; l < lanes; ++l) out[c * rows + l] = tail[l];
+    }
   }
 }
 
@@ -52,13 +80,15 @@ __kernel void conv_panel(__global float* pool, uint x_off, uint panel_off, uint 
 
 // dx[n, ih, iw, i] for the images n0 <= n < n0 + images, from dcol [(n - n0) OH OW + oh OW + ow,
 // (kh KW + kw) IC + i] = dot over o of dz W: the sum over the taps (kh, kw) in order whose output
-// position (oh, ow) reaches (ih, iw). One work-item per element of dx.
+// position (oh, ow) reaches (ih, iw). One work-item per VEC neighbouring channels of a dx
+// position, as vector lanes (each lane its own sum; VEC divides IC).
 __kernel void conv_gather_dx(__global float* pool, uint dcol_off, uint dx_off, uint n0, uint images) {
   const uint gid = get_global_id(0);
-  if (gid >= images * H * W * IC) return;
-  const uint i = gid % IC, iw = gid / IC % W, ih = gid / (IC * W) % H, nl = gid / (IC * W * H);
+  if (gid >= images * H * W * (IC / VEC)) return;
+  const uint i = gid % (IC / VEC) * VEC, pos = gid / (IC / VEC);
+  const uint iw = pos % W, ih = pos / W % H, nl = pos / (W * H);
   const uint K = KH * KW * IC;
-  float s = 0.0f;
+  vfloat s = 0.0f;
   for (uint kh = 0; kh < KH; ++kh) {
     const int th = (int)ih + PT - (int)(kh * DH);
     if (th < 0 || th % SH != 0 || th / SH >= OH) continue;
@@ -67,9 +97,9 @@ __kernel void conv_gather_dx(__global float* pool, uint dcol_off, uint dx_off, u
       const int tw = (int)iw + PL - (int)(kw * DW);
       if (tw < 0 || tw % SW != 0 || tw / SW >= OW) continue;
       const uint ow = (uint)(tw / SW);
-      const float t = pool[dcol_off + (nl * ROWS_PER_IMAGE + oh * OW + ow) * K + (kh * KW + kw) * IC + i];
+      const vfloat t = VLOAD(pool + dcol_off + (nl * ROWS_PER_IMAGE + oh * OW + ow) * K + (kh * KW + kw) * IC + i);
       s = s + t;
     }
   }
-  pool[dx_off + n0 * (H * W * IC) + gid] = s;
+  VSTORE(s, pool + dx_off + (n0 * (H * W) + pos) * IC + i);
 }

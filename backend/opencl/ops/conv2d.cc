@@ -215,14 +215,14 @@ StepRun prepare(Backend& b, const StepView& s) {
         if (!k) {
           Defines d = geometry;
           d.set("PANEL_TAPS", a.taps).set("PANEL_CH", a.ch);
-          k = make_kernel(b, "conv2d.cl", d, a.transposed ? "conv_panel_t" : "conv_panel");
+          k = make_kernel(b, "conv2d.cl", d.set("VEC", 1), a.transposed ? "conv_panel_t" : "conv_panel");
         }
         const cl_uint x_off = elem_offset(b, sh.x), panel_off = elem_offset(b, panel);
         const Kernel kk = k;
         run.push_back([&b, kk, x_off, panel_off, a] {
           set_args(kk, b.pool, x_off, panel_off, a.row0, a.rows, a.p0, a.c0);
           if (a.transposed)
-            launch_2d(b, kk, a.rows, a.taps);
+            launch_2d(b, kk, (uint64_t{a.rows} + 7) / 8, a.taps);
           else
             launch_1d(b, kk, uint64_t{a.rows} * a.taps);
         });
@@ -236,10 +236,18 @@ StepRun prepare(Backend& b, const StepView& s) {
         break;
       }
       case Action::kGather: {
+        // Channels per work-item: the widest of 16, 8, 4 that divides I, else 1.
+        long long vec = 1;
+        for (long long v : {16, 8, 4})
+          if (sh.in_ch % v == 0) {
+            vec = v;
+            break;
+          }
         Defines d = geometry;
-        Kernel k = make_kernel(b, "conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1), "conv_gather_dx");
+        Kernel k = make_kernel(b, "conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", vec),
+                               "conv_gather_dx");
         set_args(k, b.pool, elem_offset(b, panel), elem_offset(b, sh.dx), a.row0, a.rows);
-        const uint64_t count = uint64_t{a.rows} * sh.h.in * sh.w.in * sh.in_ch;
+        const uint64_t count = uint64_t{a.rows} * sh.h.in * sh.w.in * sh.in_ch / vec;
         run.push_back([&b, k, count] { launch_1d(b, k, count); });
         break;
       }
