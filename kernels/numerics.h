@@ -42,6 +42,7 @@ static inline float clt_sqrt(float x) { return std::sqrt(x); }
 
 /* e^x. Below about -87.3 the result is 0, above 88.7 it is +inf. */
 CLT_FN float clt_exp(float x) {
+  if (x != x) return x; /* NaN stays NaN (and never reaches the integer conversion below) */
   if (x < -87.33654f) return 0.0f;
   if (x > 88.72283f) return clt_as_float(0x7f800000);
   /* x = n ln2 + r, |r| <= ln2/2 (Cody-Waite with a two-part ln2). */
