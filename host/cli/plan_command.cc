@@ -29,6 +29,8 @@ std::vector<PlannedTensor> planned_tensors(Session& s) {
   std::vector<PlannedTensor> out;
   const auto& per_backend = s.backend_tensors();
   for (size_t b = 0; b < per_backend.size(); ++b) {
+    const auto& steps = s.step_backend();
+    if (std::find(steps.begin(), steps.end(), static_cast<int32_t>(b)) == steps.end()) continue;  // unused
     const auto offsets = s.plan_offsets(b);
     for (size_t t = 0; t < per_backend[b].size(); ++t) {
       const auto& d = per_backend[b][t];

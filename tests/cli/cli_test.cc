@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/builder.h"
 #include "model/model.h"
 
@@ -184,6 +186,29 @@ TEST_F(Cli, TrainingInfoGivesDefaults) {
   EXPECT_NE(r.err.find("- learning_rate   = 0.01"), std::string::npos) << r.err;
   const Result overridden = run_cli_stdout(train_args(path("plus.circle")) + " --optimizer 2");
   EXPECT_NE(overridden.err.find("- optimizer       = adam"), std::string::npos) << overridden.err;
+}
+
+// The plan as JSON: every tensor placed, and no two tensors that live at once share a byte.
+TEST_F(Cli, PlanJsonHasNoOverlaps) {
+  const std::string model = model_file(make_named_model("branched", 4), "branched.circle");
+  const Result r = run_cli_stdout("plan " + model + " --plan-json " + path("plan.json") + " --plan-svg " + path("plan.svg"));
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.err.find("[      ALLOC     ] allocation capacity:"), std::string::npos) << r.err;
+  std::ifstream f(path("plan.json"));
+  const auto j = nlohmann::json::parse(f);
+  const auto& t = j["tensors"];
+  ASSERT_GT(t.size(), 10u);
+  for (size_t a = 0; a < t.size(); ++a) {
+    ASSERT_GE(t[a]["offset"].get<int64_t>(), 0) << t[a]["name"];
+    for (size_t b = a + 1; b < t.size(); ++b) {
+      if (t[a]["backend"] != t[b]["backend"]) continue;
+      const bool live_together = t[a]["first_step"] <= t[b]["last_step"] && t[b]["first_step"] <= t[a]["last_step"];
+      const int64_t a0 = t[a]["offset"], a1 = a0 + t[a]["bytes"].get<int64_t>();
+      const int64_t b0 = t[b]["offset"], b1 = b0 + t[b]["bytes"].get<int64_t>();
+      EXPECT_FALSE(live_together && a0 < b1 && b0 < a1) << t[a]["name"] << " and " << t[b]["name"];
+    }
+  }
+  EXPECT_TRUE(std::ifstream(path("plan.svg")).good());
 }
 
 TEST_F(Cli, neg_MismatchedCheckpoint) {
