@@ -211,6 +211,22 @@ TEST_F(Cli, PlanJsonHasNoOverlaps) {
   EXPECT_TRUE(std::ifstream(path("plan.svg")).good());
 }
 
+TEST_F(Cli, ValidationSplitReportsValidationLossAndAccuracy) {
+  const std::string model = model_file(make_named_model("mlp", 32), "mlp.circle");
+  const Result r = run_cli_stdout(model + " --data fashion-mnist --data_limit 640 --validation_split 0.25 --epoch 2"
+                                  " --backends cpu --metric 0 --report " + path("val.json"));
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(line_with(r.err, "Epoch 2/2").find(" - val_categorical_accuracy: "), std::string::npos) << r.err;
+  std::ifstream f(path("val.json"));
+  const auto j = nlohmann::json::parse(f);
+  ASSERT_EQ(j["epochs"].size(), 2u);
+  for (const auto& e : j["epochs"]) {
+    EXPECT_GT(e["val_loss"].get<double>(), 0.0);
+    EXPECT_GE(e["val_accuracy"].get<double>(), 0.0);
+    EXPECT_LE(e["val_accuracy"].get<double>(), 1.0);
+  }
+}
+
 TEST_F(Cli, neg_MismatchedCheckpoint) {
   const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
   ASSERT_EQ(run_cli(train_args(model) + " --num_of_trainable_ops 2 --export_checkpoint " + path("c.ckpt")).code, 0);
