@@ -2,6 +2,8 @@
 // in the exported model.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "backend.h"
 #include "dataset.h"
 #include "model/builder.h"
@@ -59,6 +61,41 @@ TEST(PartialTraining, LastTwoOpsOfMnistKaggle) {
   }
   EXPECT_GE(frozen, 10);  // 4 convolutions and the first FullyConnected, weights and biases
   EXPECT_EQ(changed, 2);
+}
+
+}  // namespace
+}  // namespace cltrain
+
+namespace cltrain {
+namespace {
+
+// UP_1_2_PART trains output rows [0, O/2) of the weight and bias; the other rows stay bitwise.
+TEST(PartialTraining, UpperHalfLeavesTheLowerRowsAlone) {
+  const Model model = make_named_model("mlp", 32);
+  std::string why;
+  std::vector<std::unique_ptr<Backend>> backends;
+  backends.push_back(open_backend("cpu", default_backend_config(), &why));
+  TrainOptions o;
+  o.op_ranks = {kRankUpperHalf, kRankNone, kRankNone};
+  Session s(build_training_graph(model, o), std::move(backends));
+  s.prepare();
+  Dataset data = load_fashion_mnist(kFashionMnistDir, true);
+  data.truncate(64);
+  TrainerConfig c;
+  c.epochs = 1;
+  train(s, data, Dataset{}, c, nullptr);
+  for (int32_t w : s.graph().weights) {
+    const std::vector<float> now = s.read_persistent(w);
+    const Tensor& t = model.tensors[static_cast<size_t>(w)];
+    std::vector<float> before(now.size());
+    std::memcpy(before.data(), t.data.data(), t.data.size());
+    const size_t half = now.size() / 2;  // 128 rows: the upper half is the first 64
+    size_t changed_upper = 0;
+    for (size_t i = 0; i < half; ++i) changed_upper += now[i] != before[i];
+    for (size_t i = half; i < now.size(); ++i) ASSERT_EQ(now[i], before[i]) << t.name << " element " << i;
+    EXPECT_GT(changed_upper, half / 2) << t.name;
+  }
+  EXPECT_EQ(s.graph().weights.size(), 2u);
 }
 
 }  // namespace
