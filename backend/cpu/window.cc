@@ -1,5 +1,7 @@
 #include "window.h"
 
+#include "window_geometry.h"
+
 namespace cltrain {
 namespace cpu {
 
@@ -20,29 +22,14 @@ int64_t WindowAxis::out_for(int64_t i, int64_t k) const {
 
 std::string window_axis(int32_t padding, int64_t in, int64_t filter, int64_t stride, int64_t dilation,
                         const char* what, WindowAxis* a) {
-  const std::string w(what);
-  if (stride < 1) return "stride " + w + " " + std::to_string(stride) + " is less than 1";
-  if (dilation < 1) return "dilation " + w + " " + std::to_string(dilation) + " is less than 1";
-  if (filter < 1) return "filter " + w + " " + std::to_string(filter) + " is less than 1";
-  if (in < 1) return "input " + w + " " + std::to_string(in) + " is empty";
+  AxisGeometry g;
+  if (std::string e = axis_geometry(padding, in, filter, stride, dilation, what, &g); !e.empty()) return e;
   a->in = in;
   a->filter = filter;
   a->stride = stride;
   a->dilation = dilation;
-  const int64_t span = (filter - 1) * dilation + 1;
-  if (padding == CLTRAIN_PADDING_SAME) {
-    a->out = (in + stride - 1) / stride;
-    const int64_t total = (a->out - 1) * stride + span - in;
-    a->pad_before = total > 0 ? total / 2 : 0;
-  } else if (padding == CLTRAIN_PADDING_VALID) {
-    if (in < span)
-      return "filter " + w + " " + std::to_string(filter) + " (dilation " + std::to_string(dilation) +
-             ") does not fit input " + w + " " + std::to_string(in) + " with VALID padding";
-    a->out = (in - span) / stride + 1;
-    a->pad_before = 0;
-  } else {
-    return "padding " + std::to_string(padding) + " is not SAME (0) or VALID (1)";
-  }
+  a->out = g.out;
+  a->pad_before = g.pad_before;
   return {};
 }
 
