@@ -28,17 +28,7 @@ std::vector<uint64_t> mean_output_dims(const std::vector<uint64_t>& x, uint32_t 
 std::string check(const StepView& s) {
   std::string why;
   int32_t x, y;
-  if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
-    x = s.in(0), y = s.out(0);
-    if (!(why = require_tensor(s, x, "input")).empty()) return why;
-    if (!(why = require_tensor(s, y, "output")).empty()) return why;
-  } else if (s.step.phase == CLTRAIN_PHASE_BACKWARD) {
-    y = s.in(0), x = s.out(0);
-    if (!(why = require_tensor(s, y, "output gradient")).empty()) return why;
-    if (!(why = require_tensor(s, x, "input gradient")).empty()) return why;
-  } else {
-    return "has no " + phase_name(s.step.phase) + " step";
-  }
+  if (!(why = unary_pair(s, &x, &y)).empty()) return why;
   const std::vector<uint64_t> xd = dims_of(s.tensor(x));
   const uint32_t mask = static_cast<uint32_t>(s.step.params.axes_mask);
   if (s.step.params.axes_mask < 0 || (xd.size() < 32 && (mask >> xd.size()) != 0))

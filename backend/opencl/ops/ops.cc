@@ -20,6 +20,21 @@ std::string require_tensor(const StepView& s, int32_t id, const char* role) {
   return {};
 }
 
+std::string unary_pair(const StepView& s, int32_t* x, int32_t* y) {
+  std::string why;
+  if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
+    *x = s.in(0), *y = s.out(0);
+    if (!(why = require_tensor(s, *x, "input")).empty()) return why;
+    return require_tensor(s, *y, "output");
+  }
+  if (s.step.phase == CLTRAIN_PHASE_BACKWARD) {
+    *y = s.in(0), *x = s.out(0);
+    if (!(why = require_tensor(s, *y, "output gradient")).empty()) return why;
+    return require_tensor(s, *x, "input gradient");
+  }
+  return "has no " + phase_name(s.step.phase) + " step";
+}
+
 std::string require_count(const StepView& s, int32_t id, const char* role, uint64_t count) {
   if (id < 0) return std::string("needs the ") + role + " tensor";
   if (s.count(id) != count)

@@ -36,6 +36,9 @@ const OpFamily* find_op_family(int op);
 
 // Shared checks; each returns an empty string when it holds.
 std::string require_tensor(const StepView& s, int32_t id, const char* role);
+// For a one-input op whose forward is in [x] out [y] and backward in [dy] out [dx]: the forward's
+// x and y, or the backward's dx and dy, as (x, y), both required.
+std::string unary_pair(const StepView& s, int32_t* x, int32_t* y);
 std::string require_count(const StepView& s, int32_t id, const char* role, uint64_t count);
 
 // Fused activations the kernels implement (common.cl clt_act): NONE, RELU, RELU_N1_TO_1, RELU6, TANH.

@@ -17,17 +17,7 @@ constexpr const char* kFamily = "pad.cl";
 std::string check(const StepView& s) {
   std::string why;
   int32_t x, y;
-  if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
-    x = s.in(0), y = s.out(0);
-    if (!(why = require_tensor(s, x, "input")).empty()) return why;
-    if (!(why = require_tensor(s, y, "output")).empty()) return why;
-  } else if (s.step.phase == CLTRAIN_PHASE_BACKWARD) {
-    y = s.in(0), x = s.out(0);
-    if (!(why = require_tensor(s, y, "output gradient")).empty()) return why;
-    if (!(why = require_tensor(s, x, "input gradient")).empty()) return why;
-  } else {
-    return "has no " + phase_name(s.step.phase) + " step";
-  }
+  if (!(why = unary_pair(s, &x, &y)).empty()) return why;
   const std::vector<uint64_t> xd = dims_of(s.tensor(x)), yd = dims_of(s.tensor(y));
   if (xd.size() != yd.size()) return "input " + dims_string(xd) + " and output " + dims_string(yd) + " differ in rank";
   const cltrain_op_params& p = s.step.params;
