@@ -1,0 +1,440 @@
+// gemm_bench: the matrix products of a training step, through cltrain's GEMM path (CLBlast Xgemm
+// on the OpenCL device, with the parameters backend/opencl/gemm_tuning.cc applies) and through
+// OpenBLAS's cblas_sgemm on the host's CPU cores; GFLOP/s of both and their ratio per product.
+//
+//   build/gemm_bench                                  # mnist-kaggle at 32, mobilenetv2 at 10
+//   build/gemm_bench --model mnist-kaggle:32 --top 0  # every GEMM group of the model
+//   build/gemm_bench --threads 2 --repeat 5 --json gemm.json
+//
+// The products are the ones the OpenCL backend enqueues (backend/opencl/ops/conv2d.cc and
+// fully_connected.cc), call for call: the same layout, transposes, m n k, leading dimensions and
+// offsets, the same chunking of the im2col panels by the scratch budget (8 MiB, or an eighth of
+// the device's largest allocation; CLTRAIN_OPENCL_SCRATCH_BYTES) and the GEMM tile. A "group" is
+// all the GEMM calls of one (layer, pass): forward y, dW, dx. Only the GEMMs are timed, not the
+// im2col panel fills and the dx gather around them. OpenBLAS runs the very same calls on host
+// memory. Not a test: it is built only where CMake finds OpenBLAS (Debian: libopenblas-dev) and
+// ctest does not run it.
+//
+// Device: --device N, else CLTRAIN_OPENCL_DEVICE, else the first GPU, else the first device
+// (backend/opencl/device.cc, as the backend chooses). CLTRAIN_CLBLAST_XGEMM and
+// CLTRAIN_CLBLAST_MIN_INDIRECT override the parameters as they do in the backend.
+#include <cblas.h>
+#include <clblast.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cl_error.h"
+#include "device.h"
+#include "gemm_tuning.h"
+#include "model/builder.h"
+#include "model/model.h"
+#include "window_geometry.h"
+
+extern "C" void openblas_set_num_threads(int num_threads);
+extern "C" int openblas_get_num_threads(void);
+
+namespace {
+
+using clblast::Layout;
+using clblast::Transpose;
+
+struct Call {
+  Layout layout = Layout::kRowMajor;
+  Transpose ta = Transpose::kNo, tb = Transpose::kNo;
+  size_t m = 0, n = 0, k = 0;
+  size_t a_off = 0, lda = 0, b_off = 0, ldb = 0, c_off = 0, ldc = 0;
+  double flops() const { return 2.0 * m * n * k; }
+};
+
+struct Group {
+  std::string model, layer, pass;  // pass: "forward", "dW", "dx"
+  std::vector<Call> calls;
+  double flops() const {
+    double f = 0;
+    for (const Call& c : calls) f += c.flops();
+    return f;
+  }
+  // Results.
+  double cl_ms = 0, blas_ms = 0, max_rel_diff = 0;
+};
+
+// Elements an operand spans: "lines" of ld elements, the last one len long.
+size_t span(size_t off, size_t lines, size_t len, size_t ld) { return lines == 0 ? off : off + (lines - 1) * ld + len; }
+bool row_major(const Call& c) { return c.layout == Layout::kRowMajor; }
+size_t a_size(const Call& c) {
+  const bool lines_m = row_major(c) == (c.ta == Transpose::kNo);  // stored as m lines of k
+  return span(c.a_off, lines_m ? c.m : c.k, lines_m ? c.k : c.m, c.lda);
+}
+size_t b_size(const Call& c) {
+  const bool lines_k = row_major(c) == (c.tb == Transpose::kNo);  // stored as k lines of n
+  return span(c.b_off, lines_k ? c.k : c.n, lines_k ? c.n : c.k, c.ldb);
+}
+size_t c_size(const Call& c) { return span(c.c_off, row_major(c) ? c.m : c.n, row_major(c) ? c.n : c.m, c.ldc); }
+
+// ---- The GEMM calls of backend/opencl/ops/conv2d.cc and fully_connected.cc (keep in step). ----
+
+uint64_t aligned_chunk(uint64_t tile, uint64_t fit, uint64_t unit_rows, uint64_t total) {
+  const uint64_t count = std::clamp<uint64_t>(fit, 1, total);
+  if (count == total) return count;
+  for (uint64_t c = count; c >= 1; --c)
+    if (c * unit_rows % tile == 0) return c;
+  return count;
+}
+
+struct ConvGeom {
+  uint64_t n, h, w, in_ch, out_ch, kh, kw, oh, ow;
+  bool pointwise;
+  uint64_t positions() const { return n * oh * ow; }
+  uint64_t taps() const { return kh * kw; }
+};
+
+void conv_groups(const std::string& model, const std::string& layer, const ConvGeom& sh, bool need_dx, uint64_t tile,
+                 uint64_t budget, std::vector<Group>& out) {
+  const uint64_t positions = sh.positions(), O = sh.out_ch, I = sh.in_ch, taps = sh.taps(), K = taps * I;
+  {  // forward: y = panel W^T per chunk of output positions (the panel stored [K, rows])
+    Group g{model, layer, "forward", {}};
+    Call c;
+    c.tb = Transpose::kYes;
+    c.n = O, c.k = K, c.ldb = K, c.ldc = O;
+    if (sh.pointwise) {
+      c.m = positions, c.lda = K;
+      g.calls.push_back(c);
+    } else {
+      const uint64_t chunk = aligned_chunk(tile, budget / (K * 4), 1, positions);
+      c.ta = Transpose::kYes;
+      for (uint64_t r0 = 0; r0 < positions; r0 += chunk) {
+        c.m = std::min(chunk, positions - r0);
+        c.lda = c.m;
+        c.c_off = r0 * O;
+        g.calls.push_back(c);
+      }
+    }
+    out.push_back(g);
+  }
+  {  // dW[:, block] = dz^T panel, one chain over all positions
+    Group g{model, layer, "dW", {}};
+    Call c;
+    c.ta = Transpose::kYes;
+    c.m = O, c.k = positions, c.lda = O, c.ldc = K;
+    if (sh.pointwise) {
+      c.n = I, c.ldb = I;
+      g.calls.push_back(c);
+    } else {
+      const uint64_t fit = budget / (positions * I * 4);
+      const uint64_t want = (2 * tile + I - 1) / I;
+      const uint64_t block_taps = std::clamp<uint64_t>(std::min<uint64_t>(want, fit), 1, taps);
+      const uint64_t block_ch = fit >= 1 ? I : std::clamp<uint64_t>(budget / (positions * 4), 1, I);
+      for (uint64_t p0 = 0; p0 < taps; p0 += block_taps)
+        for (uint64_t c0 = 0; c0 < I; c0 += block_ch) {
+          const uint64_t nt = std::min(block_taps, taps - p0), nc = std::min(block_ch, I - c0);
+          c.n = nt * nc, c.ldb = nt * nc;
+          c.c_off = p0 * I + c0;
+          g.calls.push_back(c);
+        }
+    }
+    out.push_back(g);
+  }
+  if (need_dx) {  // column-major dcol [K, rows] = W^T-as-read dz per chunk of whole images
+    Group g{model, layer, "dx", {}};
+    Call c;
+    c.layout = Layout::kColMajor;
+    c.m = K, c.k = O, c.lda = K, c.ldb = O, c.ldc = K;
+    const uint64_t per_image = sh.oh * sh.ow;
+    if (sh.pointwise) {
+      c.n = positions;
+      g.calls.push_back(c);
+    } else {
+      const uint64_t images = aligned_chunk(tile, budget / (per_image * K * 4), per_image, sh.n);
+      for (uint64_t n0 = 0; n0 < sh.n; n0 += images) {
+        c.n = std::min<uint64_t>(images, sh.n - n0) * per_image;
+        c.b_off = n0 * per_image * O;
+        g.calls.push_back(c);
+      }
+    }
+    out.push_back(g);
+  }
+}
+
+void fc_groups(const std::string& model, const std::string& layer, uint64_t n, uint64_t m, uint64_t k, bool need_dx,
+               std::vector<Group>& out) {
+  Call f;  // y [N, M] = x [N, K] W^T
+  f.tb = Transpose::kYes;
+  f.m = n, f.n = m, f.k = k, f.lda = k, f.ldb = k, f.ldc = m;
+  out.push_back(Group{model, layer, "forward", {f}});
+  Call w;  // dW [M, K] = dz^T x
+  w.ta = Transpose::kYes;
+  w.m = m, w.n = k, w.k = n, w.lda = m, w.ldb = k, w.ldc = k;
+  out.push_back(Group{model, layer, "dW", {w}});
+  if (need_dx) {  // dx [N, K] = dz W
+    Call d;
+    d.m = n, d.n = k, d.k = m, d.lda = m, d.ldb = k, d.ldc = k;
+    out.push_back(Group{model, layer, "dx", {d}});
+  }
+}
+
+// The GEMM groups of a named model's training step at this batch.
+std::vector<Group> model_groups(const std::string& name, int32_t batch, uint64_t tile, uint64_t budget) {
+  const cltrain::Model m = cltrain::make_named_model(name, batch);
+  std::vector<Group> out;
+  auto is_input = [&](int32_t t) { return std::find(m.inputs.begin(), m.inputs.end(), t) != m.inputs.end(); };
+  for (const cltrain::Operator& op : m.operators) {
+    const std::string layer = m.tensors[op.outputs[0]].name;
+    const bool need_dx = !is_input(op.inputs[0]);  // the model's input gets no gradient
+    if (op.op == CLTRAIN_OP_CONV_2D) {
+      const auto& x = m.tensors[op.inputs[0]].shape;
+      const auto& w = m.tensors[op.inputs[1]].shape;
+      const auto& y = m.tensors[op.outputs[0]].shape;
+      cltrain::AxisGeometry gh, gw;
+      const cltrain_op_params& p = op.params;
+      cltrain::axis_geometry(p.padding, x[1], w[1], p.stride_h, p.dilation_h, "height", &gh);
+      cltrain::axis_geometry(p.padding, x[2], w[2], p.stride_w, p.dilation_w, "width", &gw);
+      ConvGeom g{uint64_t(x[0]), uint64_t(x[1]), uint64_t(x[2]), uint64_t(x[3]), uint64_t(w[0]), uint64_t(w[1]),
+                 uint64_t(w[2]), uint64_t(y[1]), uint64_t(y[2]), false};
+      g.pointwise = g.taps() == 1 && p.stride_h == 1 && p.stride_w == 1 && gh.pad_before == 0 && gw.pad_before == 0 &&
+                    g.oh == g.h && g.ow == g.w;
+      conv_groups(name, layer, g, need_dx, tile, budget, out);
+    } else if (op.op == CLTRAIN_OP_FULLY_CONNECTED) {
+      const auto& w = m.tensors[op.inputs[1]].shape;  // [M, K]
+      const uint64_t k = uint64_t(w[1]), n = m.tensors[op.inputs[0]].elements() / k;
+      fc_groups(name, layer, n, uint64_t(w[0]), k, need_dx, out);
+    }
+  }
+  return out;
+}
+
+// ---- Timing ----
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+void check_status(clblast::StatusCode st, const char* what) {
+  if (st != clblast::StatusCode::kSuccess) {
+    std::fprintf(stderr, "gemm_bench: %s: CLBlast status %d\n", what, static_cast<int>(st));
+    std::exit(1);
+  }
+}
+
+cl_mem make_buffer(cl_context ctx, cl_command_queue q, const std::vector<float>& host) {
+  cl_int err = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(ctx, CL_MEM_READ_WRITE, std::max<size_t>(host.size(), 1) * 4, nullptr, &err);
+  CLT_CHECK(err, "clCreateBuffer", "gemm_bench");
+  if (!host.empty())
+    CLT_CALL(clEnqueueWriteBuffer, (q, m, CL_TRUE, 0, host.size() * 4, host.data(), 0, nullptr, nullptr), "gemm_bench");
+  return m;
+}
+
+CBLAS_ORDER order(const Call& c) { return row_major(c) ? CblasRowMajor : CblasColMajor; }
+CBLAS_TRANSPOSE trans(Transpose t) { return t == Transpose::kYes ? CblasTrans : CblasNoTrans; }
+
+void run_group(cl_context ctx, cl_command_queue q, Group& g, int repeat, bool blas, std::mt19937& rng) {
+  size_t na = 1, nb = 1, nc = 1;
+  for (const Call& c : g.calls) na = std::max(na, a_size(c)), nb = std::max(nb, b_size(c)), nc = std::max(nc, c_size(c));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> ha(na), hb(nb), hc(nc, 0.0f), back(nc);
+  for (float& v : ha) v = u(rng);
+  for (float& v : hb) v = u(rng);
+  cl_mem a = make_buffer(ctx, q, ha), b = make_buffer(ctx, q, hb), c = make_buffer(ctx, q, hc);
+  size_t temp_bytes = 0;
+  for (const Call& k : g.calls) {
+    size_t t = 0;
+    check_status(clblast::GemmTempBufferSize<float>(k.layout, k.ta, k.tb, k.m, k.n, k.k, k.a_off, k.lda, k.b_off, k.ldb,
+                                                    k.c_off, k.ldc, &q, t),
+                 "GemmTempBufferSize");
+    temp_bytes = std::max(temp_bytes, t);
+  }
+  cl_mem temp = nullptr;
+  if (temp_bytes > 0) temp = make_buffer(ctx, q, std::vector<float>((temp_bytes + 3) / 4));
+
+  auto cl_pass = [&] {
+    for (const Call& k : g.calls)
+      check_status(clblast::Gemm<float>(k.layout, k.ta, k.tb, k.m, k.n, k.k, 1.0f, a, k.a_off, k.lda, b, k.b_off, k.ldb,
+                                        0.0f, c, k.c_off, k.ldc, &q, nullptr, temp),
+                   "Gemm");
+    CLT_CALL(clFinish, (q), "gemm_bench");
+  };
+  auto blas_pass = [&] {
+    for (const Call& k : g.calls)
+      cblas_sgemm(order(k), trans(k.ta), trans(k.tb), int(k.m), int(k.n), int(k.k), 1.0f, ha.data() + k.a_off,
+                  int(k.lda), hb.data() + k.b_off, int(k.ldb), 0.0f, hc.data() + k.c_off, int(k.ldc));
+  };
+  cl_pass();  // compiles CLBlast's kernels on first use
+  if (blas) {
+    blas_pass();
+    CLT_CALL(clEnqueueReadBuffer, (q, c, CL_TRUE, 0, nc * 4, back.data(), 0, nullptr, nullptr), "gemm_bench");
+    double scale = 0, diff = 0;
+    for (size_t i = 0; i < nc; ++i) {
+      scale = std::max(scale, double(std::fabs(hc[i])));
+      diff = std::max(diff, double(std::fabs(hc[i] - back[i])));
+    }
+    g.max_rel_diff = scale > 0 ? diff / scale : diff;
+  }
+  std::vector<double> tc, tb;
+  for (int r = 0; r < repeat; ++r) {  // alternate, so that both see the same machine state
+    double t0 = now_ms();
+    cl_pass();
+    tc.push_back(now_ms() - t0);
+    if (!blas) continue;
+    t0 = now_ms();
+    blas_pass();
+    tb.push_back(now_ms() - t0);
+  }
+  g.cl_ms = median(tc);
+  g.blas_ms = blas ? median(tb) : 0.0;
+  for (cl_mem mem : {a, b, c, temp})
+    if (mem) clReleaseMemObject(mem);
+}
+
+std::string shape_text(const Group& g) {
+  // The largest call, and how many there are.
+  const Call* big = &g.calls[0];
+  for (const Call& c : g.calls)
+    if (c.flops() > big->flops()) big = &c;
+  char buf[160];
+  const char* t = big->ta == Transpose::kYes ? "T" : "N";
+  const char* u = big->tb == Transpose::kYes ? "T" : "N";
+  std::snprintf(buf, sizeof buf, "%s%s%s m%zu n%zu k%zu%s", row_major(*big) ? "R" : "C", t, u, big->m, big->n, big->k,
+                g.calls.size() > 1 ? (" x" + std::to_string(g.calls.size())).c_str() : "");
+  return buf;
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: gemm_bench [--model NAME:BATCH]... [--device N] [--threads T] [--repeat R] [--top K]\n"
+               "                  [--json FILE]\n"
+               "  --model     a make-model name and batch (default mnist-kaggle:32 and mobilenetv2:10)\n"
+               "  --threads   OpenBLAS threads (default 2)\n"
+               "  --repeat    timed runs per group, the median counts (default 5)\n"
+               "  --top       only the K groups of each model with the most FLOPs (default 6; 0 = all)\n"
+               "  --no-blas   time cltrain's path only (for trying CLBlast parameters: CLTRAIN_CLBLAST_XGEMM)\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::pair<std::string, int>> models;
+  int device = -1, threads = 2, repeat = 5, top = 6;
+  bool blas = true;
+  std::string json_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) std::exit(usage());
+      return argv[++i];
+    };
+    if (a == "--model") {
+      const std::string v = next();
+      const size_t colon = v.find(':');
+      if (colon == std::string::npos) return usage();
+      models.emplace_back(v.substr(0, colon), std::atoi(v.c_str() + colon + 1));
+    } else if (a == "--device") {
+      device = std::atoi(next().c_str());
+    } else if (a == "--threads") {
+      threads = std::atoi(next().c_str());
+    } else if (a == "--repeat") {
+      repeat = std::max(1, std::atoi(next().c_str()));
+    } else if (a == "--top") {
+      top = std::atoi(next().c_str());
+    } else if (a == "--no-blas") {
+      blas = false;
+    } else if (a == "--json") {
+      json_path = next();
+    } else {
+      return usage();
+    }
+  }
+  if (models.empty()) models = {{"mnist-kaggle", 32}, {"mobilenetv2", 10}};
+
+  try {
+    using namespace cltrain::ocl;
+    const Discovery d = discover_devices();
+    if (d.devices.empty()) {
+      std::fprintf(stderr, "gemm_bench: no OpenCL device: %s\n", d.none_reason.c_str());
+      return 1;
+    }
+    const DeviceInfo dev = d.devices[select_device(d.devices, device)];
+    cl_int err = CL_SUCCESS;
+    cl_context ctx = clCreateContext(nullptr, 1, &dev.id, nullptr, nullptr, &err);
+    CLT_CHECK(err, "clCreateContext", device_line(dev));
+    cl_command_queue q = clCreateCommandQueue(ctx, dev.id, 0, &err);
+    CLT_CHECK(err, "clCreateCommandQueue", device_line(dev));
+    const std::string applied = apply_gemm_tuning(dev);  // what the backend's create() does
+    const uint64_t tile = gemm_tile(dev);
+    uint64_t budget = std::min<uint64_t>(8u << 20, std::max<uint64_t>(dev.max_alloc / 8, 1u << 20));
+    if (const char* env = std::getenv("CLTRAIN_OPENCL_SCRATCH_BYTES"); env && *env) budget = std::strtoull(env, nullptr, 10);
+    openblas_set_num_threads(threads);
+
+    std::printf("device: %s\n", device_line(dev).c_str());
+    std::printf("CLBlast parameters: %s\n", applied.empty() ? "CLBlast's own (database or defaults)" : applied.c_str());
+    std::printf("GEMM tile %llu, scratch budget %llu bytes; OpenBLAS %d threads; median of %d runs\n",
+                static_cast<unsigned long long>(tile), static_cast<unsigned long long>(budget),
+                openblas_get_num_threads(), repeat);
+    std::printf("shape: layout (R row-/C column-major) and transposes of A, B; the largest call, x calls in the group\n");
+
+    std::mt19937 rng(7);
+    std::string json = "{\n  \"device\": \"" + device_line(dev) + "\",\n  \"clblast\": \"" + applied +
+                       "\",\n  \"openblas_threads\": " + std::to_string(threads) + ",\n  \"groups\": [";
+    bool first_json = true;
+    int below = 0;
+    for (const auto& [name, batch] : models) {
+      std::vector<Group> groups = model_groups(name, batch, tile, budget);
+      double all_flops = 0;
+      for (const Group& g : groups) all_flops += g.flops();
+      std::stable_sort(groups.begin(), groups.end(), [](const Group& x, const Group& y) { return x.flops() > y.flops(); });
+      if (top > 0 && groups.size() > static_cast<size_t>(top)) groups.resize(top);
+      std::printf("\n%s, batch %d: %.2f GFLOP of GEMMs per training step in %zu calls\n", name.c_str(), batch,
+                  all_flops * 1e-9, [&] {
+                    size_t n = 0;
+                    for (const Group& g : model_groups(name, batch, tile, budget)) n += g.calls.size();
+                    return n;
+                  }());
+      std::printf("%-28s %-7s %-30s %7s %9s %8s %9s %8s %6s %8s\n", "layer", "pass", "shape", "MFLOP", "cltrain ms",
+                  "GFLOP/s", "OpenBLAS ms", "GFLOP/s", "ratio", "max diff");
+      double sum_cl = 0, sum_blas = 0, sum_flops = 0;
+      for (Group& g : groups) {
+        run_group(ctx, q, g, repeat, blas, rng);
+        const double f = g.flops(), gc = f / (g.cl_ms * 1e6), gb = f / (g.blas_ms * 1e6);
+        sum_cl += g.cl_ms, sum_blas += g.blas_ms, sum_flops += f;
+        if (blas && gc < 0.4 * gb) ++below;
+        std::printf("%-28s %-7s %-30s %7.1f %10.2f %8.1f %11.2f %8.1f %5.0f%% %8.1e\n", g.layer.c_str(), g.pass.c_str(),
+                    shape_text(g).c_str(), f * 1e-6, g.cl_ms, gc, g.blas_ms, gb, 100.0 * gc / gb, g.max_rel_diff);
+        std::fflush(stdout);
+        char row[512];
+        std::snprintf(row, sizeof row,
+                      "%s\n    {\"model\": \"%s\", \"batch\": %d, \"layer\": \"%s\", \"pass\": \"%s\", \"shape\": \"%s\", "
+                      "\"calls\": %zu, \"flops\": %.0f, \"cltrain_ms\": %.4f, \"openblas_ms\": %.4f, "
+                      "\"cltrain_gflops\": %.3f, \"openblas_gflops\": %.3f, \"max_rel_diff\": %.3e}",
+                      first_json ? "" : ",", name.c_str(), batch, g.layer.c_str(), g.pass.c_str(), shape_text(g).c_str(),
+                      g.calls.size(), f, g.cl_ms, g.blas_ms, gc, gb, g.max_rel_diff);
+        json += row;
+        first_json = false;
+      }
+      std::printf("%-28s %-7s %-30s %7.1f %10.2f %8.1f %11.2f %8.1f %5.0f%%\n", "these together", "", "", sum_flops * 1e-6,
+                  sum_cl, sum_flops / (sum_cl * 1e6), sum_blas, sum_flops / (sum_blas * 1e6), 100.0 * sum_blas / sum_cl);
+      std::printf("total cltrain GEMM ms %s %.3f\n", name.c_str(), sum_cl);
+    }
+    json += "\n  ]\n}\n";
+    if (blas) std::printf("\n%d of the groups above run below 40%% of OpenBLAS's GFLOP/s\n", below);
+    if (!json_path.empty()) std::ofstream(json_path) << json;
+    clReleaseCommandQueue(q);
+    clReleaseContext(ctx);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gemm_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
