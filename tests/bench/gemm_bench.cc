@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -64,6 +65,7 @@ struct Group {
   }
   // Results.
   double cl_ms = 0, blas_ms = 0, max_rel_diff = 0;
+  double cl_cpu_ms = 0, blas_cpu_ms = 0;  // CPU time of the whole process (POCL's and OpenBLAS's threads)
 };
 
 // Elements an operand spans: "lines" of ld elements, the last one len long.
@@ -216,6 +218,14 @@ double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// CPU time of the process (all its threads): on a CPU device (POCL) a steadier figure than the wall
+// time when other programs share the cores.
+double cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
@@ -282,18 +292,22 @@ void run_group(cl_context ctx, cl_command_queue q, Group& g, int repeat, bool bl
     }
     g.max_rel_diff = scale > 0 ? diff / scale : diff;
   }
-  std::vector<double> tc, tb;
+  std::vector<double> tc, tb, cc, cb;
   for (int r = 0; r < repeat; ++r) {  // alternate, so that both see the same machine state
-    double t0 = now_ms();
+    double t0 = now_ms(), c0 = cpu_ms();
     cl_pass();
     tc.push_back(now_ms() - t0);
+    cc.push_back(cpu_ms() - c0);
     if (!blas) continue;
-    t0 = now_ms();
+    t0 = now_ms(), c0 = cpu_ms();
     blas_pass();
     tb.push_back(now_ms() - t0);
+    cb.push_back(cpu_ms() - c0);
   }
   g.cl_ms = median(tc);
+  g.cl_cpu_ms = median(cc);
   g.blas_ms = blas ? median(tb) : 0.0;
+  g.blas_cpu_ms = blas ? median(cb) : 0.0;
   for (cl_mem mem : {a, b, c, temp})
     if (mem) clReleaseMemObject(mem);
 }
@@ -404,11 +418,11 @@ int main(int argc, char** argv) {
                   }());
       std::printf("%-28s %-7s %-30s %7s %9s %8s %9s %8s %6s %8s\n", "layer", "pass", "shape", "MFLOP", "cltrain ms",
                   "GFLOP/s", "OpenBLAS ms", "GFLOP/s", "ratio", "max diff");
-      double sum_cl = 0, sum_blas = 0, sum_flops = 0;
+      double sum_cl = 0, sum_blas = 0, sum_flops = 0, sum_cl_cpu = 0;
       for (Group& g : groups) {
         run_group(ctx, q, g, repeat, blas, rng);
         const double f = g.flops(), gc = f / (g.cl_ms * 1e6), gb = f / (g.blas_ms * 1e6);
-        sum_cl += g.cl_ms, sum_blas += g.blas_ms, sum_flops += f;
+        sum_cl += g.cl_ms, sum_blas += g.blas_ms, sum_flops += f, sum_cl_cpu += g.cl_cpu_ms;
         if (blas && gc < 0.4 * gb) ++below;
         std::printf("%-28s %-7s %-30s %7.1f %10.2f %8.1f %11.2f %8.1f %5.0f%% %8.1e\n", g.layer.c_str(), g.pass.c_str(),
                     shape_text(g).c_str(), f * 1e-6, g.cl_ms, gc, g.blas_ms, gb, 100.0 * gc / gb, g.max_rel_diff);
@@ -417,15 +431,17 @@ int main(int argc, char** argv) {
         std::snprintf(row, sizeof row,
                       "%s\n    {\"model\": \"%s\", \"batch\": %d, \"layer\": \"%s\", \"pass\": \"%s\", \"shape\": \"%s\", "
                       "\"calls\": %zu, \"flops\": %.0f, \"cltrain_ms\": %.4f, \"openblas_ms\": %.4f, "
+                      "\"cltrain_cpu_ms\": %.4f, \"openblas_cpu_ms\": %.4f, "
                       "\"cltrain_gflops\": %.3f, \"openblas_gflops\": %.3f, \"max_rel_diff\": %.3e}",
                       first_json ? "" : ",", name.c_str(), batch, g.layer.c_str(), g.pass.c_str(), shape_text(g).c_str(),
-                      g.calls.size(), f, g.cl_ms, g.blas_ms, gc, gb, g.max_rel_diff);
+                      g.calls.size(), f, g.cl_ms, g.blas_ms, g.cl_cpu_ms, g.blas_cpu_ms, gc, gb, g.max_rel_diff);
         json += row;
         first_json = false;
       }
       std::printf("%-28s %-7s %-30s %7.1f %10.2f %8.1f %11.2f %8.1f %5.0f%%\n", "these together", "", "", sum_flops * 1e-6,
                   sum_cl, sum_flops / (sum_cl * 1e6), sum_blas, sum_flops / (sum_blas * 1e6), 100.0 * sum_blas / sum_cl);
       std::printf("total cltrain GEMM ms %s %.3f\n", name.c_str(), sum_cl);
+      std::printf("total cltrain GEMM cpu-ms %s %.3f\n", name.c_str(), sum_cl_cpu);
     }
     json += "\n  ]\n}\n";
     if (blas) std::printf("\n%d of the groups above run below 40%% of OpenBLAS's GFLOP/s\n", below);
