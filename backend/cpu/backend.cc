@@ -2,6 +2,7 @@
 // tensors into one 64-byte aligned pool with the shared planner, and runs steps synchronously
 // through a dispatch table generated from the op list.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "abi_structs.h"
 #include "cltrain/cltrain_backend.h"
 #include "cpu_op.h"
 #include "memory_plan.h"
@@ -59,6 +61,12 @@ struct CpuBackend {
   std::vector<StepView> views;              // per step, resolved against the pool if assigned
   std::unique_ptr<uint8_t, FreeDeleter> pool;
   uint64_t pool_bytes = 0;
+  // stats and profile: steps run since the last reset_stats and, with profiling on, each step's
+  // wall time on the host (runs are synchronous, so that is its time).
+  uint64_t steps_run = 0;
+  bool profiling = false;
+  std::vector<cltrain_kernel_profile> step_times;  // per step; calls 0 where it has not run
+  std::vector<cltrain_kernel_profile> profile_rows;
 };
 
 CpuBackend* self(cltrain_backend* b) { return reinterpret_cast<CpuBackend*>(b); }
@@ -256,11 +264,12 @@ cltrain_status prepare(CpuBackend* b, const cltrain_graph_desc* g, cltrain_memor
     if (b->assigned[s]) b->views[s] = make_view(b->steps[s], tensors, b->pool.get(), b->offsets.data());
 
   if (report) {
-    *report = cltrain_memory_report{};
-    for (int r = 0; r < CLTRAIN_ROLE_COUNT; ++r) report->role_peak[r] = plan.role_peak[r];
-    report->pool_bytes = plan.pool_bytes;
-    report->lower_bound = plan.lower_bound;
-    report->num_tensors = items.size();
+    cltrain_memory_report full{};
+    for (int r = 0; r < CLTRAIN_ROLE_COUNT; ++r) full.role_peak[r] = plan.role_peak[r];
+    full.pool_bytes = plan.pool_bytes;
+    full.lower_bound = plan.lower_bound;
+    full.num_tensors = items.size();
+    fill_sized(full, report);  // only what fits in the host's struct
   }
   b->prepared = true;
   return CLTRAIN_OK;
@@ -270,14 +279,24 @@ cltrain_status run(CpuBackend* b, const int32_t* steps, int32_t num_steps, const
   if (!b->prepared) return fail(b, CLTRAIN_INVALID, "run before prepare");
   if (num_steps < 0 || (num_steps > 0 && !steps)) return fail(b, CLTRAIN_INVALID, "run: no step list");
   if (!args) return fail(b, CLTRAIN_INVALID, "run: no run arguments");
+  const cltrain_run_args run_args = read_sized(args);  // members the host's struct lacks are 0
   for (int32_t i = 0; i < num_steps; ++i) {
     const int32_t s = steps[i];
     if (s < 0 || static_cast<size_t>(s) >= b->steps.size() || !b->assigned[s])
       return fail(b, CLTRAIN_INVALID, "run: step " + std::to_string(s) + " is not assigned to the cpu backend");
     const cltrain_step_desc& step = b->steps[s];
-    if (std::string e = kOps[step.op]->phase[step.phase].run(b->views[s], *args); !e.empty())
+    const auto t0 = b->profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (std::string e = kOps[step.op]->phase[step.phase].run(b->views[s], run_args); !e.empty())
       return fail(b, CLTRAIN_ERROR, "step " + std::to_string(s) + " (" + cltrain_op_name(step.op) +
                                         " " + phase_name(step.phase) + "): " + e);
+    ++b->steps_run;
+    if (b->profiling) {
+      if (b->step_times.size() < b->steps.size()) b->step_times.resize(b->steps.size());
+      cltrain_kernel_profile& t = b->step_times[static_cast<size_t>(s)];
+      t.step = s;
+      t.calls += 1;
+      t.ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
   }
   return CLTRAIN_OK;
 }
@@ -407,6 +426,42 @@ cltrain_status iface_plan_offsets(cltrain_backend* backend, int64_t* offsets, in
   return CLTRAIN_OK;
 }
 
+// Host memory: launches are the steps run, nothing moves to or from a device, nothing waits.
+cltrain_status iface_stats(cltrain_backend* backend, cltrain_run_stats* out) {
+  CpuBackend* b = self(backend);
+  if (!out) return fail(b, CLTRAIN_INVALID, "stats: out is NULL");
+  cltrain_run_stats full{};
+  full.launches = b->steps_run;
+  full.steps_run = b->steps_run;
+  fill_sized(full, out);
+  return CLTRAIN_OK;
+}
+
+cltrain_status iface_reset_stats(cltrain_backend* backend) {
+  CpuBackend* b = self(backend);
+  b->steps_run = 0;
+  b->step_times.clear();
+  return CLTRAIN_OK;
+}
+
+cltrain_status iface_set_profiling(cltrain_backend* backend, int on) {
+  self(backend)->profiling = on != 0;
+  return CLTRAIN_OK;
+}
+
+cltrain_status iface_profile(cltrain_backend* backend, const cltrain_kernel_profile** rows, int32_t* num_rows) {
+  CpuBackend* b = self(backend);
+  if (!rows || !num_rows) return fail(b, CLTRAIN_INVALID, "profile: rows or num_rows is NULL");
+  return guarded(b, "profile", [&] {
+    b->profile_rows.clear();
+    for (const cltrain_kernel_profile& t : b->step_times)
+      if (t.calls > 0) b->profile_rows.push_back(t);
+    *rows = b->profile_rows.data();
+    *num_rows = static_cast<int32_t>(b->profile_rows.size());
+    return CLTRAIN_OK;
+  });
+}
+
 const cltrain_backend_iface kIface = {
     CLTRAIN_BACKEND_ABI_VERSION,
     "cpu",
@@ -423,6 +478,10 @@ const cltrain_backend_iface kIface = {
     iface_sync,
     iface_last_error,
     iface_plan_offsets,
+    iface_stats,
+    iface_reset_stats,
+    iface_set_profiling,
+    iface_profile,
 };
 
 }  // namespace

@@ -8,8 +8,10 @@
 #include <cstring>
 #include <new>
 
+#include "abi_structs.h"
 #include "cl_error.h"
 #include "cltrain/cltrain_backend.h"
+#include "counters.h"
 #include "device.h"
 #include "gemm_tuning.h"
 #include "launch.h"
@@ -99,6 +101,7 @@ cltrain_status create(const cltrain_backend_config* config, cltrain_backend** ou
     const cl_command_queue_properties props = profile && *profile ? CL_QUEUE_PROFILING_ENABLE : 0;
     b->queue = clCreateCommandQueue(b->context, b->device.id, props, &e);  // in order
     CLT_CHECK(e, "clCreateCommandQueue", b->device_line);
+    b->queue_properties = props;
     b->programs = std::make_unique<ProgramCache>(
         b->context, b->device.id, b->device.name + "|" + b->device.version + "|" + b->device.driver, cache_dir,
         program_options(b->device.single_fp_config));
@@ -190,6 +193,7 @@ void check_step_tensors(const cltrain_backend& b, const StepView& s) {
 
 cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltrain_memory_report* report) {
   if (!b) return CLTRAIN_INVALID;
+  const CountingScope counting(b);
   return guarded(&b->last_error, [&] {
     if (b->prepared || !b->steps.empty()) fail(CLTRAIN_INVALID, "prepare: called more than once");
     if (!graph || graph->struct_size < sizeof(cltrain_graph_desc))
@@ -239,20 +243,32 @@ cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltr
 
 cltrain_status run(cltrain_backend* b, const int32_t* steps, int32_t num_steps, const cltrain_run_args* args) {
   if (!b) return CLTRAIN_INVALID;
+  const CountingScope counting(b);
   return guarded(&b->last_error, [&] {
     if (!b->prepared) fail(CLTRAIN_INVALID, "run: prepare has not succeeded");
     if (num_steps < 0 || (num_steps > 0 && !steps)) fail(CLTRAIN_INVALID, "run: bad step list");
+    const cltrain_run_args run_args = read_sized(args);  // members the host's struct lacks are 0
     // Check the whole list before enqueueing anything.
     for (int32_t i = 0; i < num_steps; ++i) {
       const int32_t id = steps[i];
       if (id < 0 || id >= static_cast<int32_t>(b->runs.size()) || !b->runs[id])
         fail(CLTRAIN_INVALID, "run: step " + std::to_string(id) + " is not assigned to the OpenCL backend");
-      if (b->steps[id].op == CLTRAIN_OP_UPDATE_ADAM && (!args || args->iteration < 1))
+      if (b->steps[id].op == CLTRAIN_OP_UPDATE_ADAM && (!args || run_args.iteration < 1))
         fail(CLTRAIN_INVALID, "run: step " + std::to_string(id) + " (Adam) needs run_args.iteration >= 1");
     }
+    // The step whose commands the counters and profiling charge, while it enqueues.
+    struct CurrentStep {
+      cltrain_backend* b;
+      CurrentStep(cltrain_backend* backend, int32_t step) : b(backend) { b->current_step = step; }
+      ~CurrentStep() { b->current_step = -1; }
+    };
     // The queue is in order, so data from write_tensor is visible to the first kernel.
     if (!b->trace) {
-      for (int32_t i = 0; i < num_steps; ++i) b->runs[steps[i]](args);
+      for (int32_t i = 0; i < num_steps; ++i) {
+        const CurrentStep current(b, steps[i]);
+        b->runs[steps[i]](&run_args);
+        ++b->counters.steps_run;
+      }
       return CLTRAIN_OK;
     }
     b->trace_ms.resize(b->runs.size(), 0.0);
@@ -260,7 +276,11 @@ cltrain_status run(cltrain_backend* b, const int32_t* steps, int32_t num_steps, 
     CLT_CALL(clFinish, (b->queue), "trace");
     for (int32_t i = 0; i < num_steps; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
-      b->runs[steps[i]](args);
+      {
+        const CurrentStep current(b, steps[i]);
+        b->runs[steps[i]](&run_args);
+        ++b->counters.steps_run;
+      }
       CLT_CALL(clFinish, (b->queue), "trace");
       // The first run of a step (CLBlast compiles its kernels then) is not counted.
       if (b->trace_runs[steps[i]]++ > 0)
@@ -270,8 +290,14 @@ cltrain_status run(cltrain_backend* b, const int32_t* steps, int32_t num_steps, 
   });
 }
 
+// Copies src into the tensor's staging buffer and enqueues a non-blocking transfer from there,
+// so that the host goes on while the bytes move (the ABI lets write_tensor return once it has
+// copied src). The staging buffer is reused by the next write of the same tensor, which first
+// waits for this transfer only if it has not completed (in a training step it has: the loss read
+// of the step before waited for everything).
 cltrain_status write_tensor(cltrain_backend* b, int32_t tensor, const void* src, uint64_t bytes) {
   if (!b) return CLTRAIN_INVALID;
+  const CountingScope counting(b);
   return guarded(&b->last_error, [&] {
     if (!b->prepared) fail(CLTRAIN_INVALID, "write_tensor: prepare has not succeeded");
     const uint64_t size = planned_bytes(*b, tensor);
@@ -279,15 +305,29 @@ cltrain_status write_tensor(cltrain_backend* b, int32_t tensor, const void* src,
       fail(CLTRAIN_INVALID, "write_tensor: " + b->tensor_label(tensor) + " has " + std::to_string(size) +
                                 " bytes, got " + std::to_string(bytes));
     if (!src && bytes > 0) fail(CLTRAIN_INVALID, "write_tensor: src is NULL");
-    if (bytes > 0)  // blocking: src may be reused as soon as this returns
-      CLT_CALL(clEnqueueWriteBuffer, (b->queue, b->pool, CL_TRUE, b->offsets[tensor], bytes, src, 0, nullptr, nullptr),
+    if (bytes == 0) return CLTRAIN_OK;
+    StagedWrite& w = b->staged[tensor];
+    if (w.done) {
+      cl_int status = CL_COMPLETE;
+      CLT_CALL(clGetEventInfo, (w.done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr),
                "write_tensor " + b->tensor_label(tensor));
+      if (status > CL_COMPLETE)  // still queued or running: the one wait that blocks
+        CLT_CALL(clWaitForEvents, (1, &w.done), "write_tensor " + b->tensor_label(tensor));
+      clReleaseEvent(w.done);
+      w.done = nullptr;
+    }
+    w.bytes.resize(bytes);  // allocated by the first write, reused after
+    std::memcpy(w.bytes.data(), src, bytes);
+    CLT_CALL(clEnqueueWriteBuffer,
+             (b->queue, b->pool, CL_FALSE, b->offsets[tensor], bytes, w.bytes.data(), 0, nullptr, &w.done),
+             "write_tensor " + b->tensor_label(tensor));
     return CLTRAIN_OK;
   });
 }
 
 cltrain_status read_tensor(cltrain_backend* b, int32_t tensor, void* dst, uint64_t bytes) {
   if (!b) return CLTRAIN_INVALID;
+  const CountingScope counting(b);
   return guarded(&b->last_error, [&] {
     if (!b->prepared) fail(CLTRAIN_INVALID, "read_tensor: prepare has not succeeded");
     const uint64_t size = planned_bytes(*b, tensor);
@@ -298,14 +338,17 @@ cltrain_status read_tensor(cltrain_backend* b, int32_t tensor, void* dst, uint64
     if (bytes > 0)  // blocking, after everything queued before it
       CLT_CALL(clEnqueueReadBuffer, (b->queue, b->pool, CL_TRUE, b->offsets[tensor], bytes, dst, 0, nullptr, nullptr),
                "read_tensor " + b->tensor_label(tensor));
+    if (!b->timed.empty()) collect_times(*b);  // everything before the read has completed
     return CLTRAIN_OK;
   });
 }
 
 cltrain_status sync(cltrain_backend* b) {
   if (!b) return CLTRAIN_INVALID;
+  const CountingScope counting(b);
   return guarded(&b->last_error, [&] {
     CLT_CALL(clFinish, (b->queue), "sync");
+    if (!b->timed.empty()) collect_times(*b);
     return CLTRAIN_OK;
   });
 }
@@ -322,6 +365,72 @@ cltrain_status plan_offsets(cltrain_backend* b, int64_t* offsets, int32_t num_te
   });
 }
 
+cltrain_status stats(cltrain_backend* b, cltrain_run_stats* out) {
+  if (!b || !out) return CLTRAIN_INVALID;
+  const RunCounters& c = b->counters;
+  cltrain_run_stats full{};
+  full.launches = c.launches;
+  full.bytes_to_device = c.bytes_to_device;
+  full.bytes_from_device = c.bytes_from_device;
+  full.blocking_waits = c.blocking_waits;
+  full.buffer_allocations = c.buffer_allocations;
+  full.program_builds = c.program_builds;
+  full.steps_run = c.steps_run;
+  fill_sized(full, out);
+  return CLTRAIN_OK;
+}
+
+cltrain_status reset_stats(cltrain_backend* b) {
+  if (!b) return CLTRAIN_INVALID;
+  return guarded(&b->last_error, [&] {
+    reset_counters(*b);
+    return CLTRAIN_OK;
+  });
+}
+
+// Profiling needs a queue created with CL_QUEUE_PROFILING_ENABLE (OpenCL 1.2 cannot switch it on
+// an existing queue): turning it on replaces the queue once, after the queued work; the kernels,
+// buffers and CLBlast's programs do not depend on the queue. Off, no event is asked for.
+cltrain_status set_profiling(cltrain_backend* b, int on) {
+  if (!b) return CLTRAIN_INVALID;
+  return guarded(&b->last_error, [&] {
+    if (on && !(b->queue_properties & CL_QUEUE_PROFILING_ENABLE)) {
+      CLT_CALL(clFinish, (b->queue), "set_profiling");
+      cl_int e = CL_SUCCESS;
+      cl_command_queue q = clCreateCommandQueue(b->context, b->device.id, CL_QUEUE_PROFILING_ENABLE, &e);
+      if (e != CL_SUCCESS || !q)
+        fail(CLTRAIN_UNAVAILABLE, "set_profiling: clCreateCommandQueue with CL_QUEUE_PROFILING_ENABLE: " +
+                                      cl_error_name(e));
+      clReleaseCommandQueue(b->queue);
+      b->queue = q;
+      b->queue_properties = CL_QUEUE_PROFILING_ENABLE;
+    }
+    b->profiling = on != 0;
+    return CLTRAIN_OK;
+  });
+}
+
+cltrain_status profile(cltrain_backend* b, const cltrain_kernel_profile** rows, int32_t* num_rows) {
+  if (!b) return CLTRAIN_INVALID;
+  return guarded(&b->last_error, [&] {
+    if (!rows || !num_rows) fail(CLTRAIN_INVALID, "profile: rows or num_rows is NULL");
+    CLT_CALL(clFinish, (b->queue), "profile");  // not counted: no CountingScope here
+    collect_times(*b);
+    b->profile_rows.clear();
+    for (size_t i = 0; i < b->step_times.size(); ++i) {
+      if (b->step_times[i].calls == 0) continue;
+      cltrain_kernel_profile r{};
+      r.step = static_cast<int32_t>(i) - 1;
+      r.calls = b->step_times[i].calls;
+      r.ms = static_cast<double>(b->step_times[i].ns) * 1e-6;
+      b->profile_rows.push_back(r);
+    }
+    *rows = b->profile_rows.data();
+    *num_rows = static_cast<int32_t>(b->profile_rows.size());
+    return CLTRAIN_OK;
+  });
+}
+
 }  // namespace
 }  // namespace cltrain::ocl
 
@@ -330,7 +439,7 @@ extern "C" CLTRAIN_EXPORT const cltrain_backend_iface* cltrain_backend_entry(voi
   static const cltrain_backend_iface iface = {
       CLTRAIN_BACKEND_ABI_VERSION, "opencl", probe,  list_devices, create,     destroy,   device_name,
       supports,                    prepare,  run,    write_tensor, read_tensor, sync,      last_error,
-      plan_offsets,
+      plan_offsets,                stats,    reset_stats, set_profiling, profile,
   };
   return &iface;
 }

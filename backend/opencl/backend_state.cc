@@ -47,6 +47,9 @@ std::string StepView::what() const {
 cltrain_backend::~cltrain_backend() {
   // Errors are ignored here: destroy has no way to report them and must release everything.
   if (queue) clFinish(queue);
+  cltrain::ocl::release_timed(*this);
+  for (auto& [id, w] : staged)
+    if (w.done) clReleaseEvent(w.done);
   for (cl_kernel k : kernels) clReleaseKernel(k);
   programs.reset();
   for (auto& [id, mem] : sub_buffers) clReleaseMemObject(mem);

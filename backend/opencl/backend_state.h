@@ -12,6 +12,7 @@
 
 #include "cl_headers.h"
 #include "cltrain/cltrain_backend.h"
+#include "counters.h"
 #include "device.h"
 #include "program_cache.h"
 
@@ -44,6 +45,13 @@ struct StepView {
 
 std::string phase_name(int32_t phase);
 
+// write_tensor's copy of the host's data for one tensor: reused by every write of that tensor,
+// and not overwritten before the previous transfer from it has completed (done).
+struct StagedWrite {
+  std::vector<uint8_t> bytes;
+  cl_event done = nullptr;
+};
+
 }  // namespace cltrain::ocl
 
 struct cltrain_backend {
@@ -51,6 +59,7 @@ struct cltrain_backend {
   std::string device_line;
   cl_context context = nullptr;
   cl_command_queue queue = nullptr;
+  cl_command_queue_properties queue_properties = 0;  // as created (CLTRAIN_OPENCL_PROFILE)
   std::unique_ptr<cltrain::ocl::ProgramCache> programs;
   cltrain::ocl::OpFilter filter;
   std::string last_error;
@@ -81,6 +90,16 @@ struct cltrain_backend {
   bool trace = false;
   std::vector<double> trace_ms;
   std::vector<int64_t> trace_runs;
+
+  // What the ABI's stats and profile report (counters.h); current_step is the step run() is
+  // enqueueing, -1 outside run().
+  cltrain::ocl::RunCounters counters;
+  int32_t current_step = -1;
+  bool profiling = false;                         // set_profiling: time every command's events
+  std::vector<cltrain::ocl::TimedCommand> timed;  // enqueued, device time not yet collected
+  std::vector<cltrain::ocl::StepTime> step_times; // index step + 1 (0: the host's transfers)
+  std::vector<cltrain_kernel_profile> profile_rows;
+  std::map<int32_t, cltrain::ocl::StagedWrite> staged;  // per tensor the host writes
 
   cltrain_backend() = default;
   cltrain_backend(const cltrain_backend&) = delete;

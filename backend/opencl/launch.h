@@ -83,7 +83,13 @@ uint64_t gemm_temp_bytes(Backend& b, const Gemm& g);
 struct PreparedGemm {
   Gemm g;
   cl_mem a = nullptr, b = nullptr, c = nullptr, temp = nullptr;
+  int32_t launches = 1;  // kernels CLBlast runs for it (gemm_launches)
 };
+
+// Kernels CLBlast runs for g: its direct kernel alone, or its indirect kernel plus one kernel per
+// operand that it pads or transposes into its scratch (C twice when beta != 0: in and out).
+// CLBlast, a shared library, calls OpenCL itself, so the counters cannot see these launches.
+int32_t gemm_launches(Backend& b, const Gemm& g);
 
 // temp_tensor: a private tensor of at least gemm_temp_bytes(g), or -1 when that is 0.
 PreparedGemm prepare_gemm(Backend& b, const Gemm& g, int32_t temp_tensor);

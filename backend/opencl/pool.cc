@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "abi_structs.h"
 #include "cl_error.h"
 #include "memory_plan.h"
 
@@ -116,11 +117,12 @@ void plan_pool(Backend& b, const cltrain_graph_desc& graph, const std::vector<Sc
   CLT_CALL(clFinish, (b.queue), "after the initial uploads");
 
   if (report) {
-    *report = cltrain_memory_report{};
-    for (int r = 0; r < CLTRAIN_ROLE_COUNT; ++r) report->role_peak[r] = plan.role_peak[r];
-    report->pool_bytes = plan.pool_bytes;
-    report->lower_bound = plan.lower_bound;
-    report->num_tensors = items.size();
+    cltrain_memory_report full{};
+    for (int r = 0; r < CLTRAIN_ROLE_COUNT; ++r) full.role_peak[r] = plan.role_peak[r];
+    full.pool_bytes = plan.pool_bytes;
+    full.lower_bound = plan.lower_bound;
+    full.num_tensors = items.size();
+    fill_sized(full, report);  // only what fits in the host's struct
   }
 }
 

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -36,6 +37,7 @@ bool Backend::supports(const cltrain_step_desc& step, const std::vector<cltrain_
 
 cltrain_memory_report Backend::prepare(const cltrain_graph_desc& graph) {
   cltrain_memory_report report{};
+  report.struct_size = sizeof(report);
   const cltrain_status s = iface_->prepare(obj_, &graph, &report);
   if (s != CLTRAIN_OK) fail("prepare", s);
   return report;
@@ -61,6 +63,39 @@ void Backend::read(int32_t tensor, void* dst, uint64_t bytes) {
 void Backend::sync() {
   const cltrain_status s = iface_->sync(obj_);
   if (s != CLTRAIN_OK) fail("sync", s);
+}
+
+std::optional<cltrain_run_stats> Backend::stats() {
+  if (!iface_->stats) return std::nullopt;
+  cltrain_run_stats out{};
+  out.struct_size = sizeof(out);
+  const cltrain_status s = iface_->stats(obj_, &out);
+  if (s != CLTRAIN_OK) fail("stats", s);
+  return out;
+}
+
+void Backend::reset_stats() {
+  if (!iface_->reset_stats) return;
+  const cltrain_status s = iface_->reset_stats(obj_);
+  if (s != CLTRAIN_OK) fail("reset_stats", s);
+}
+
+bool Backend::set_profiling(bool on) {
+  if (!iface_->set_profiling || !iface_->profile) return false;
+  const cltrain_status s = iface_->set_profiling(obj_, on ? 1 : 0);
+  if (s == CLTRAIN_UNAVAILABLE) return false;
+  if (s != CLTRAIN_OK) fail("set_profiling", s);
+  return true;
+}
+
+std::optional<std::vector<cltrain_kernel_profile>> Backend::profile() {
+  if (!iface_->profile) return std::nullopt;
+  const cltrain_kernel_profile* rows = nullptr;
+  int32_t n = 0;
+  const cltrain_status s = iface_->profile(obj_, &rows, &n);
+  if (s != CLTRAIN_OK) fail("profile", s);
+  if (n > 0 && !rows) fail("profile (no rows)", CLTRAIN_ERROR);
+  return std::vector<cltrain_kernel_profile>(rows, rows + std::max<int32_t>(n, 0));
 }
 
 std::vector<int64_t> Backend::plan_offsets(int32_t num_tensors) {

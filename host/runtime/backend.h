@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,6 +39,14 @@ class Backend {
   // Byte offset of each tensor in this backend's pool, -1 where not planned; empty if the
   // backend does not say.
   std::vector<int64_t> plan_offsets(int32_t num_tensors);
+
+  // What the backend did since create or the last reset_stats; nullopt if it does not say.
+  std::optional<cltrain_run_stats> stats();
+  void reset_stats();  // nothing if the backend has no stats
+  // Turns timing of each step's device work on or off; false if the backend cannot time.
+  bool set_profiling(bool on);
+  // Device time per step since the last reset_stats; nullopt if the backend cannot time.
+  std::optional<std::vector<cltrain_kernel_profile>> profile();
 
  private:
   [[noreturn]] void fail(const char* what, cltrain_status status) const;

@@ -246,6 +246,7 @@ float Session::run_range(int32_t end, const float* input, const float* expected,
 
 float Session::train_step(const float* input, const float* expected, int64_t iteration, float* prediction) {
   cltrain_run_args args{};
+  args.struct_size = sizeof(args);
   args.iteration = iteration;
   args.learning_rate = 0.0f;
   return run_range(static_cast<int32_t>(graph_.steps.size()), input, expected, args, prediction, true);
@@ -253,12 +254,14 @@ float Session::train_step(const float* input, const float* expected, int64_t ite
 
 float Session::evaluate(const float* input, const float* expected, float* prediction) {
   cltrain_run_args args{};
+  args.struct_size = sizeof(args);
   args.iteration = 1;
   return run_range(graph_.loss_step + 1, input, expected, args, prediction, true);
 }
 
 void Session::predict(const float* input, float* prediction) {
   cltrain_run_args args{};
+  args.struct_size = sizeof(args);
   args.iteration = 1;
   run_range(graph_.num_forward, input, nullptr, args, prediction, false);
 }

@@ -55,6 +55,8 @@ class Session {
   // Name of backend b (an index of step_backend()), and its planned offsets (empty if it does not
   // say; private scratch of the backend is not among them).
   std::string backend_name(size_t b) const { return backends_[b]->name(); }
+  size_t num_backends() const { return backends_.size(); }
+  Backend& backend(size_t b) { return *backends_[b]; }
   std::vector<int64_t> plan_offsets(size_t b) { return backends_[b]->plan_offsets(static_cast<int32_t>(graph_.tensors.size())); }
 
  private:

@@ -69,7 +69,7 @@ class CnnOps : public OpenCLPlugin {
       ASSERT_EQ(api_->write_tensor(backend_, id, v.data(), v.size() * 4), CLTRAIN_OK) << api_->last_error(backend_);
     std::vector<int32_t> order(g_.steps.size());
     for (size_t s = 0; s < order.size(); ++s) order[s] = static_cast<int32_t>(s);
-    const cltrain_run_args args{1, 0.0f};
+    const cltrain_run_args args{sizeof(cltrain_run_args), 1, 0.0f};
     ASSERT_EQ(api_->run(backend_, order.data(), static_cast<int32_t>(order.size()), &args), CLTRAIN_OK)
         << api_->last_error(backend_);
   }

@@ -242,7 +242,7 @@ class ConvOps : public OpenCLPlugin {
     ASSERT_EQ(api_->write_tensor(backend_, tx, x.data(), x.size() * 4), CLTRAIN_OK);
     ASSERT_EQ(api_->write_tensor(backend_, tdy, dy.data(), dy.size() * 4), CLTRAIN_OK);
     const int32_t order[] = {0, 1};
-    const cltrain_run_args args{1, 0.0f};
+    const cltrain_run_args args{sizeof(cltrain_run_args), 1, 0.0f};
     ASSERT_EQ(api_->run(backend_, order, 2, &args), CLTRAIN_OK) << api_->last_error(backend_);
     expect(ty, e.y, "y");
     if (tdx >= 0) expect(tdx, e.dx, "dx");
@@ -297,6 +297,7 @@ TEST_F(ConvOps, ConvChunkedChannels) {
 
 TEST_F(ConvOps, ConvScratchIsReportedAsLayerScope) {
   cltrain_memory_report r{};
+  r.struct_size = sizeof(r);
   check(conv(2, 7, 6, 3, 4, 3, 1, true, CLTRAIN_ACT_RELU), true, true, "2048", &r);
   EXPECT_GT(r.role_peak[CLTRAIN_ROLE_LAYER_SCOPE], 0u);
   EXPECT_LE(r.role_peak[CLTRAIN_ROLE_LAYER_SCOPE], 2048u + 256u + (64u << 10));  // panel + CLBlast's scratch
@@ -368,9 +369,10 @@ TEST_F(ConvOps, MnistKaggleConvStepTiming) {
   for (auto& t : g_.tensors) t.first_step = 0, t.last_step = static_cast<int32_t>(g_.steps.size()) - 1;
   const cltrain_graph_desc desc = g_.desc();
   cltrain_memory_report report{};
+  report.struct_size = sizeof(report);
   ASSERT_EQ(api_->prepare(backend_, &desc, &report), CLTRAIN_OK) << api_->last_error(backend_);
   for (auto& [id, v] : inputs) ASSERT_EQ(api_->write_tensor(backend_, id, v.data(), v.size() * 4), CLTRAIN_OK);
-  const cltrain_run_args args{1, 0.0f};
+  const cltrain_run_args args{sizeof(cltrain_run_args), 1, 0.0f};
   // Wall clock, and the process's CPU time: on a busy machine the latter (divided by the cores
   // the device uses) still shows the work done.
   double cpu_ms = 0;

@@ -163,6 +163,7 @@ TEST_F(OpenCLPlugin, EveryOpAtMnistSizes) {
 
   const cltrain_graph_desc desc = g.desc();
   cltrain_memory_report report{};
+  report.struct_size = sizeof(report);
   ASSERT_EQ(api_->prepare(backend_, &desc, &report), CLTRAIN_OK) << api_->last_error(backend_);
   EXPECT_GE(report.pool_bytes, report.lower_bound);
 
@@ -176,7 +177,7 @@ TEST_F(OpenCLPlugin, EveryOpAtMnistSizes) {
   auto run = [&](int32_t first, int32_t last) {
     std::vector<int32_t> ids;
     for (int32_t i = first; i <= last; ++i) ids.push_back(i);
-    const cltrain_run_args args{1, 0.0f};  // learning rates from the params
+    const cltrain_run_args args{sizeof(cltrain_run_args), 1, 0.0f};  // learning rates from the params
     ASSERT_EQ(api_->run(backend_, ids.data(), static_cast<int32_t>(ids.size()), &args), CLTRAIN_OK)
         << api_->last_error(backend_);
   };

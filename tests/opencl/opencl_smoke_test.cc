@@ -233,6 +233,7 @@ TEST_F(OpenCLPlugin, TinyGraphMatchesDoubleReference) {
   for (const auto& s : g.steps) EXPECT_EQ(api_->supports(backend_, &s, g.tensors.data(), 1), 1);
   const cltrain_graph_desc desc = g.desc();
   cltrain_memory_report report{};
+  report.struct_size = sizeof(report);
   ASSERT_EQ(api_->prepare(backend_, &desc, &report), CLTRAIN_OK) << api_->last_error(backend_);
   EXPECT_EQ(report.num_tensors, g.tensors.size());
   EXPECT_GE(report.pool_bytes, report.lower_bound);
@@ -256,7 +257,7 @@ TEST_F(OpenCLPlugin, TinyGraphMatchesDoubleReference) {
     ASSERT_EQ(api_->write_tensor(backend_, tx, xf.data(), xf.size() * 4), CLTRAIN_OK);
     ASSERT_EQ(api_->write_tensor(backend_, te, ef.data(), ef.size() * 4), CLTRAIN_OK);
     ref.iterate(x, e, t, lr, b1, b2, eps);
-    const cltrain_run_args args{t, lr};
+    const cltrain_run_args args{sizeof(cltrain_run_args), t, lr};
     // Forward, then read what later steps may overwrite; then backward; then the updates.
     const int32_t fwd[] = {0, 1, 2}, bwd[] = {3, 4, 5}, upd[] = {6, 7};
     ASSERT_EQ(api_->run(backend_, fwd, 3, &args), CLTRAIN_OK) << api_->last_error(backend_);
@@ -281,7 +282,7 @@ TEST_F(OpenCLPlugin, TinyGraphMatchesDoubleReference) {
   EXPECT_NE(std::string(api_->last_error(backend_)).find("'x'"), std::string::npos) << api_->last_error(backend_);
   EXPECT_EQ(api_->read_tensor(backend_, 99, small.data(), 8), CLTRAIN_INVALID);
   const int32_t adam_step[] = {6};
-  const cltrain_run_args no_t{0, 0.0f};
+  const cltrain_run_args no_t{sizeof(cltrain_run_args), 0, 0.0f};
   EXPECT_EQ(api_->run(backend_, adam_step, 1, &no_t), CLTRAIN_INVALID);
   EXPECT_NE(std::string(api_->last_error(backend_)).find("iteration"), std::string::npos);
 }

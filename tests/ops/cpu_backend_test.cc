@@ -93,6 +93,7 @@ TEST(CpuBackend, PlansOnlyUsedTensorsAndReadsBackWhatWasWritten) {
   TinyGraph g;
   const cltrain_graph_desc d = g.desc();
   cltrain_memory_report r{};
+  r.struct_size = sizeof(r);
   ASSERT_EQ(iface()->prepare(h.b, &d, &r), CLTRAIN_OK) << h.error();
   EXPECT_EQ(r.num_tensors, 2u);
   EXPECT_EQ(r.role_peak[CLTRAIN_ROLE_NON_CONST], 48u);
@@ -106,7 +107,7 @@ TEST(CpuBackend, PlansOnlyUsedTensorsAndReadsBackWhatWasWritten) {
   const float x[6] = {-1, 2, -3, 4, 0, 0.5f};
   ASSERT_EQ(iface()->write_tensor(h.b, 0, x, sizeof(x)), CLTRAIN_OK);
   const int32_t step = 0;
-  const cltrain_run_args args{1, 0.0f};
+  const cltrain_run_args args{sizeof(cltrain_run_args), 1, 0.0f};
   ASSERT_EQ(iface()->run(h.b, &step, 1, &args), CLTRAIN_OK) << h.error();
   float y[6];
   ASSERT_EQ(iface()->read_tensor(h.b, 1, y, sizeof(y)), CLTRAIN_OK);
@@ -135,7 +136,7 @@ TEST(CpuBackend, neg_UseBeforePrepareAndPrepareTwice) {
   float buf[6] = {};
   EXPECT_EQ(iface()->write_tensor(h.b, 0, buf, sizeof(buf)), CLTRAIN_INVALID);
   const int32_t step = 0;
-  const cltrain_run_args args{1, 0.0f};
+  const cltrain_run_args args{sizeof(cltrain_run_args), 1, 0.0f};
   EXPECT_EQ(iface()->run(h.b, &step, 1, &args), CLTRAIN_INVALID);
   TinyGraph g;
   const cltrain_graph_desc d = g.desc();
@@ -172,7 +173,7 @@ TEST(CpuBackend, neg_UnassignedStepAndBadRunArgs) {
   const cltrain_graph_desc d = g.desc();
   ASSERT_EQ(iface()->prepare(h.b, &d, nullptr), CLTRAIN_OK);
   const int32_t step = 0;
-  const cltrain_run_args args{1, 0.0f};
+  const cltrain_run_args args{sizeof(cltrain_run_args), 1, 0.0f};
   EXPECT_EQ(iface()->run(h.b, &step, 1, &args), CLTRAIN_INVALID);
   EXPECT_NE(h.error().find("not assigned"), std::string::npos) << h.error();
   EXPECT_EQ(iface()->run(h.b, &step, 1, nullptr), CLTRAIN_INVALID);
@@ -214,7 +215,7 @@ TEST(CpuBackend, neg_AdamNeedsAOneBasedIteration) {
   const cltrain_graph_desc d = g.desc();
   ASSERT_EQ(iface()->prepare(h.b, &d, nullptr), CLTRAIN_OK) << h.error();
   const int32_t step = 0;
-  const cltrain_run_args args{0, 0.0f};
+  const cltrain_run_args args{sizeof(cltrain_run_args), 0, 0.0f};
   EXPECT_EQ(iface()->run(h.b, &step, 1, &args), CLTRAIN_ERROR);
   EXPECT_NE(h.error().find("iteration 0"), std::string::npos) << h.error();
 }

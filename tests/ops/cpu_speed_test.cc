@@ -200,7 +200,7 @@ TEST(CpuSpeed, MnistKaggleTrainingStep) {
   double best_ms = 1e30;
   std::vector<float> losses;
   for (int it = 1; it <= kSteps; ++it) {
-    const cltrain_run_args args{it, 0.0f};
+    const cltrain_run_args args{sizeof(cltrain_run_args), it, 0.0f};
     const auto start = Clock::now();
     for (int32_t s = 0; s <= last; ++s) {
       const auto t0 = Clock::now();

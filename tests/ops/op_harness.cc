@@ -96,7 +96,7 @@ void check_finite_differences(const OpCase& c, CaseRun& run, const CaseInputs& i
                               const std::string& backend) {
   const std::vector<float>& y0 = out.at(c.y);
   const std::vector<float>* r = c.dy >= 0 ? &in.initial.at(c.dy) : nullptr;
-  const cltrain_run_args args{1, 0.0f};
+  const cltrain_run_args args{sizeof(cltrain_run_args), 1, 0.0f};
   const double eps = c.tol.fd_eps;
   // An input given to the step twice (x + x) has a gradient output per use; the scalar moves
   // with their sum.
@@ -179,7 +179,7 @@ Values to_values(const std::map<int32_t, std::vector<float>>& m) {
 
 Outputs run_differentiable(const OpCase& c, Backend& b, const CaseInputs& in, const RunOptions& options) {
   CaseRun run(c, b, in, options.is_cpu);
-  const cltrain_run_args args{1, 0.0f};
+  const cltrain_run_args args{sizeof(cltrain_run_args), 1, 0.0f};
   const Checkpoint start = run.read_all();
   for (const auto& [t, v] : in.initial)
     EXPECT_TRUE(same_bits(v, start.at(t))) << b.name() << ": " << c.tensors[t].name << " does not hold its initial values";
@@ -238,7 +238,7 @@ Outputs run_stateful(const OpCase& c, Backend& b, const CaseInputs& in, const Ru
       before[t] = v;
       ref[t] = to_double(v);
     }
-    const cltrain_run_args args{it, c.lr_override};
+    const cltrain_run_args args{sizeof(cltrain_run_args), it, c.lr_override};
     for (int s = 0; s < static_cast<int>(c.steps.size()); ++s) run.run(s, args);
     const Checkpoint after = run.read_all();
     run.expect_unchanged(before, after, writes, "in iteration " + std::to_string(it));

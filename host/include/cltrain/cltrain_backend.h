@@ -137,7 +137,7 @@
 extern "C" {
 #endif
 
-#define CLTRAIN_BACKEND_ABI_VERSION 1u
+#define CLTRAIN_BACKEND_ABI_VERSION 2u
 
 #define CLTRAIN_MAX_RANK 6
 #define CLTRAIN_MAX_STEP_IO 8
@@ -234,6 +234,8 @@ typedef struct cltrain_graph_desc {
 
 /* What prepare reports about the backend's memory plan (bytes). */
 typedef struct cltrain_memory_report {
+  uint32_t struct_size; /* sizeof(cltrain_memory_report) as the host knows it; the backend fills
+                           only the members that fit */
   uint64_t role_peak[CLTRAIN_ROLE_COUNT]; /* peak of live bytes of each role over the step order */
   uint64_t pool_bytes;                    /* bytes allocated for the pool(s) */
   uint64_t lower_bound;                   /* largest sum of live bytes at any one step */
@@ -247,9 +249,36 @@ typedef struct cltrain_backend_config {
 } cltrain_backend_config;
 
 typedef struct cltrain_run_args {
+  uint32_t struct_size; /* sizeof(cltrain_run_args) as the host knows it */
   int64_t iteration;   /* 1-based number of the current training iteration (Adam's t) */
   float learning_rate; /* overrides params.learning_rate of update steps when > 0 */
 } cltrain_run_args;
+
+/* What a backend did since create or the last reset_stats (ABI version 2). The host sets
+ * struct_size; the backend fills the members that fit in it and leaves the rest alone. */
+typedef struct cltrain_run_stats {
+  uint32_t struct_size;        /* sizeof(cltrain_run_stats) as the host knows it */
+  uint32_t reserved;           /* zero */
+  uint64_t launches;           /* device commands that steps enqueued: kernels (each kernel of a
+                                  library call such as a GEMM counts), device-side copies and fills;
+                                  a backend without a device counts one per step run */
+  uint64_t bytes_to_device;    /* bytes the host's write_tensor calls moved to the device */
+  uint64_t bytes_from_device;  /* bytes read_tensor moved back */
+  uint64_t blocking_waits;     /* times the host thread waited for the device (a blocking read or
+                                  write, a finish, a wait for events) */
+  uint64_t buffer_allocations; /* device buffers created (pool, views, staging) */
+  uint64_t program_builds;     /* device programs built (kernels compiled or loaded from binaries) */
+  uint64_t steps_run;          /* steps that run() executed */
+} cltrain_run_stats;
+
+/* Device time of one step since the last reset_stats (ABI version 2), from the device's own
+ * timestamps (OpenCL event profiling) or, for a host backend, the host's clock. */
+typedef struct cltrain_kernel_profile {
+  int32_t step;    /* global step index; -1: the host's transfers (write_tensor, read_tensor) */
+  int32_t reserved;
+  int64_t calls;   /* device commands timed: kernels, copies, transfers */
+  double ms;       /* their summed execution time (end - start of each), milliseconds */
+} cltrain_kernel_profile;
 
 typedef struct cltrain_backend cltrain_backend; /* opaque, owned by the plugin */
 
@@ -305,6 +334,26 @@ typedef struct cltrain_backend_iface {
   /* Optional. Offsets of planned tensors: for each tensor id, its byte offset in the pool, or -1
    * if not planned by this backend. offsets has num_tensors entries. */
   cltrain_status (*plan_offsets)(cltrain_backend* backend, int64_t* offsets, int32_t num_tensors);
+
+  /* --- ABI version 2 --- */
+
+  /* Optional. Fills out (up to out->struct_size, which the host sets) with what the backend did
+   * since create or the last reset_stats. */
+  cltrain_status (*stats)(cltrain_backend* backend, cltrain_run_stats* out);
+  /* Optional (with stats). Sets every counter of stats and every profile row to zero. */
+  cltrain_status (*reset_stats)(cltrain_backend* backend);
+
+  /* Optional. Turns timing of each step's device work on (on != 0) or off. Off (the default)
+   * costs nothing: no events, no waits. May be called between runs; turning it on may wait for
+   * queued work. CLTRAIN_UNAVAILABLE if this device cannot time its work. */
+  cltrain_status (*set_profiling)(cltrain_backend* backend, int on);
+  /* Optional. The device time per step since the last reset_stats, collected while profiling
+   * was on: *num_rows rows, one per step that ran (and one with step -1 for the host's
+   * transfers), in step order. Waits for queued work (not counted in stats). The rows are owned
+   * by the backend, valid until its next call. The row layout never changes; a new one would
+   * come with a new function. */
+  cltrain_status (*profile)(cltrain_backend* backend, const cltrain_kernel_profile** rows,
+                            int32_t* num_rows);
 } cltrain_backend_iface;
 
 /* The one symbol a plugin exports. */

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# One command for a machine with an OpenCL GPU (NVIDIA, AMD, Intel, Mali, Adreno, ...): checks
+# the prerequisites (installs nothing), configures and builds cltrain in a fresh build directory,
+# runs the op suite (op_tests, opencl_smoke_tests) on the GPU and `cltrain bench` for
+# mnist-kaggle (batch 32) and mobilenetv2 (batch 10, Adam) with --profile, and writes every log
+# and report into one output directory. Meant to finish in under ten minutes on such a machine;
+# it also runs where POCL's CPU device is the only one (slower there).
+#
+#   bash tests/bench/gpu_check.sh                    # output in gpu-check-DATE/
+#   bash tests/bench/gpu_check.sh --out DIR --device 1
+#
+# Options:
+#   --out DIR       output directory (default gpu-check-YYYYmmdd-HHMMSS in the repository root);
+#                   the build goes to DIR/build, always configured afresh
+#   --device N      OpenCL device index as `cltrain devices` lists it (default: CLTRAIN_OPENCL_DEVICE,
+#                   else the first GPU, else the first device)
+#   --jobs N        build jobs (default: nproc)
+#   --steps N       timed steps of each bench (default 10; mobilenetv2 takes min(N, 5))
+#   --skip-tests    build and bench only
+#   CMAKE_ARGS="-DCMAKE_CXX_COMPILER=clang++" passes extra configure arguments.
+# Each stage has its own time limit (build 420 s, op_tests 300 s, smoke tests 300 s, each bench
+# 240 s). The exit status is 0 when every stage passed; DIR/summary.txt says what each did.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out="" device="${CLTRAIN_OPENCL_DEVICE:-}" jobs=$(nproc 2>/dev/null || echo 2) steps=10 skip_tests=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out=$2; shift 2 ;;
+    --device) device=$2; shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    --skip-tests) skip_tests=1; shift ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
+    *) echo "gpu_check: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ -n "$out" ] || out="$root/gpu-check-$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$out" && out=$(cd "$out" && pwd)
+build="$out/build"
+summary="$out/summary.txt"
+: > "$summary"
+failed=0
+start=$(date +%s)
+
+say() { echo "$*" | tee -a "$summary"; }
+elapsed() { echo "$(( $(date +%s) - start ))s"; }
+# stage NAME LIMIT_S LOG COMMAND...: runs with a time limit, output to LOG; records pass/fail.
+stage() {
+  local name=$1 limit=$2 log=$3; shift 3
+  local t0=$(date +%s) rc=0
+  echo "== $name (limit ${limit}s, log $log)"
+  timeout --signal=TERM --kill-after=10 "$limit" "$@" > "$log" 2>&1 || rc=$?
+  local dt=$(( $(date +%s) - t0 ))
+  if [ $rc -eq 0 ]; then
+    say "PASS  $name (${dt}s)"
+  else
+    [ $rc -eq 124 ] && say "FAIL  $name: over its ${limit}s limit (log: $log)" || say "FAIL  $name: exit $rc (log: $log)"
+    tail -n 15 "$log" | sed 's/^/      /'
+    failed=1
+  fi
+  return $rc
+}
+
+# --- 1. Prerequisites (nothing is installed) ---------------------------------------------------
+missing=()
+need_cmd() { command -v "$1" > /dev/null 2>&1 || missing+=("$1 (Debian: $2)"); }
+need_cmd cmake cmake
+need_cmd flatc flatbuffers-compiler
+need_cmd timeout coreutils
+cxx=${CXX:-c++}
+need_cmd "$cxx" build-essential
+if command -v "$cxx" > /dev/null 2>&1; then
+  need_header() {
+    echo "#include <$1>" | "$cxx" -std=c++17 -E -x c++ - > /dev/null 2>&1 || missing+=("<$1> (Debian: $2)")
+  }
+  need_header CL/cl.h "opencl-headers"
+  need_header clblast.h "libclblast-dev"
+  need_header flatbuffers/flatbuffers.h "libflatbuffers-dev"
+  need_header nlohmann/json.hpp "nlohmann-json3-dev"
+  need_header zlib.h "zlib1g-dev"
+  [ $skip_tests -eq 1 ] || need_header gtest/gtest.h "libgtest-dev"
+fi
+if command -v ldconfig > /dev/null 2>&1 && ! ldconfig -p 2>/dev/null | grep -q 'libOpenCL\.so'; then
+  missing+=("libOpenCL.so, the ICD loader (Debian: ocl-icd-opencl-dev)")
+fi
+{
+  echo "gpu_check $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm), $(nproc 2>/dev/null) CPUs"
+  echo "commit: $(git -C "$root" rev-parse HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet 2>/dev/null || echo ' (with local changes)')"
+  echo "cmake: $(cmake --version 2>/dev/null | head -n1)"
+  echo "c++: $("$cxx" --version 2>/dev/null | head -n1)"
+  echo "OpenCL ICDs: $(ls /etc/OpenCL/vendors 2>/dev/null | tr '\n' ' ')"
+  command -v clinfo > /dev/null 2>&1 && clinfo -l 2>/dev/null
+} > "$out/environment.txt"
+if [ ${#missing[@]} -gt 0 ]; then
+  say "FAIL  prerequisites: missing ${missing[*]}"
+  say "      (install them, e.g. bash .ci/setup on Debian, and run again)"
+  exit 1
+fi
+say "PASS  prerequisites"
+command -v python3 > /dev/null 2>&1 || echo "   (no python3: the summary shows less)"
+
+# --- 2. Configure and build afresh --------------------------------------------------------------
+rm -rf "$build"
+targets=(cltrain cltrain_opencl)
+[ $skip_tests -eq 1 ] || targets+=(op_tests opencl_smoke_tests)
+testing=ON; [ $skip_tests -eq 1 ] && testing=OFF
+# shellcheck disable=SC2086
+stage configure 120 "$out/configure.log" cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+  -DBUILD_TESTING=$testing ${CMAKE_ARGS:-} || exit 1
+stage build 420 "$out/build.log" cmake --build "$build" -j "$jobs" --target "${targets[@]}" || exit 1
+
+# --- 3. The device -------------------------------------------------------------------------------
+"$build/cltrain" devices > "$out/devices.txt" 2>&1 || true
+sed 's/^/   /' "$out/devices.txt"
+if [ -z "$device" ]; then
+  device=$(sed -n 's/^\[\([0-9]\+\)\] GPU .*/\1/p' "$out/devices.txt" | head -n1)
+  if [ -z "$device" ]; then
+    device=$(sed -n 's/^\[\([0-9]\+\)\] .*/\1/p' "$out/devices.txt" | head -n1)
+    [ -n "$device" ] || { say "FAIL  no OpenCL device (see devices.txt)"; exit 1; }
+    say "NOTE  no OpenCL GPU: using device [$device], $(sed -n "s/^\[$device\] \([^|]*\).*/\1/p" "$out/devices.txt")"
+  fi
+fi
+export CLTRAIN_OPENCL_DEVICE=$device
+say "      device [$device]: $(sed -n "s/^\[$device\] \([^|]*\)|.*/\1/p" "$out/devices.txt")"
+
+# --- 4. The op suite on that device -------------------------------------------------------------
+if [ $skip_tests -eq 0 ]; then
+  stage op_tests 300 "$out/op_tests.log" "$build/op_tests" --gtest_brief=1 --gtest_output="xml:$out/op_tests.xml"
+  stage opencl_smoke_tests 300 "$out/opencl_smoke_tests.log" "$build/opencl_smoke_tests" --gtest_brief=1 \
+    --gtest_output="xml:$out/opencl_smoke_tests.xml"
+  for t in op_tests opencl_smoke_tests; do
+    grep -E '^\[  (PASSED|SKIPPED|FAILED) ' "$out/$t.log" | sed "s/^/      $t: /" | tee -a "$summary"
+  done
+fi
+
+# --- 5. Benchmarks -------------------------------------------------------------------------------
+profile=()
+if "$build/cltrain" --help 2>&1 | grep -q -- '--profile'; then
+  profile=(--profile)
+else
+  # This cltrain has no --profile: the plugin's per-step trace instead (stderr, mean ms per step).
+  export CLTRAIN_OPENCL_TRACE=1
+  say "NOTE  cltrain has no --profile option: per-step times come from CLTRAIN_OPENCL_TRACE in bench-*.log"
+fi
+bench() {
+  local name=$1 batch=$2 n=$3
+  "$build/cltrain" make-model "$name" -o "$out/$name.circle" --batch_size "$batch" > /dev/null 2>&1 || true
+  stage "bench $name batch $batch" 240 "$out/bench-$name.log" "$build/cltrain" bench "$out/$name.circle" \
+    --batch_size "$batch" --optimizer 2 --learning_rate 0.001 --loss 2 --warmup 1 --steps "$n" --backends opencl \
+    --report "$out/bench-$name.json" "${profile[@]}"
+}
+bench mnist-kaggle 32 "$steps"
+bench mobilenetv2 10 $(( steps < 5 ? steps : 5 ))
+if command -v python3 > /dev/null 2>&1; then
+  python3 - "$out" <<'PY' | tee -a "$summary"
+import json, os, sys
+out = sys.argv[1]
+for name in ("mnist-kaggle", "mobilenetv2"):
+    p = os.path.join(out, "bench-%s.json" % name)
+    if not os.path.exists(p):
+        continue
+    r = json.load(open(p))
+    losses = [s["loss"] for s in r["steps"]]
+    off = sorted({b for b in r.get("placement", {}).values() if b != "opencl"})
+    print("      %-13s batch %-3d %8.1f ms/step  loss %.4f -> %.4f  %s  on %s" % (
+        name, r["batch_size"], r["ms_per_step"], losses[0], losses[-1],
+        "every op on opencl" if not off else "SOME OPS ON " + ",".join(off), r["device"]))
+PY
+fi
+say "gpu_check: $( [ $failed -eq 0 ] && echo 'all stages passed' || echo 'SOME STAGES FAILED') in $(elapsed); output in $out"
+exit $failed
