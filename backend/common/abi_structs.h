@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "memory_plan.h"
+
 namespace cltrain {
 
 // Copies `full` into the caller's *out, whose struct_size (set by the caller) says how much of
@@ -27,6 +29,16 @@ T read_sized(const T* in) {
   std::memcpy(&copy, in, std::min<size_t>(in->struct_size, sizeof(T)));
   copy.struct_size = static_cast<uint32_t>(sizeof(T));
   return copy;
+}
+
+// The memory report of a plan of num_tensors tensors, into the host's struct.
+inline void fill_memory_report(const MemoryPlan& plan, uint64_t num_tensors, cltrain_memory_report* out) {
+  cltrain_memory_report full{};
+  for (int r = 0; r < CLTRAIN_ROLE_COUNT; ++r) full.role_peak[r] = plan.role_peak[r];
+  full.pool_bytes = plan.pool_bytes;
+  full.lower_bound = plan.lower_bound;
+  full.num_tensors = num_tensors;
+  fill_sized(full, out);
 }
 
 }  // namespace cltrain

@@ -263,14 +263,7 @@ cltrain_status prepare(CpuBackend* b, const cltrain_graph_desc* g, cltrain_memor
   for (size_t s = 0; s < b->steps.size(); ++s)
     if (b->assigned[s]) b->views[s] = make_view(b->steps[s], tensors, b->pool.get(), b->offsets.data());
 
-  if (report) {
-    cltrain_memory_report full{};
-    for (int r = 0; r < CLTRAIN_ROLE_COUNT; ++r) full.role_peak[r] = plan.role_peak[r];
-    full.pool_bytes = plan.pool_bytes;
-    full.lower_bound = plan.lower_bound;
-    full.num_tensors = items.size();
-    fill_sized(full, report);  // only what fits in the host's struct
-  }
+  if (report) fill_memory_report(plan, items.size(), report);  // only what fits in the host's struct
   b->prepared = true;
   return CLTRAIN_OK;
 }

@@ -93,7 +93,10 @@ struct cltrain_backend {
 
   // What the ABI's stats and profile report (counters.h); current_step is the step run() is
   // enqueueing, -1 outside run().
-  cltrain::ocl::RunCounters counters;
+  // launches: kernels, copies, fills (counters.cc) and CLBlast's kernels (launch.cc, run_gemm);
+  // bytes: clEnqueueWrite/ReadBuffer; waits: blocking transfers, clFinish, clWaitForEvents;
+  // buffer_allocations: clCreateBuffer/SubBuffer; program_builds: clBuildProgram.
+  cltrain_run_stats counters{};
   int32_t current_step = -1;
   bool profiling = false;                         // set_profiling: time every command's events
   std::vector<cltrain::ocl::TimedCommand> timed;  // enqueued, device time not yet collected

@@ -21,7 +21,7 @@ cl_int counted(bool launch, Traffic traffic, size_t bytes, bool blocking, cl_eve
   cl_event* ev = event ? event : (timed ? &own : nullptr);
   const cl_int err = call(ev);
   if (err != CL_SUCCESS) return err;
-  RunCounters& c = b->counters;
+  cltrain_run_stats& c = b->counters;
   if (launch && b->current_step >= 0) ++c.launches;
   if (traffic == Traffic::kToDevice) c.bytes_to_device += bytes;
   if (traffic == Traffic::kFromDevice) c.bytes_from_device += bytes;
@@ -80,7 +80,7 @@ void release_timed(cltrain_backend& b) {
 
 void reset_counters(cltrain_backend& b) {
   release_timed(b);
-  b.counters = RunCounters{};
+  b.counters = cltrain_run_stats{};
   b.step_times.clear();
 }
 

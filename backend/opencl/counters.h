@@ -16,16 +16,6 @@ struct cltrain_backend;
 
 namespace cltrain::ocl {
 
-struct RunCounters {
-  uint64_t launches = 0;           // kernels, copies and fills enqueued while run() runs
-  uint64_t bytes_to_device = 0;    // clEnqueueWriteBuffer
-  uint64_t bytes_from_device = 0;  // clEnqueueReadBuffer
-  uint64_t blocking_waits = 0;     // blocking reads/writes, clFinish, clWaitForEvents
-  uint64_t buffer_allocations = 0; // clCreateBuffer, clCreateSubBuffer
-  uint64_t program_builds = 0;     // clBuildProgram
-  uint64_t steps_run = 0;
-};
-
 // A command whose device time is collected when it has completed. A CLBlast GEMM (whose own
 // kernels the wrappers do not see) is timed from the end of a marker enqueued before it (the end
 // of the work before it) to the end of its last kernel, and counts its kernels as calls.

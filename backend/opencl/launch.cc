@@ -140,15 +140,13 @@ cl_mem tensor_view(Backend& b, int32_t tensor) {
 // (an offset that is not 0) makes the scratch larger only if that operand was not there already.
 // The direct kernel needs no scratch whatever the offsets.
 int32_t gemm_launches(Backend& b, const Gemm& g) {
-  // CLBlast's scratch for g exactly as it will be called, with offsets moved by (da, db, dc).
-  auto scratch = [&](size_t da, size_t db, size_t dc) {
-    size_t bytes = 0;
-    check_clblast(clblast::GemmTempBufferSize<float>(g.layout, g.ta, g.tb, g.m, g.n, g.k, g.a_off + da, g.lda,
-                                                     g.b_off + db, g.ldb, g.c_off + dc, g.ldc, &b.queue, bytes),
-                  "clblast::GemmTempBufferSize", __LINE__, g.what);
-    return bytes;
+  auto forced = [&](size_t Gemm::*offset) {
+    Gemm h = g;
+    h.*offset += 1;
+    return gemm_temp_bytes(b, h);
   };
-  const size_t base = scratch(0, 0, 0), a = scratch(1, 0, 0), bb = scratch(0, 1, 0), c = scratch(0, 0, 1);
+  const uint64_t base = gemm_temp_bytes(b, g);
+  const uint64_t a = forced(&Gemm::a_off), bb = forced(&Gemm::b_off), c = forced(&Gemm::c_off);
   if (base == 0 && a == 0 && bb == 0 && c == 0) return 1;  // the direct kernel
   int32_t launches = 1;
   if (a == base) ++launches;

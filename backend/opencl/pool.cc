@@ -116,14 +116,7 @@ void plan_pool(Backend& b, const cltrain_graph_desc& graph, const std::vector<Sc
   }
   CLT_CALL(clFinish, (b.queue), "after the initial uploads");
 
-  if (report) {
-    cltrain_memory_report full{};
-    for (int r = 0; r < CLTRAIN_ROLE_COUNT; ++r) full.role_peak[r] = plan.role_peak[r];
-    full.pool_bytes = plan.pool_bytes;
-    full.lower_bound = plan.lower_bound;
-    full.num_tensors = items.size();
-    fill_sized(full, report);  // only what fits in the host's struct
-  }
+  if (report) fill_memory_report(plan, items.size(), report);  // only what fits in the host's struct
 }
 
 }  // namespace cltrain::ocl
