@@ -4,11 +4,109 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <random>
 
+#include "flops.h"
 #include "session_setup.h"
 
 namespace cltrain {
+namespace {
+
+// The backends (indices into the session's) that run steps.
+std::vector<size_t> backends_used(const Session& session) {
+  std::vector<size_t> used;
+  for (int32_t b : session.step_backend())
+    if (std::find(used.begin(), used.end(), static_cast<size_t>(b)) == used.end()) used.push_back(static_cast<size_t>(b));
+  std::sort(used.begin(), used.end());
+  return used;
+}
+
+// What the backends counted over the measured steps, summed; nullopt where one does not say.
+std::optional<cltrain_run_stats> total_stats(Session& session, const std::vector<size_t>& used) {
+  cltrain_run_stats sum{};
+  for (size_t b : used) {
+    const std::optional<cltrain_run_stats> s = session.backend(b).stats();
+    if (!s) return std::nullopt;
+    sum.launches += s->launches;
+    sum.bytes_to_device += s->bytes_to_device;
+    sum.bytes_from_device += s->bytes_from_device;
+    sum.blocking_waits += s->blocking_waits;
+    sum.buffer_allocations += s->buffer_allocations;
+    sum.program_builds += s->program_builds;
+    sum.steps_run += s->steps_run;
+  }
+  return sum;
+}
+
+const char* phase_word(int32_t phase) {
+  switch (phase) {
+    case CLTRAIN_PHASE_FORWARD: return "forward";
+    case CLTRAIN_PHASE_BACKWARD: return "backward";
+    case CLTRAIN_PHASE_UPDATE: return "update";
+    default: return "?";
+  }
+}
+
+// One row of --profile: an (op, phase) over all its steps, per training step.
+struct ProfileRow {
+  std::string op, phase;
+  double calls = 0, ms = 0, share = 0;
+  double flops = 0;  // per training step
+  double gflops() const { return ms > 0 ? flops / (ms * 1e6) : 0.0; }
+};
+
+// The backends' device time per step, folded into (op, phase) rows per training step, slowest
+// first; the host's transfers are the row ("transfers", "host"). nullopt if a backend cannot time.
+std::optional<std::vector<ProfileRow>> profile_rows(Session& session, const std::vector<size_t>& used, int32_t steps) {
+  const TrainingGraph& g = session.graph();
+  std::map<std::pair<std::string, std::string>, ProfileRow> rows;
+  for (size_t b : used) {
+    const std::optional<std::vector<cltrain_kernel_profile>> profile = session.backend(b).profile();
+    if (!profile) return std::nullopt;
+    for (const cltrain_kernel_profile& p : *profile) {
+      const bool host = p.step < 0 || static_cast<size_t>(p.step) >= g.steps.size();
+      const cltrain_step_desc* st = host ? nullptr : &g.steps[static_cast<size_t>(p.step)];
+      const std::string op = host ? "transfers" : cltrain_op_name(st->op);
+      const std::string phase = host ? "host" : phase_word(st->phase);
+      ProfileRow& r = rows[{op, phase}];
+      r.op = op;
+      r.phase = phase;
+      r.calls += static_cast<double>(p.calls) / steps;
+      r.ms += p.ms / steps;
+      if (st) r.flops += static_cast<double>(flops_of_step(*st, g.tensors));
+    }
+  }
+  std::vector<ProfileRow> out;
+  double total = 0;
+  for (auto& [key, r] : rows) {
+    total += r.ms;
+    out.push_back(r);
+  }
+  for (ProfileRow& r : out) r.share = total > 0 ? r.ms / total : 0.0;
+  std::sort(out.begin(), out.end(), [](const ProfileRow& a, const ProfileRow& b) { return a.ms > b.ms; });
+  return out;
+}
+
+void print_profile(const std::vector<ProfileRow>& rows, double ms_per_step) {
+  double calls = 0, ms = 0, flops = 0;
+  std::printf("profile (device time per step, by op and phase):\n");
+  std::printf("  %-34s %10s %10s %7s %9s\n", "op phase", "calls", "ms", "share", "GFLOP/s");
+  for (const ProfileRow& r : rows) {
+    std::printf("  %-34s %10.1f %10.3f %6.1f%% %9.2f\n", (r.op + " " + r.phase).c_str(), r.calls, r.ms,
+                100.0 * r.share, r.gflops());
+    calls += r.calls;
+    ms += r.ms;
+    flops += r.flops;
+  }
+  std::printf("  %-34s %10.1f %10.3f %6.1f%% %9.2f\n", "total", calls, ms, ms > 0 ? 100.0 : 0.0,
+              ms > 0 ? flops / (ms * 1e6) : 0.0);
+  std::printf("device busy %.3f ms of the %.3f ms step (%.1f%%)\n", ms, ms_per_step,
+              ms_per_step > 0 ? 100.0 * ms / ms_per_step : 0.0);
+}
+
+}  // namespace
 
 int run_bench(const Options& o) {
   PreparedSession p = load_and_prepare(o);
@@ -25,10 +123,19 @@ int run_bench(const Options& o) {
               o.loss == 1 ? "mean squared error" : "categorical crossentropy", session.backend_names().c_str());
   std::printf("device: %s\n", session.device_names().c_str());
   std::printf("MODEL_LOAD takes %.4f ms, PREPARE takes %.4f ms\n", p.ms_load, p.ms_prepare);
+  const std::vector<size_t> used = backends_used(session);
+  bool profiling = o.profile;
+  for (size_t i = 0; profiling && i < used.size(); ++i)
+    if (!session.backend(used[i]).set_profiling(true)) {
+      std::printf("profile: n/a (backend %s cannot time its steps)\n", session.backend_name(used[i]).c_str());
+      profiling = false;
+    }
   nlohmann::json steps = nlohmann::json::array();
   std::vector<double> times;
   int64_t iteration = 0;
   for (int32_t s = 0; s < o.warmup + o.steps; ++s) {
+    if (s == o.warmup)  // count the measured steps only
+      for (size_t u : used) session.backend(u).reset_stats();
     const auto t0 = std::chrono::steady_clock::now();
     const float loss = session.train_step(input.data(), expected.data(), ++iteration, nullptr);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -44,6 +151,34 @@ int run_bench(const Options& o) {
   const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
                                           : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
   std::printf("median: %.3f ms/step over %zu steps\n", median, times.size());
+
+  // Per measured step: FLOPs of the whole training step (forward, loss, backward, updates) by
+  // the convention of flops.h, and what the backends counted.
+  const TrainingGraph& g = session.graph();
+  const double flops = static_cast<double>(flops_of_steps(g.steps, g.tensors, 0, g.steps.size()));
+  const double gflops = median > 0 ? flops / (median * 1e6) : 0.0;
+  const double n = static_cast<double>(o.steps);
+  const std::optional<cltrain_run_stats> st = total_stats(session, used);
+  std::printf("per step: %.4f GFLOP, %.2f GFLOP/s", flops * 1e-9, gflops);
+  if (st)
+    std::printf(", %.1f launches, %.0f bytes host<->device (%.0f to, %.0f from), %.2f blocking waits\n",
+                static_cast<double>(st->launches) / n,
+                static_cast<double>(st->bytes_to_device + st->bytes_from_device) / n,
+                static_cast<double>(st->bytes_to_device) / n, static_cast<double>(st->bytes_from_device) / n,
+                static_cast<double>(st->blocking_waits) / n);
+  else
+    std::printf(", launches n/a, bytes host<->device n/a, blocking waits n/a\n");
+  if (st && (st->buffer_allocations || st->program_builds))
+    std::printf("note: %llu device buffers created and %llu programs built during the measured steps\n",
+                static_cast<unsigned long long>(st->buffer_allocations),
+                static_cast<unsigned long long>(st->program_builds));
+  std::optional<std::vector<ProfileRow>> rows;
+  if (profiling) {
+    rows = profile_rows(session, used, o.steps);
+    if (rows) print_profile(*rows, median);
+    else std::printf("profile: n/a\n");
+  }
+
   if (!o.report.empty()) {
     nlohmann::json j;
     j["model"] = o.model;
@@ -51,6 +186,22 @@ int run_bench(const Options& o) {
     j["backends"] = session.backend_names();
     j["device"] = session.device_names();
     j["ms_per_step"] = median;
+    j["flops_per_step"] = flops;
+    j["gflops"] = gflops;
+    const auto per_step = [&](uint64_t v) { return st ? nlohmann::json(static_cast<double>(v) / n) : nlohmann::json(); };
+    j["launches_per_step"] = per_step(st ? st->launches : 0);
+    j["transfer_bytes_per_step"] = per_step(st ? st->bytes_to_device + st->bytes_from_device : 0);
+    j["bytes_to_device_per_step"] = per_step(st ? st->bytes_to_device : 0);
+    j["bytes_from_device_per_step"] = per_step(st ? st->bytes_from_device : 0);
+    j["waits_per_step"] = per_step(st ? st->blocking_waits : 0);
+    j["buffer_allocations"] = st ? nlohmann::json(st->buffer_allocations) : nlohmann::json();  // measured steps
+    j["program_builds"] = st ? nlohmann::json(st->program_builds) : nlohmann::json();
+    nlohmann::json kernels = nlohmann::json::array();
+    if (rows)
+      for (const ProfileRow& r : *rows)
+        kernels.push_back({{"op", r.op}, {"phase", r.phase}, {"calls", r.calls}, {"ms", r.ms}, {"share", r.share},
+                           {"gflops", r.gflops()}});
+    j["kernels"] = kernels;
     j["steps"] = steps;
     j["timings_ms"] = {{"model_load", p.ms_load}, {"prepare", p.ms_prepare}};
     j["memory"] = memory_json(session);

@@ -75,9 +75,11 @@ const char* train_usage() {
          "                                            NAME: mlp, mnist-kaggle, mobilenetv2, branched, cnn-tiny\n"
          "  cltrain plan MODEL [training options] [--plan-json FILE] [--plan-svg FILE]\n"
          "                                            planned device memory by role, pool, lower bound\n"
-         "  cltrain bench MODEL [training options] [--steps N] [--warmup N] [--seed S]\n"
+         "  cltrain bench MODEL [training options] [--steps N] [--warmup N] [--seed S] [--profile]\n"
          "                                            trains N steps on one fixed random batch and\n"
-         "                                            prints each step's loss and the median ms/step\n";
+         "                                            prints each step's loss, the median ms/step,\n"
+         "                                            GFLOP/s, launches, transfer bytes and waits per\n"
+         "                                            step; --profile: device time per op and phase\n";
 }
 
 namespace {
@@ -161,6 +163,8 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       if (o.warmup < 0) throw UsageError("--warmup must not be negative");
     } else if (bench && a == "--seed") {
       o.seed = static_cast<uint32_t>(to_int(a, next()));
+    } else if (bench && a == "--profile") {
+      o.profile = true;
     } else if (a.rfind("-", 0) == 0 && a.size() > 1) {
       throw UsageError("unknown option " + a + " (cltrain --help lists them)");
     } else if (o.model.empty()) {

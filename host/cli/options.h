@@ -44,11 +44,13 @@ struct Options {
   int32_t steps = 10;
   int32_t warmup = 1;
   uint32_t seed = 1;
+  bool profile = false;  // --profile: device time per (op, phase) from the backends' timing
 };
 
 // Parses argv (after the program name). Throws UsageError.
 Options parse_train_options(const std::vector<std::string>& args);
-// Parses `cltrain bench MODEL [options]` (training options plus --steps, --warmup, --seed; no data).
+// Parses `cltrain bench MODEL [options]` (training options plus --steps, --warmup, --seed,
+// --profile; no data).
 Options parse_bench_options(const std::vector<std::string>& args);
 
 const char* train_usage();

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -198,10 +199,24 @@ TEST_F(Cli, PlanJsonHasNoOverlaps) {
   const auto j = nlohmann::json::parse(f);
   const auto& t = j["tensors"];
   ASSERT_GT(t.size(), 10u);
+  // A tensor that shares another's bytes (in place) has its offset; the group may overlap itself.
+  std::map<std::string, std::string> shares;
+  for (const auto& x : t)
+    if (x.contains("shares")) shares[x["backend"].get<std::string>() + "/" + x["name"].get<std::string>()] = x["backend"].get<std::string>() + "/" + x["shares"].get<std::string>();
+  auto root = [&](std::string k) {
+    for (int hops = 0; shares.count(k) && hops < 1000; ++hops) k = shares[k];
+    return k;
+  };
   for (size_t a = 0; a < t.size(); ++a) {
     ASSERT_GE(t[a]["offset"].get<int64_t>(), 0) << t[a]["name"];
     for (size_t b = a + 1; b < t.size(); ++b) {
       if (t[a]["backend"] != t[b]["backend"]) continue;
+      const std::string ka = t[a]["backend"].get<std::string>() + "/" + t[a]["name"].get<std::string>();
+      const std::string kb = t[b]["backend"].get<std::string>() + "/" + t[b]["name"].get<std::string>();
+      if (root(ka) == root(kb)) {
+        EXPECT_EQ(t[a]["offset"], t[b]["offset"]) << ka << " shares bytes with " << kb;
+        continue;
+      }
       const bool live_together = t[a]["first_step"] <= t[b]["last_step"] && t[b]["first_step"] <= t[a]["last_step"];
       const int64_t a0 = t[a]["offset"], a1 = a0 + t[a]["bytes"].get<int64_t>();
       const int64_t b0 = t[b]["offset"], b1 = b0 + t[b]["bytes"].get<int64_t>();
@@ -250,6 +265,59 @@ TEST_F(Cli, neg_TrainConfigNamesMissingOperator) {
 TEST_F(Cli, neg_FailedExportKeepsNoPartialFile) {
   const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
   expect_one_line_failure(run_cli(train_args(model) + " --export_circle " + path("no/such/dir/x.circle")), "x.circle");
+}
+
+// cltrain bench on OpenCL: after the warm-up, a training step moves the batch, the expected
+// outputs and the loss and nothing else, waits once (the loss read), creates no buffer and builds
+// no program; --profile's rows share the step's device time and time Adam's update.
+TEST_F(Cli, BenchStepMovesOnlyBatchLabelsAndLoss) {
+  const int batch = 8;
+  const std::string model = model_file(make_named_model("mlp", batch), "mlp8.circle");
+  const Result r = run_cli_stdout("bench " + model + " --batch_size 8 --steps 3 --optimizer 2 --backends opencl"
+                                  " --profile --report " + path("bench.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream f(path("bench.json"));
+  const auto j = nlohmann::json::parse(f);
+  if (j["backends"] != "opencl") GTEST_SKIP() << "no OpenCL device: " << j["backends"];
+  const double bytes = batch * 784 * 4 + batch * 10 * 4 + 4;  // input, expected, loss
+  EXPECT_EQ(j["transfer_bytes_per_step"].get<double>(), bytes) << r.err;
+  EXPECT_EQ(j["bytes_from_device_per_step"].get<double>(), 4.0);
+  EXPECT_EQ(j["waits_per_step"].get<double>(), 1.0) << r.err;
+  EXPECT_GT(j["launches_per_step"].get<double>(), 0.0);
+  EXPECT_GT(j["gflops"].get<double>(), 0.0);
+  EXPECT_EQ(j["buffer_allocations"].get<int64_t>(), 0);
+  EXPECT_EQ(j["program_builds"].get<int64_t>(), 0);
+  EXPECT_NE(r.err.find("GFLOP/s"), std::string::npos) << r.err;
+  double share = 0;
+  bool adam = false;
+  ASSERT_GT(j["kernels"].size(), 3u) << r.err;
+  for (const auto& k : j["kernels"]) {
+    share += k["share"].get<double>();
+    EXPECT_GE(k["ms"].get<double>(), 0.0);
+    if (k["op"] == "Adam" && k["phase"] == "update") {
+      adam = true;
+      EXPECT_EQ(k["calls"].get<double>(), 4.0);  // two weights, two biases
+      EXPECT_GT(k["gflops"].get<double>(), 0.0);
+    }
+  }
+  EXPECT_NEAR(share, 1.0, 1e-6);
+  EXPECT_TRUE(adam) << r.err;
+  EXPECT_NE(r.err.find("Adam update"), std::string::npos) << r.err;
+}
+
+// On the CPU backend nothing crosses to a device and nothing waits; each step run is a launch.
+TEST_F(Cli, BenchOnCpuCountsStepsAsLaunches) {
+  const std::string model = model_file(make_named_model("mlp", 4), "mlp4.circle");
+  const Result r = run_cli_stdout("bench " + model + " --batch_size 4 --steps 2 --backends cpu --report " +
+                                  path("cpu.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream f(path("cpu.json"));
+  const auto j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["transfer_bytes_per_step"].get<double>(), 0.0);
+  EXPECT_EQ(j["waits_per_step"].get<double>(), 0.0);
+  EXPECT_GT(j["launches_per_step"].get<double>(), 5.0);  // forward, loss, backward, updates
+  EXPECT_GT(j["flops_per_step"].get<double>(), 2.0 * 4 * 784 * 128);
+  EXPECT_TRUE(j["kernels"].empty());  // no --profile
 }
 
 }  // namespace
