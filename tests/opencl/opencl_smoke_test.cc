@@ -287,6 +287,54 @@ TEST_F(OpenCLPlugin, TinyGraphMatchesDoubleReference) {
   EXPECT_NE(std::string(api_->last_error(backend_)).find("iteration"), std::string::npos);
 }
 
+// write_tensor returns before the transfer once it has copied the source (the host may reuse it
+// at once), without waiting; the read waits once; stats count exactly that, and profiling times
+// the step and the transfers.
+TEST_F(OpenCLPlugin, WriteIsNonBlockingAndCounted) {
+  ASSERT_EQ(create(-1), CLTRAIN_OK);
+  TinyGraph g;
+  const int tx = g.tensor("x", {1024}, CLTRAIN_ROLE_NON_CONST);
+  const int ty = g.tensor("y", {1024}, CLTRAIN_ROLE_NON_CONST);
+  g.step(CLTRAIN_OP_RELU, CLTRAIN_PHASE_FORWARD, {tx}, {ty});
+  g.set_lifetimes({tx}, {ty});
+  const cltrain_graph_desc desc = g.desc();
+  ASSERT_EQ(api_->prepare(backend_, &desc, nullptr), CLTRAIN_OK) << api_->last_error(backend_);
+  ASSERT_EQ(api_->set_profiling(backend_, 1), CLTRAIN_OK) << api_->last_error(backend_);
+  ASSERT_EQ(api_->reset_stats(backend_), CLTRAIN_OK);
+  const cltrain_run_args args{sizeof(cltrain_run_args), 1, 0.0f};
+  const int32_t step = 0;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<float> in(1024), out(1024);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 7) - 3.0f + round;
+    const std::vector<float> sent = in;
+    ASSERT_EQ(api_->write_tensor(backend_, tx, in.data(), in.size() * 4), CLTRAIN_OK) << api_->last_error(backend_);
+    std::fill(in.begin(), in.end(), 99.0f);  // the backend copied it already
+    ASSERT_EQ(api_->run(backend_, &step, 1, &args), CLTRAIN_OK) << api_->last_error(backend_);
+    ASSERT_EQ(api_->read_tensor(backend_, ty, out.data(), out.size() * 4), CLTRAIN_OK);
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], std::max(sent[i], 0.0f)) << "round " << round << " " << i;
+  }
+  cltrain_run_stats st{};
+  st.struct_size = sizeof(st);
+  ASSERT_EQ(api_->stats(backend_, &st), CLTRAIN_OK);
+  EXPECT_EQ(st.steps_run, 3u);
+  EXPECT_EQ(st.launches, 3u);  // one ReLU kernel a step
+  EXPECT_EQ(st.bytes_to_device, 3u * 4096);
+  EXPECT_EQ(st.bytes_from_device, 3u * 4096);
+  EXPECT_EQ(st.blocking_waits, 3u);  // the reads only
+  EXPECT_EQ(st.buffer_allocations + st.program_builds, 0u);
+  const cltrain_kernel_profile* rows = nullptr;
+  int32_t n = 0;
+  ASSERT_EQ(api_->profile(backend_, &rows, &n), CLTRAIN_OK) << api_->last_error(backend_);
+  ASSERT_EQ(n, 2);
+  EXPECT_EQ(rows[0].step, -1);  // the host's transfers: 3 writes, 3 reads
+  EXPECT_EQ(rows[0].calls, 6);
+  EXPECT_EQ(rows[1].step, 0);
+  EXPECT_EQ(rows[1].calls, 3);
+  EXPECT_GT(rows[1].ms, 0.0);
+  ASSERT_EQ(api_->stats(backend_, &st), CLTRAIN_OK);
+  EXPECT_EQ(st.blocking_waits, 3u);  // profile's own wait is not counted
+}
+
 TEST_F(OpenCLPlugin, neg_UnplannedTensorIsRefused) {
   ASSERT_EQ(create(-1), CLTRAIN_OK);
   TinyGraph g;

@@ -1,6 +1,7 @@
 // The CPU backend's interface: what the ABI promises beyond the ops (planning, errors, sizes).
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -114,6 +115,47 @@ TEST(CpuBackend, PlansOnlyUsedTensorsAndReadsBackWhatWasWritten) {
   const float want[6] = {0, 2, 0, 4, 0, 0.5f};
   EXPECT_EQ(std::memcmp(y, want, sizeof(y)), 0);
   EXPECT_EQ(iface()->sync(h.b), CLTRAIN_OK);
+}
+
+// ABI version 2: a host whose structs are shorter gets only what fits (struct_size); stats count
+// the steps run (no device: no bytes, no waits) until reset; profiling times each step run.
+TEST(CpuBackend, FillsOnlyWhatFitsAndCountsSteps) {
+  Handle h;
+  TinyGraph g;
+  const cltrain_graph_desc d = g.desc();
+  cltrain_memory_report r{};
+  r.struct_size = offsetof(cltrain_memory_report, lower_bound);  // an older, shorter report
+  r.lower_bound = r.num_tensors = 777;
+  ASSERT_EQ(iface()->prepare(h.b, &d, &r), CLTRAIN_OK) << h.error();
+  EXPECT_EQ(r.pool_bytes, 128u);
+  EXPECT_EQ(r.lower_bound, 777u);
+  EXPECT_EQ(r.num_tensors, 777u);
+  const float x[6] = {-1, 2, -3, 4, 0, 0.5f};
+  ASSERT_EQ(iface()->write_tensor(h.b, 0, x, sizeof(x)), CLTRAIN_OK);
+  ASSERT_EQ(iface()->set_profiling(h.b, 1), CLTRAIN_OK);
+  const int32_t step = 0;
+  cltrain_run_args args{};
+  args.struct_size = offsetof(cltrain_run_args, learning_rate);  // learning_rate unknown: 0
+  args.iteration = 1;
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(iface()->run(h.b, &step, 1, &args), CLTRAIN_OK) << h.error();
+  cltrain_run_stats st{};
+  st.struct_size = sizeof(st);
+  ASSERT_EQ(iface()->stats(h.b, &st), CLTRAIN_OK);
+  EXPECT_EQ(st.steps_run, 3u);
+  EXPECT_EQ(st.launches, 3u);
+  EXPECT_EQ(st.bytes_to_device + st.bytes_from_device + st.blocking_waits + st.buffer_allocations, 0u);
+  const cltrain_kernel_profile* rows = nullptr;
+  int32_t n = 0;
+  ASSERT_EQ(iface()->profile(h.b, &rows, &n), CLTRAIN_OK);
+  ASSERT_EQ(n, 1);
+  EXPECT_EQ(rows[0].step, 0);
+  EXPECT_EQ(rows[0].calls, 3);
+  EXPECT_GE(rows[0].ms, 0.0);
+  ASSERT_EQ(iface()->reset_stats(h.b), CLTRAIN_OK);
+  ASSERT_EQ(iface()->stats(h.b, &st), CLTRAIN_OK);
+  EXPECT_EQ(st.steps_run, 0u);
+  ASSERT_EQ(iface()->profile(h.b, &rows, &n), CLTRAIN_OK);
+  EXPECT_EQ(n, 0);
 }
 
 TEST(CpuBackend, neg_SizeMismatchAndUnplannedTensor) {
