@@ -18,6 +18,22 @@ static inline float clt_tanh(float x) {
   return x < 0.0f ? -t : t;
 }
 
+// The derivative of the producer's activation XACT (cltrain_activation) applied to dy from its
+// output y, on scalars or vectors of the kernel's vfloat type; the same selects as clt_act_grad.
+#ifdef XACT
+#if XACT == 1
+#define CLT_XACT_GRAD(y, dy) select((vfloat)(0.0f), (dy), (y) > (vfloat)(0.0f))
+#elif XACT == 2
+#define CLT_XACT_GRAD(y, dy) select((vfloat)(0.0f), (dy), ((y) > (vfloat)(-1.0f)) & ((y) < (vfloat)(1.0f)))
+#elif XACT == 3
+#define CLT_XACT_GRAD(y, dy) select((vfloat)(0.0f), (dy), ((y) > (vfloat)(0.0f)) & ((y) < (vfloat)(6.0f)))
+#elif XACT == 4
+#define CLT_XACT_GRAD(y, dy) ((dy) * ((vfloat)(1.0f) - (y) * (y)))
+#else
+#define CLT_XACT_GRAD(y, dy) (dy)
+#endif
+#endif
+
 // Fused activations, ACT as cltrain_activation: 0 NONE, 1 RELU, 2 RELU_N1_TO_1, 3 RELU6, 4 TANH.
 #ifdef ACT
 static inline float clt_act(float z) {

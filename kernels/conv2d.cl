@@ -82,7 +82,9 @@ __kernel void conv_panel(__global float* pool, uint x_off, uint panel_off, uint 
 // (kh KW + kw) IC + i] = dot over o of dz W: the sum over the taps (kh, kw) in order whose output
 // position (oh, ow) reaches (ih, iw). One work-item per VEC neighbouring channels of a dx
 // position, as vector lanes (each lane its own sum; VEC divides IC).
-__kernel void conv_gather_dx(__global float* pool, uint dcol_off, uint dx_off, uint n0, uint images) {
+// With XACT != 0, dx = the derivative of x's producer's activation applied to that sum, from x
+// at the same element (read before dx is written there: dx may share x's bytes).
+__kernel void conv_gather_dx(__global float* pool, uint dcol_off, uint dx_off, uint n0, uint images, uint x_off) {
   const uint gid = get_global_id(0);
   if (gid >= images * H * W * (IC / VEC)) return;
   const uint i = gid % (IC / VEC) * VEC, pos = gid / (IC / VEC);
@@ -97,9 +99,16 @@ __kernel void conv_gather_dx(__global float* pool, uint dcol_off, uint dx_off, u
       const int tw = (int)iw + PL - (int)(kw * DW);
       if (tw < 0 || tw % SW != 0 || tw / SW >= OW) continue;
       const uint ow = (uint)(tw / SW);
+#if DCOL_T  // dcol stored [K, images OH OW] (VEC is 1)
+      const vfloat t = pool[dcol_off + ((kh * KW + kw) * IC + i) * (images * ROWS_PER_IMAGE) + nl * ROWS_PER_IMAGE + oh * OW + ow];
+#else
       const vfloat t = VLOAD(pool + dcol_off + (nl * ROWS_PER_IMAGE + oh * OW + ow) * K + (kh * KW + kw) * IC + i);
+#endif
       s = s + t;
     }
   }
+#if XACT
+  s = CLT_XACT_GRAD(VLOAD(pool + x_off + (n0 * (H * W) + pos) * IC + i), s);
+#endif
   VSTORE(s, pool + dx_off + (n0 * (H * W) + pos) * IC + i);
 }

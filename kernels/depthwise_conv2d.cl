@@ -83,7 +83,9 @@ __kernel void dw_filter_grad(__global float* pool, uint x_off, uint dz_off, uint
 
 // dx[n, ih, iw, c] = sum over the taps (kh, kw) in order that reach it of
 // (fma over j of dz[.., c M + j] * W[kh, kw, c M + j]). One work-item per VEC elements of dx.
-__kernel void dw_input_grad(__global float* pool, uint w_off, uint dz_off, uint dx_off) {
+// With XACT != 0, the derivative of x's producer's activation is applied from x at the same
+// element (read before dx is written there: dx may share x's bytes).
+__kernel void dw_input_grad(__global float* pool, uint w_off, uint dz_off, uint dx_off, uint x_off) {
   const uint gid = get_global_id(0);
   if (gid >= N * H * W * (IC / VEC)) return;
   const uint c = gid % (IC / VEC) * VEC, pos = gid / (IC / VEC);
@@ -108,5 +110,8 @@ __kernel void dw_input_grad(__global float* pool, uint w_off, uint dz_off, uint 
       s = s + t;
     }
   }
+#if XACT
+  s = CLT_XACT_GRAD(VLOAD(pool + x_off + pos * IC + c), s);
+#endif
   VSTORE(s, pool + dx_off + pos * IC + c);
 }

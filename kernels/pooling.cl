@@ -29,6 +29,14 @@ void pool_takers(const int i, const int S, const int P, const int F, const int O
   *o1 = min(hi + 1, OUT);
 }
 
+// Element i of dx: its image n, position (ih, iw), channel c, and the outputs whose windows take
+// it, [*oh0, *oh1) x [*ow0, *ow1).
+void pool_dx_element(const uint i, int* n, int* ih, int* iw, int* c, int* oh0, int* oh1, int* ow0, int* ow1) {
+  *c = i % C, *iw = (i / C) % W, *ih = (i / (C * W)) % H, *n = i / (C * W * H);
+  pool_takers(*ih, SH, PT, FH, OH, oh0, oh1);
+  pool_takers(*iw, SW, PL, FW, OW, ow0, ow1);
+}
+
 // Whether position self (h * W + w, inside window (oh, ow)) is the window's first maximum: the
 // answer of the forward's scan (m = first value, then m = v wherever v > m; the last position
 // that set m wins), leaving as soon as it is known. Window order is increasing h * W + w. Before
@@ -54,7 +62,8 @@ bool max_pool_takes(__global const float* x, const int oh, const int ow, const i
   return true;
 }
 
-__kernel void max_pool_forward(__global float* pool, uint x_off, uint y_off) {
+// ARGMAX: also writes the window position (kh * FW + kw) of the first maximum as a byte.
+__kernel void max_pool_forward(__global float* pool, uint x_off, uint y_off, uint argmax_off) {
   const uint i = get_global_id(0);
   if (i >= N * OH * OW * C) return;
   const int c = i % C, ow = (i / C) % OW, oh = (i / (C * OW)) % OH, n = i / (C * OW * OH);
@@ -62,29 +71,63 @@ __kernel void max_pool_forward(__global float* pool, uint x_off, uint y_off) {
   int h0, h1, w0, w1;
   pool_window(oh, ow, &h0, &h1, &w0, &w1);
   float m = x[(h0 * W + w0) * C];
+  int arg = (h0 - (oh * SH - PT)) * FW + (w0 - (ow * SW - PL));
   for (int h = h0; h < h1; ++h)
     for (int w = w0; w < w1; ++w) {
       const float v = x[(h * W + w) * C];
-      m = v > m ? v : m;
+      const bool take = v > m;
+      m = take ? v : m;
+      arg = take ? (h - (oh * SH - PT)) * FW + (w - (ow * SW - PL)) : arg;
     }
   pool[y_off + i] = m;
+#if ARGMAX
+  ((__global uchar*)(pool + argmax_off))[i] = (uchar)arg;
+#endif
 }
 
-__kernel void max_pool_backward(__global float* pool, uint x_off, uint dy_off, uint dx_off) {
+// dy of a window, with the derivative of the producer's activation (ACT, from the window's
+// output y, which is the input at its maximum) when ACT != 0.
+#if ACT
+#define POOL_GRAD(k) clt_act_grad(yv[k], dy[k])
+#else
+#define POOL_GRAD(k) dy[k]
+#endif
+
+// From argmax: dx = s = 0; s = s + dy over the windows (oh, ow) in increasing order whose
+// maximum is this element.
+__kernel void max_pool_backward_argmax(__global float* pool, uint argmax_off, uint dy_off, uint y_off, uint dx_off) {
   const uint i = get_global_id(0);
   if (i >= N * H * W * C) return;
-  const int c = i % C, iw = (i / C) % W, ih = (i / (C * W)) % H, n = i / (C * W * H);
+  int n, ih, iw, c, oh0, oh1, ow0, ow1;
+  pool_dx_element(i, &n, &ih, &iw, &c, &oh0, &oh1, &ow0, &ow1);
+  const uint base = (uint)n * (OH * OW * C) + c;
+  __global const uchar* am = (__global const uchar*)(pool + argmax_off) + base;
+  __global const float* dy = pool + dy_off + base;
+  __global const float* yv = pool + y_off + base;
+  float s = 0.0f;
+  for (int oh = oh0; oh < oh1; ++oh)
+    for (int ow = ow0; ow < ow1; ++ow) {
+      const int k = (oh * OW + ow) * C;
+      const int here = (ih - (oh * SH - PT)) * FW + (iw - (ow * SW - PL));
+      if (am[k] == here) s = s + POOL_GRAD(k);
+    }
+  pool[dx_off + i] = s;
+}
+
+__kernel void max_pool_backward(__global float* pool, uint x_off, uint dy_off, uint y_off, uint dx_off) {
+  const uint i = get_global_id(0);
+  if (i >= N * H * W * C) return;
+  int n, ih, iw, c, oh0, oh1, ow0, ow1;
+  pool_dx_element(i, &n, &ih, &iw, &c, &oh0, &oh1, &ow0, &ow1);
   __global const float* x = pool + x_off + (uint)n * (H * W * C) + c;
   __global const float* dy = pool + dy_off + (uint)n * (OH * OW * C) + c;
-  int oh0, oh1, ow0, ow1;
-  pool_takers(ih, SH, PT, FH, OH, &oh0, &oh1);
-  pool_takers(iw, SW, PL, FW, OW, &ow0, &ow1);
   const int self = ih * W + iw;
   const float xs = x[self * C];
+  __global const float* yv = pool + y_off + (uint)n * (OH * OW * C) + c;
   float s = 0.0f;
   for (int oh = oh0; oh < oh1; ++oh)
     for (int ow = ow0; ow < ow1; ++ow)
-      if (max_pool_takes(x, oh, ow, self, xs)) s = s + dy[(oh * OW + ow) * C];
+      if (max_pool_takes(x, oh, ow, self, xs)) s = s + POOL_GRAD((oh * OW + ow) * C);
   pool[dx_off + i] = s;
 }
 
@@ -104,11 +147,9 @@ __kernel void avg_pool_forward(__global float* pool, uint x_off, uint y_off) {
 __kernel void avg_pool_backward(__global float* pool, uint dy_off, uint dx_off) {
   const uint i = get_global_id(0);
   if (i >= N * H * W * C) return;
-  const int c = i % C, iw = (i / C) % W, ih = (i / (C * W)) % H, n = i / (C * W * H);
+  int n, ih, iw, c, oh0, oh1, ow0, ow1;
+  pool_dx_element(i, &n, &ih, &iw, &c, &oh0, &oh1, &ow0, &ow1);
   __global const float* dy = pool + dy_off + (uint)n * (OH * OW * C) + c;
-  int oh0, oh1, ow0, ow1;
-  pool_takers(ih, SH, PT, FH, OH, &oh0, &oh1);
-  pool_takers(iw, SW, PL, FW, OW, &ow0, &ow1);
   float s = 0.0f;
   for (int oh = oh0; oh < oh1; ++oh)
     for (int ow = ow0; ow < ow1; ++ow) {

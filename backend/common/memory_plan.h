@@ -15,6 +15,8 @@ struct PlanItem {
   int32_t first = 0;     // lifetime, inclusive
   int32_t last = 0;
   int32_t role = 0;      // cltrain_role, for the report
+  int32_t alias = -1;    // caller's id of an item whose bytes this one shares (the same offset;
+                         // planned as one block over both lifetimes), -1: none
 };
 
 struct MemoryPlan {
@@ -26,13 +28,18 @@ struct MemoryPlan {
 };
 
 // Plans offsets for items; each offset is a multiple of `alignment`. Runs several algorithms
-// and keeps the smallest pool.
+// and keeps the smallest pool. Items that share bytes (alias) are planned as one block whose
+// lifetime spans all of theirs and whose size is the largest of theirs.
 MemoryPlan plan_memory(const std::vector<PlanItem>& items, uint64_t alignment);
 
-// Empty string if no two items with overlapping lifetimes share a byte and all offsets are
-// aligned; else a description of the first conflict.
+// Empty string if no two items with overlapping lifetimes share a byte (unless one is an alias
+// of the other, at the same offset) and all offsets are aligned; else the first conflict.
 std::string check_plan(const std::vector<PlanItem>& items, const MemoryPlan& plan,
                        uint64_t alignment);
+
+// Fills each item's alias from tensors[item.id].alias (the ABI's 1-based encoding). Empty string
+// if every alias names another planned item of the same byte size; else the first problem.
+std::string link_aliases(std::vector<PlanItem>& items, const cltrain_tensor_desc* tensors, size_t num_tensors);
 
 // Size in bytes of a tensor described at the ABI.
 uint64_t tensor_bytes(const cltrain_tensor_desc& t);

@@ -135,7 +135,8 @@ std::string check_step(const cltrain_step_desc& step, const cltrain_tensor_desc*
                std::to_string(id) + ", outside the tensor table";
       if (id < 0) continue;
       const cltrain_tensor_desc& t = tensors[id];
-      if (t.dtype != CLTRAIN_FLOAT32) return where + tensor_label(tensors, id) + " is not float32";
+      if (t.dtype != cltrain_slot_dtype(&step, side, i))
+        return where + tensor_label(tensors, id) + " is not " + (t.dtype == CLTRAIN_FLOAT32 ? "uint8" : "float32");
       if (t.rank < 0 || t.rank > CLTRAIN_MAX_RANK)
         return where + tensor_label(tensors, id) + " has rank " + std::to_string(t.rank);
       for (int d = 0; d < t.rank; ++d)
@@ -156,7 +157,7 @@ std::string check_tensor(const cltrain_tensor_desc* tensors, int32_t id, int32_t
     m << "rank " << t.rank << " is outside [0, " << CLTRAIN_MAX_RANK << "]";
   } else if (std::any_of(t.dims, t.dims + t.rank, [](int32_t d) { return d < 0; })) {
     m << "has a negative dimension";
-  } else if (t.dtype != CLTRAIN_FLOAT32 && t.dtype != CLTRAIN_INT32) {
+  } else if (t.dtype != CLTRAIN_FLOAT32 && t.dtype != CLTRAIN_INT32 && t.dtype != CLTRAIN_UINT8) {
     m << "dtype " << t.dtype << " is unknown";
   } else if (t.role < 0 || t.role >= CLTRAIN_ROLE_COUNT) {
     m << "role " << t.role << " is unknown";
@@ -234,6 +235,8 @@ cltrain_status prepare(CpuBackend* b, const cltrain_graph_desc* g, cltrain_memor
     }
   }
 
+  if (std::string e = link_aliases(items, g->tensors, static_cast<size_t>(g->num_tensors)); !e.empty())
+    return fail(b, CLTRAIN_INVALID, "prepare: " + e);
   MemoryPlan plan = plan_memory(items, kPoolAlignment);
   if (std::string e = check_plan(items, plan, kPoolAlignment); !e.empty())
     return fail(b, CLTRAIN_ERROR, "prepare: the memory plan (" + plan.algorithm + ") is wrong: " + e);

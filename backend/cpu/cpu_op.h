@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "cltrain/cltrain_backend.h"
@@ -61,6 +62,12 @@ float tanh_forward(float x);
 float logistic_forward(float x);
 // "" if the step's activation is supported, else what is wrong.
 std::string require_activation(const StepView& s);
+// Backward steps with params.dx_activation (in [x, ...] out [dx, ...]): "" if it is NONE, or
+// supported with x and dx present.
+std::string require_dx_activation(const StepView& s);
+// Computes dx (out slot 0) with compute(target); with params.dx_activation, into a temporary,
+// then dx = act'(x) applied to it, element by element (dx may share x's bytes).
+void input_grad_into(const StepView& s, const std::function<void(float* target)>& compute);
 
 // Checking helpers (ops/check.cc). Each returns "" when the condition holds.
 std::string require_slots(const StepView& s, int max_inputs, int max_outputs);

@@ -107,14 +107,16 @@ cltrain_status create(const cltrain_backend_config* config, cltrain_backend** ou
         program_options(b->device.single_fp_config));
     apply_gemm_tuning(b->device);
     b->gemm_tile = gemm_tile(b->device);
-    b->scratch_budget = std::min<uint64_t>(8u << 20, std::max<uint64_t>(b->device.max_alloc / 8, 1u << 20));
+    b->scratch_cap = std::min<uint64_t>(8u << 20, std::max<uint64_t>(b->device.max_alloc / 8, 1u << 20));
+    b->scratch_floor = std::min<uint64_t>(256u << 10, b->scratch_cap);
     if (const char* env = std::getenv("CLTRAIN_OPENCL_SCRATCH_BYTES"); env && *env) {
       char* end = nullptr;
       const unsigned long long v = std::strtoull(env, &end, 10);
       if (end == env || *end != '\0' || v == 0)
         fail(CLTRAIN_ERROR, std::string("CLTRAIN_OPENCL_SCRATCH_BYTES='") + env + "' is not a positive number");
-      b->scratch_budget = v;
+      b->scratch_cap = b->scratch_floor = v;
     }
+    b->scratch_budget = b->scratch_cap;
     const char* trace = std::getenv("CLTRAIN_OPENCL_TRACE");
     b->trace = trace && *trace;
     b->filter = OpFilter::from_env();
@@ -162,8 +164,8 @@ std::string why_unsupported(const cltrain_backend* b, const StepView& s) {
   for (int i = 0; i < s.step.num_inputs + s.step.num_outputs; ++i) {
     const int32_t id = i < s.step.num_inputs ? s.step.inputs[i] : s.step.outputs[i - s.step.num_inputs];
     if (id < -1) return "refers to tensor " + std::to_string(id);
-    if (id >= 0 && s.tensors[id].dtype != CLTRAIN_FLOAT32)
-      return "tensor " + std::to_string(id) + " is not float32";
+    if (id >= 0 && s.tensors[id].dtype != cltrain_slot_dtype(&s.step, i >= s.step.num_inputs, i < s.step.num_inputs ? i : i - s.step.num_inputs))
+      return "tensor " + std::to_string(id) + " is not " + (s.tensors[id].dtype == CLTRAIN_FLOAT32 ? "uint8" : "float32");
   }
   return family->check(s);
 }
@@ -191,6 +193,36 @@ void check_step_tensors(const cltrain_backend& b, const StepView& s) {
   }
 }
 
+// Per step, the scratch budget: peak - live bytes at the step, within [floor, cap], where live
+// bytes are those of the host's tensors planned here (an alias group counted once, over the
+// span of its members) and the peak is their largest sum.
+std::vector<uint64_t> scratch_budgets(const cltrain_graph_desc& g, uint64_t floor, uint64_t cap) {
+  const size_t n = static_cast<size_t>(g.num_tensors);
+  std::vector<uint64_t> live(static_cast<size_t>(std::max(g.num_steps, 1)) + 1, 0);
+  std::vector<int32_t> first(n, -1), last(n, -1);
+  std::vector<uint64_t> bytes(n, 0);
+  auto root = [&](size_t t) {
+    for (size_t hops = 0; g.tensors[t].alias > 0 && static_cast<size_t>(g.tensors[t].alias - 1) < n && hops < n; ++hops)
+      t = static_cast<size_t>(g.tensors[t].alias - 1);
+    return t;
+  };
+  for (size_t t = 0; t < n; ++t) {
+    const cltrain_tensor_desc& d = g.tensors[t];
+    if (d.first_step < 0) continue;
+    const size_t r = root(t);
+    const int32_t f = d.persistent ? 0 : d.first_step, l = d.persistent ? g.num_steps - 1 : d.last_step;
+    first[r] = first[r] < 0 ? f : std::min(first[r], f);
+    last[r] = std::max(last[r], l);
+    bytes[r] = std::max(bytes[r], tensor_bytes(d));
+  }
+  for (size_t t = 0; t < n; ++t)
+    for (int32_t s = std::max(first[t], 0); first[t] >= 0 && s <= last[t] && s < g.num_steps; ++s) live[s] += bytes[t];
+  const uint64_t peak = *std::max_element(live.begin(), live.end());
+  std::vector<uint64_t> out(live.size());
+  for (size_t s = 0; s < live.size(); ++s) out[s] = std::clamp<uint64_t>(peak - live[s], floor, cap);
+  return out;
+}
+
 cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltrain_memory_report* report) {
   if (!b) return CLTRAIN_INVALID;
   const CountingScope counting(b);
@@ -207,9 +239,12 @@ cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltr
     b->runs.assign(graph->num_steps, StepRun{});
 
     // Check every assigned step and collect the scratch tensors they need, then plan them all.
+    // A step's scratch may fill what its step leaves below the peak of the host's tensors.
+    const std::vector<uint64_t> budgets = scratch_budgets(*graph, b->scratch_floor, b->scratch_cap);
     std::vector<ScratchRequest> scratch;
     for (int32_t i = 0; i < graph->num_steps; ++i) {
       if (!b->assigned[i]) continue;
+      b->scratch_budget = budgets[static_cast<size_t>(i)];
       const StepView s{b->steps[i], graph->tensors, i};
       const cltrain_step_desc& st = s.step;
       const bool counts_ok = st.num_inputs >= 0 && st.num_inputs <= CLTRAIN_MAX_STEP_IO && st.num_outputs >= 0 &&
@@ -232,6 +267,7 @@ cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltr
     for (int32_t i = 0; i < graph->num_steps; ++i) {
       if (!b->assigned[i]) continue;
       const StepView s{b->steps[i], b->tensors.data(), i};
+      b->scratch_budget = budgets[static_cast<size_t>(i)];
       check_step_tensors(*b, s);
       b->runs[i] = find_op_family(s.step.op)->prepare(*b, s);
     }

@@ -81,9 +81,12 @@ struct cltrain_backend {
   uint64_t pool_bytes = 0;
   uint64_t alignment = 64;
   std::vector<cl_kernel> kernels;            // every kernel object the steps use
-  // Bound of one step's kernel scratch (im2col panels): CLTRAIN_OPENCL_SCRATCH_BYTES, else
-  // min(8 MiB, CL_DEVICE_MAX_MEM_ALLOC_SIZE / 8). Set by create.
+  // Bound of one step's kernel scratch (im2col panels), for the step being prepared: what the
+  // step can take without raising the pool's peak (live_scratch_budget), between scratch_floor
+  // and scratch_cap. CLTRAIN_OPENCL_SCRATCH_BYTES fixes all three; else the cap is
+  // min(8 MiB, CL_DEVICE_MAX_MEM_ALLOC_SIZE / 8) and the floor min(256 KiB, cap). Set by create.
   uint64_t scratch_budget = 8u << 20;
+  uint64_t scratch_cap = 8u << 20, scratch_floor = 2u << 20;
   uint64_t gemm_tile = 64;  // CLBlast's Xgemm tile on this device (gemm_tuning.h); set by create
   // CLTRAIN_OPENCL_TRACE: run() waits for each step and adds its wall time here (per global
   // step); destroy prints the totals to stderr.

@@ -113,7 +113,9 @@ cl_uint elem_offset(const Backend& b, int32_t tensor) {
   return static_cast<cl_uint>(b.offsets[tensor] / 4);
 }
 
-uint64_t gemm_temp_bytes(Backend& b, const Gemm& g) {
+namespace {
+
+size_t clblast_temp_bytes(Backend& b, const Gemm& g) {
   size_t bytes = 0;
   check_clblast(clblast::GemmTempBufferSize<float>(g.layout, g.ta, g.tb, g.m, g.n, g.k,
                                                    g.a_off, g.lda, g.b_off, g.ldb, g.c_off, g.ldc, &b.queue,
@@ -121,6 +123,24 @@ uint64_t gemm_temp_bytes(Backend& b, const Gemm& g) {
                 "clblast::GemmTempBufferSize", __LINE__, g.what);
   return bytes;
 }
+
+// CLBlast copies C of every row-major GEMM (it computes column-major). A row-major C = A B is
+// the column-major C^T = B^T A^T over the same memory, with the same chain over k per element;
+// of the two forms, the one that needs less scratch.
+Gemm cheapest_form(Backend& b, const Gemm& g) {
+  if (g.layout != clblast::Layout::kRowMajor) return g;
+  Gemm t = g;
+  t.layout = clblast::Layout::kColMajor;
+  t.m = g.n, t.n = g.m;
+  t.ta = g.tb, t.tb = g.ta;
+  t.a = g.b, t.a_off = g.b_off, t.lda = g.ldb;
+  t.b = g.a, t.b_off = g.a_off, t.ldb = g.lda;
+  return clblast_temp_bytes(b, t) < clblast_temp_bytes(b, g) ? t : g;
+}
+
+}  // namespace
+
+uint64_t gemm_temp_bytes(Backend& b, const Gemm& g) { return clblast_temp_bytes(b, cheapest_form(b, g)); }
 
 cl_mem tensor_view(Backend& b, int32_t tensor) {
   if (auto it = b.sub_buffers.find(tensor); it != b.sub_buffers.end()) return it->second;
@@ -143,9 +163,9 @@ int32_t gemm_launches(Backend& b, const Gemm& g) {
   auto forced = [&](size_t Gemm::*offset) {
     Gemm h = g;
     h.*offset += 1;
-    return gemm_temp_bytes(b, h);
+    return clblast_temp_bytes(b, h);  // as given: no change of form
   };
-  const uint64_t base = gemm_temp_bytes(b, g);
+  const uint64_t base = clblast_temp_bytes(b, g);
   const uint64_t a = forced(&Gemm::a_off), bb = forced(&Gemm::b_off), c = forced(&Gemm::c_off);
   if (base == 0 && a == 0 && bb == 0 && c == 0) return 1;  // the direct kernel
   int32_t launches = 1;
@@ -155,7 +175,8 @@ int32_t gemm_launches(Backend& b, const Gemm& g) {
   return launches;
 }
 
-PreparedGemm prepare_gemm(Backend& b, const Gemm& g, int32_t temp_tensor) {
+PreparedGemm prepare_gemm(Backend& b, const Gemm& given, int32_t temp_tensor) {
+  const Gemm g = cheapest_form(b, given);
   PreparedGemm p;
   p.g = g;
   p.launches = gemm_launches(b, g);

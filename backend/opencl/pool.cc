@@ -87,6 +87,7 @@ void plan_pool(Backend& b, const cltrain_graph_desc& graph, const std::vector<Sc
     items.push_back(it);
   }
 
+  if (const std::string e = link_aliases(items, graph.tensors, host); !e.empty()) fail(CLTRAIN_INVALID, "prepare: " + e);
   b.alignment = std::max<uint64_t>(64, b.device.base_addr_align_bits / 8);
   const MemoryPlan plan = plan_memory(items, b.alignment);
   if (const std::string conflict = check_plan(items, plan, b.alignment); !conflict.empty())

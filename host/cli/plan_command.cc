@@ -23,6 +23,7 @@ struct PlannedTensor {
   uint64_t bytes;
   int64_t offset;
   int32_t first, last;
+  std::string shares;  // the tensor whose bytes it shares (in place), or empty
 };
 
 std::vector<PlannedTensor> planned_tensors(Session& s) {
@@ -35,8 +36,8 @@ std::vector<PlannedTensor> planned_tensors(Session& s) {
     for (size_t t = 0; t < per_backend[b].size(); ++t) {
       const auto& d = per_backend[b][t];
       if (d.first_step < 0) continue;
-      out.push_back({s.backend_name(b), d.name, d.role, tensor_bytes(d),
-                     offsets.empty() ? -1 : offsets[t], d.first_step, d.last_step});
+      out.push_back({s.backend_name(b), d.name, d.role, tensor_bytes(d), offsets.empty() ? -1 : offsets[t],
+                     d.first_step, d.last_step, d.alias > 0 ? per_backend[b][static_cast<size_t>(d.alias - 1)].name : ""});
     }
   }
   return out;
@@ -57,10 +58,12 @@ void write_json(Session& s, const std::vector<PlannedTensor>& tensors, const std
     j["steps"].push_back({{"index", i}, {"step", step_label(s, i)},
                           {"backend", s.backend_name(static_cast<size_t>(s.step_backend()[i]))}});
   j["tensors"] = nlohmann::json::array();
-  for (const auto& t : tensors)
+  for (const auto& t : tensors) {
     j["tensors"].push_back({{"backend", t.backend}, {"name", t.name}, {"role", kRoleNames[t.role]},
                             {"bytes", t.bytes}, {"offset", t.offset}, {"first_step", t.first},
                             {"last_step", t.last}});
+    if (!t.shares.empty()) j["tensors"].back()["shares"] = t.shares;
+  }
   j["memory"] = memory_json(s);
   std::ofstream f(path);
   f << j.dump(1) << "\n";

@@ -140,9 +140,74 @@ void Session::compute_lifetimes() {
     }
 }
 
+namespace {
+
+// In-place pairs (cltrain_backend.h): for a step, the output that may share the bytes of an
+// input, as (output slot, input slot); (-1, -1) for none. `dead` is whether the input must be
+// dead after the step (it is overwritten), not only read.
+struct InPlacePair {
+  int out = -1, in = -1;
+  bool dead = true;
+};
+
+InPlacePair in_place_pair(const cltrain_step_desc& s) {
+  const bool fwd = s.phase == CLTRAIN_PHASE_FORWARD, bwd = s.phase == CLTRAIN_PHASE_BACKWARD;
+  switch (s.op) {
+    case CLTRAIN_OP_RESHAPE:
+      if (fwd) return {0, 0, false};  // both only read from then on
+      if (bwd) return {0, 0, true};
+      break;
+    case CLTRAIN_OP_CONV_2D:
+    case CLTRAIN_OP_DEPTHWISE_CONV_2D:
+      if (bwd && s.params.dx_activation != CLTRAIN_ACT_NONE) return {0, 0, true};
+      break;
+    case CLTRAIN_OP_RELU:
+    case CLTRAIN_OP_RELU6:
+    case CLTRAIN_OP_TANH:
+    case CLTRAIN_OP_LOGISTIC:
+      if (fwd) return {0, 0, true};
+      if (bwd) return {0, 1, true};
+      break;
+    default:
+      break;
+  }
+  return {};
+}
+
+}  // namespace
+
+void Session::choose_aliases() {
+  for (size_t b = 0; b < tensors_.size(); ++b) {
+    auto& t = tensors_[b];
+    // Alias groups on this backend: each tensor's root, and each root's last step over its group.
+    std::vector<int32_t> root(t.size());
+    std::vector<int32_t> group_last(t.size());
+    for (size_t i = 0; i < t.size(); ++i) root[i] = static_cast<int32_t>(i), group_last[i] = t[i].last_step;
+    for (size_t s = 0; s < graph_.steps.size(); ++s) {
+      if (step_backend_[s] != static_cast<int32_t>(b)) continue;
+      const cltrain_step_desc& st = graph_.steps[s];
+      const InPlacePair p = in_place_pair(st);
+      if (p.out < 0 || p.out >= st.num_outputs || p.in >= st.num_inputs) continue;
+      const int32_t o = st.outputs[p.out], in = st.inputs[p.in];
+      if (o < 0 || in < 0 || o == in) continue;
+      const cltrain_tensor_desc &od = t[static_cast<size_t>(o)], &id = t[static_cast<size_t>(in)];
+      const int32_t r = root[static_cast<size_t>(in)];
+      const bool usable = od.first_step == static_cast<int32_t>(s) && id.first_step >= 0 && !od.persistent &&
+                          !id.persistent && !od.data && !id.data && od.alias == 0 &&
+                          tensor_bytes(od) == tensor_bytes(id) && od.dtype == id.dtype &&
+                          (!p.dead || group_last[static_cast<size_t>(r)] == static_cast<int32_t>(s));
+      if (!usable) continue;
+      t[static_cast<size_t>(o)].alias = in + 1;
+      root[static_cast<size_t>(o)] = r;
+      group_last[static_cast<size_t>(r)] = std::max(group_last[static_cast<size_t>(r)], od.last_step);
+    }
+  }
+}
+
 void Session::prepare() {
   place();
   compute_lifetimes();
+  choose_aliases();
   memory_.clear();
   for (size_t b = 0; b < backends_.size(); ++b) {
     std::vector<uint8_t> assigned(graph_.steps.size(), 0);

@@ -62,6 +62,8 @@ class Session {
  private:
   void place();
   void compute_lifetimes();
+  // Which outputs share the bytes of an input (cltrain_tensor_desc.alias), per backend.
+  void choose_aliases();
   float run_range(int32_t end, const float* input, const float* expected,
                   const cltrain_run_args& args, float* prediction, bool want_loss);
   // Walks steps [0, end) as they run: the host's writes, cross-backend copies, steps and the

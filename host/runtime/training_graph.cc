@@ -2,13 +2,18 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+
+#include "memory_plan.h"
+#include "window_geometry.h"
 
 namespace cltrain {
 namespace {
 
 class GraphBuilder {
  public:
-  GraphBuilder(const Model& model, const TrainOptions& options) : model_(model), opt_(options) {}
+  GraphBuilder(const Model& model, const TrainOptions& options)
+      : model_(model), opt_(options), ops_(model.operators) {}
 
   TrainingGraph build();
 
@@ -69,12 +74,24 @@ class GraphBuilder {
   void select_trainable();
   bool needs_grad(int32_t t) const { return t >= 0 && needs_grad_[static_cast<size_t>(t)]; }
 
+  void fuse_pads();
+  void find_consumers();
+  int32_t producer_activation(int32_t x, size_t consumer) const;
   void forward_step(size_t i);
   void backward_step(size_t i);
   void update_steps_after(int32_t step, const std::vector<int32_t>& weights_done);
 
   const Model& model_;
   const TrainOptions& opt_;
+  // The model's operators as trained: a Pad that only feeds a VALID convolution whose SAME
+  // padding is the same pad is folded into it (fused_[pad] set, the convolution reads the Pad's
+  // input with SAME padding): the padded tensor is never stored.
+  std::vector<Operator> ops_;
+  std::vector<bool> fused_;
+  std::vector<std::vector<size_t>> consumers_;  // per model tensor, the operators reading it
+  std::vector<int32_t> producer_;               // per model tensor, its operator or -1
+  std::map<size_t, int32_t> argmax_;            // max pool operator -> its argmax tensor
+  std::set<int32_t> act_applied_;               // outputs whose activation derivative a consumer applied
   TrainingGraph g_;
   std::vector<bool> needs_grad_;
   std::vector<bool> trainable_;
@@ -83,8 +100,87 @@ class GraphBuilder {
   std::map<int32_t, int32_t> remaining_;     // weight -> backward steps still to contribute
 };
 
+void GraphBuilder::find_consumers() {
+  consumers_.assign(model_.tensors.size(), {});
+  producer_.assign(model_.tensors.size(), -1);
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    if (fused_[i]) continue;
+    for (int32_t t : ops_[i].inputs)
+      if (t >= 0) consumers_[static_cast<size_t>(t)].push_back(i);
+    for (int32_t t : ops_[i].outputs)
+      if (t >= 0) producer_[static_cast<size_t>(t)] = static_cast<int32_t>(i);
+  }
+}
+
+void GraphBuilder::fuse_pads() {
+  fused_.assign(ops_.size(), false);
+  find_consumers();
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const Operator& pad = ops_[i];
+    if (pad.op != CLTRAIN_OP_PAD || pad.outputs.size() != 1) continue;
+    const int32_t padded = pad.outputs[0], x = pad.inputs[0];
+    const auto& users = consumers_[static_cast<size_t>(padded)];
+    if (users.size() != 1 || padded == g_.prediction) continue;
+    Operator& conv = ops_[users[0]];
+    if ((conv.op != CLTRAIN_OP_CONV_2D && conv.op != CLTRAIN_OP_DEPTHWISE_CONV_2D) || conv.inputs[0] != padded ||
+        conv.params.padding != CLTRAIN_PADDING_VALID)
+      continue;
+    const Tensor& xt = model_.tensors[static_cast<size_t>(x)];
+    const Tensor& wt = model_.tensors[static_cast<size_t>(conv.inputs[1])];
+    if (xt.shape.size() != 4 || wt.shape.size() != 4) continue;
+    const cltrain_op_params& pp = pad.params;
+    if (pp.pad_before[0] || pp.pad_after[0] || pp.pad_before[3] || pp.pad_after[3]) continue;
+    bool same = true;
+    for (int axis = 1; axis <= 2 && same; ++axis) {
+      const int64_t in = xt.shape[static_cast<size_t>(axis)], filter = wt.shape[static_cast<size_t>(axis)];
+      const int64_t stride = axis == 1 ? conv.params.stride_h : conv.params.stride_w;
+      const int64_t dilation = axis == 1 ? conv.params.dilation_h : conv.params.dilation_w;
+      AxisGeometry s, v;
+      same = axis_geometry(CLTRAIN_PADDING_SAME, in, filter, stride, dilation, "", &s).empty() &&
+             axis_geometry(CLTRAIN_PADDING_VALID, in + pp.pad_before[axis] + pp.pad_after[axis], filter, stride,
+                           dilation, "", &v).empty() &&
+             s.out == v.out && s.pad_before == pp.pad_before[axis];
+    }
+    if (!same) continue;
+    conv.inputs[0] = x;
+    conv.params.padding = CLTRAIN_PADDING_SAME;
+    fused_[i] = true;
+  }
+  find_consumers();
+}
+
+// The fused activation of x's producer when the operator `consumer` may apply its derivative
+// (as dx_activation): x is computed (not a weight or model input), read by that operator only
+// and not the model's output, and its producer fuses an activation whose derivative comes from
+// its output. NONE otherwise.
+int32_t GraphBuilder::producer_activation(int32_t x, size_t consumer) const {
+  if (x < 0 || !needs_grad(x) || x == g_.prediction) return CLTRAIN_ACT_NONE;
+  const int32_t p = producer_[static_cast<size_t>(x)];
+  if (p < 0 || consumers_[static_cast<size_t>(x)].size() != 1 || consumers_[static_cast<size_t>(x)][0] != consumer)
+    return CLTRAIN_ACT_NONE;
+  const Operator& prod = ops_[static_cast<size_t>(p)];
+  if (prod.outputs.size() != 1) return CLTRAIN_ACT_NONE;
+  switch (prod.op) {
+    case CLTRAIN_OP_FULLY_CONNECTED:
+    case CLTRAIN_OP_CONV_2D:
+    case CLTRAIN_OP_DEPTHWISE_CONV_2D:
+    case CLTRAIN_OP_ADD:
+    case CLTRAIN_OP_SUB:
+    case CLTRAIN_OP_MUL:
+    case CLTRAIN_OP_DIV:
+      break;
+    default:
+      return CLTRAIN_ACT_NONE;
+  }
+  const int32_t act = prod.params.activation;
+  const bool from_output = act == CLTRAIN_ACT_RELU || act == CLTRAIN_ACT_RELU6 || act == CLTRAIN_ACT_RELU_N1_TO_1 ||
+                           act == CLTRAIN_ACT_TANH;
+  return from_output ? act : CLTRAIN_ACT_NONE;
+}
+
 void GraphBuilder::forward_step(size_t i) {
-  const Operator& op = model_.operators[i];
+  if (fused_[i]) return;
+  const Operator& op = ops_[i];
   std::vector<int32_t> in;
   switch (op.op) {
     case CLTRAIN_OP_RESHAPE:  // shape, axes and paddings operands are constants the loader has
@@ -100,11 +196,24 @@ void GraphBuilder::forward_step(size_t i) {
     default:
       in = op.inputs;
   }
-  add_step(op.op, CLTRAIN_PHASE_FORWARD, static_cast<int32_t>(i), in, {op.outputs[0]}, op.params, -1);
+  std::vector<int32_t> out = {op.outputs[0]};
+  if (op.op == CLTRAIN_OP_MAX_POOL_2D && needs_grad(op.inputs[0]) && op.params.filter_h * op.params.filter_w <= 256) {
+    // Backward then needs the argmax (one byte per output) instead of the input, when smaller.
+    const auto y_shape = shape_of(op.outputs[0]);
+    const cltrain_tensor_desc& x = g_.tensors[static_cast<size_t>(op.inputs[0])];
+    if (tensor_elements(g_.tensors[static_cast<size_t>(op.outputs[0])]) < tensor_elements(x) * 4) {
+      const int32_t am = add_tensor(std::string("argmax/") + g_.name_of(op.outputs[0]), y_shape, CLTRAIN_ROLE_NON_CONST, false);
+      g_.tensors[static_cast<size_t>(am)].dtype = CLTRAIN_UINT8;
+      argmax_[i] = am;
+      out.push_back(am);
+    }
+  }
+  add_step(op.op, CLTRAIN_PHASE_FORWARD, static_cast<int32_t>(i), in, out, op.params, -1);
 }
 
 void GraphBuilder::backward_step(size_t i) {
-  const Operator& op = model_.operators[i];
+  const Operator& op = ops_[i];
+  cltrain_op_params params = op.params;
   const int32_t y = op.outputs[0];
   const int32_t dy = grad_.at(y);
   std::vector<std::pair<int32_t, int32_t>> acc;
@@ -115,7 +224,9 @@ void GraphBuilder::backward_step(size_t i) {
     if (is_weight(t)) weights_done.push_back(t);
     return grad_target(t, &acc);
   };
-  const int32_t y_if_act = op.params.activation != CLTRAIN_ACT_NONE ? y : -1;
+  // A consumer that applied this op's activation derivative leaves it none to apply.
+  if (act_applied_.count(y)) params.activation = CLTRAIN_ACT_NONE;
+  const int32_t y_if_act = params.activation != CLTRAIN_ACT_NONE ? y : -1;
   switch (op.op) {
     case CLTRAIN_OP_FULLY_CONNECTED:
     case CLTRAIN_OP_CONV_2D:
@@ -123,7 +234,11 @@ void GraphBuilder::backward_step(size_t i) {
       const int32_t x = op.inputs[0], w = op.inputs[1];
       const int32_t b = op.inputs.size() > 2 ? op.inputs[2] : -1;
       const int32_t dx = grad_of(x), dw = grad_of(w), db = grad_of(b);
-      in = {dw >= 0 ? x : -1, w, y_if_act, dy};  // W is persistent: passing it costs nothing
+      // The producer's activation derivative, applied to dx where x dies (dx may take its bytes).
+      if (op.op != CLTRAIN_OP_FULLY_CONNECTED && dx >= 0) params.dx_activation = producer_activation(x, i);
+      if (params.dx_activation != CLTRAIN_ACT_NONE) act_applied_.insert(x);
+      const bool read_x = dw >= 0 || params.dx_activation != CLTRAIN_ACT_NONE;
+      in = {read_x ? x : -1, w, y_if_act, dy};  // W is persistent: passing it costs nothing
       out = {dx, dw, db};
       break;
     }
@@ -135,10 +250,21 @@ void GraphBuilder::backward_step(size_t i) {
       in = {y, dy};
       out = {grad_of(op.inputs[0])};
       break;
-    case CLTRAIN_OP_MAX_POOL_2D:
-      in = {op.inputs[0], dy};
-      out = {grad_of(op.inputs[0])};
+    case CLTRAIN_OP_MAX_POOL_2D: {
+      const int32_t x = op.inputs[0];
+      const auto am = argmax_.find(i);
+      if (am != argmax_.end()) {
+        // With the argmax, y equals x at each window's maximum: the producer's derivative
+        // comes from y, and x dies after the forward.
+        params.dx_activation = producer_activation(x, i);
+        if (params.dx_activation != CLTRAIN_ACT_NONE) act_applied_.insert(x);
+        in = {-1, dy, am->second, params.dx_activation != CLTRAIN_ACT_NONE ? y : -1};
+      } else {
+        in = {x, dy};
+      }
+      out = {grad_of(x)};
       break;
+    }
     case CLTRAIN_OP_RESHAPE:
     case CLTRAIN_OP_AVERAGE_POOL_2D:
     case CLTRAIN_OP_MEAN:
@@ -168,7 +294,7 @@ void GraphBuilder::backward_step(size_t i) {
       throw ModelError(std::string("operator ") + std::to_string(i) + " (" + cltrain_op_name(op.op) +
                        ") has no backward step");
   }
-  const int32_t step = add_step(op.op, CLTRAIN_PHASE_BACKWARD, fwd, in, out, op.params, -1);
+  const int32_t step = add_step(op.op, CLTRAIN_PHASE_BACKWARD, fwd, in, out, params, -1);
   for (const auto& [disposable, target] : acc)
     add_step(CLTRAIN_OP_ACCUMULATE, CLTRAIN_PHASE_BACKWARD, fwd, {disposable}, {target}, {}, step);
   update_steps_after(step, weights_done);
@@ -278,7 +404,8 @@ TrainingGraph GraphBuilder::build() {
       if (is_weight(in)) ++remaining_[in];
   for (const auto& [w, n] : remaining_) g_.weights.push_back(w);
 
-  for (size_t i = 0; i < model_.operators.size(); ++i) forward_step(i);
+  fuse_pads();
+  for (size_t i = 0; i < ops_.size(); ++i) forward_step(i);
   g_.num_forward = static_cast<int32_t>(g_.steps.size());
 
   // The loss.
@@ -294,9 +421,9 @@ TrainingGraph GraphBuilder::build() {
   grad_[g_.prediction] = dpred;
   add_step(opt_.loss, CLTRAIN_PHASE_BACKWARD, -1, {g_.prediction, g_.expected}, {dpred}, lp, g_.loss_step);
 
-  for (size_t i = model_.operators.size(); i-- > 0;) {
-    const Operator& op = model_.operators[i];
-    if (!needs_grad(op.outputs[0]) || !grad_.count(op.outputs[0])) continue;
+  for (size_t i = ops_.size(); i-- > 0;) {
+    const Operator& op = ops_[i];
+    if (fused_[i] || !needs_grad(op.outputs[0]) || !grad_.count(op.outputs[0])) continue;
     backward_step(i);
   }
   return std::move(g_);

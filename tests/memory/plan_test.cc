@@ -208,3 +208,53 @@ TEST(CheckPlan, DetectsMisalignmentAndOverrun) {
 
 }  // namespace
 }  // namespace cltrain
+
+namespace cltrain {
+namespace {
+
+TEST(PlanMemory, AliasGroupsShareTheirOffsetAndCountOnce) {
+  std::vector<PlanItem> items(4);
+  items[0] = {10, 100, 0, 2, CLTRAIN_ROLE_NON_CONST, -1};
+  items[1] = {11, 100, 2, 4, CLTRAIN_ROLE_BACK_PROP, 10};  // dx in place over x (dead at step 2)
+  items[2] = {12, 100, 4, 5, CLTRAIN_ROLE_BACK_PROP, 11};  // and on down the chain
+  items[3] = {13, 60, 0, 5, CLTRAIN_ROLE_TRAINABLE, -1};
+  const MemoryPlan plan = plan_memory(items, 1);
+  EXPECT_EQ(plan.offsets[0], plan.offsets[1]);
+  EXPECT_EQ(plan.offsets[1], plan.offsets[2]);
+  EXPECT_EQ(plan.lower_bound, 160u);
+  EXPECT_EQ(plan.pool_bytes, 160u);
+  EXPECT_EQ(check_plan(items, plan, 1), "");
+  EXPECT_EQ(plan.role_peak[CLTRAIN_ROLE_NON_CONST], 100u);
+  EXPECT_EQ(plan.role_peak[CLTRAIN_ROLE_BACK_PROP], 100u);  // the group's bytes once, not twice at step 2
+  // Not sharing: the same offsets are a conflict.
+  std::vector<PlanItem> apart = items;
+  for (auto& it : apart) it.alias = -1;
+  EXPECT_NE(check_plan(apart, plan, 1), "");
+}
+
+TEST(LinkAliases, TakesTheAbiEncodingAndRefusesAnotherSize) {
+  std::vector<cltrain_tensor_desc> t(3);
+  for (auto& d : t) d.rank = 1, d.dims[0] = 4, d.dtype = CLTRAIN_FLOAT32;
+  t[1].alias = 1;  // shares tensor 0
+  std::vector<PlanItem> items = {{0, 16, 0, 1, 0, -1}, {1, 16, 1, 2, 0, -1}, {2, 16, 0, 2, 0, -1}};
+  EXPECT_EQ(link_aliases(items, t.data(), t.size()), "");
+  EXPECT_EQ(items[1].alias, 0);
+  EXPECT_EQ(items[2].alias, -1);
+  t[2].alias = 2, t[2].dims[0] = 8;
+  items[2].bytes = 32;
+  EXPECT_NE(link_aliases(items, t.data(), t.size()), "");
+  t[2].alias = 9;  // not planned
+  items[2].bytes = 16, t[2].dims[0] = 4;
+  EXPECT_NE(link_aliases(items, t.data(), t.size()), "");
+}
+
+TEST(TensorBytes, Uint8IsOneBytePerElement) {
+  cltrain_tensor_desc d{};
+  d.rank = 2, d.dims[0] = 3, d.dims[1] = 5, d.dtype = CLTRAIN_UINT8;
+  EXPECT_EQ(tensor_bytes(d), 15u);
+  d.dtype = CLTRAIN_FLOAT32;
+  EXPECT_EQ(tensor_bytes(d), 60u);
+}
+
+}  // namespace
+}  // namespace cltrain

@@ -1,6 +1,8 @@
 // The standalone activations RELU, RELU6, TANH and LOGISTIC (forward in [x] out [y], backward
 // in [y, dy] out [dx]), and the fused activations other ops apply to their outputs. Derivatives
 // select, never multiply by 0 or 1 (cltrain_backend.h, Numerics).
+#include <vector>
+
 #include "cpu_op.h"
 #include "numerics.h"
 
@@ -72,6 +74,24 @@ void apply_activation(int32_t activation, float* y, uint64_t n) {
 void activation_backward(int32_t activation, const float* y, float* dy, uint64_t n) {
   if (activation == CLTRAIN_ACT_NONE) return;
   for (uint64_t i = 0; i < n; ++i) dy[i] = activation_backward(activation, y[i], dy[i]);
+}
+
+std::string require_dx_activation(const StepView& s) {
+  const int32_t act = s.params().dx_activation;
+  if (act == CLTRAIN_ACT_NONE) return {};
+  if (!activation_supported(act)) return "dx_activation " + std::to_string(act) + " is not supported";
+  if (!s.in[0].present() || !s.out[0].present()) return "dx_activation needs x and dx";
+  return {};
+}
+
+void input_grad_into(const StepView& s, const std::function<void(float* target)>& compute) {
+  const int32_t act = s.params().dx_activation;
+  if (act == CLTRAIN_ACT_NONE) return compute(s.out[0].data);
+  std::vector<float> tmp(s.out[0].elements);
+  compute(tmp.data());
+  const float* x = s.in[0].data;
+  float* dx = s.out[0].data;
+  for (uint64_t i = 0; i < tmp.size(); ++i) dx[i] = activation_backward(act, x[i], tmp[i]);
 }
 
 namespace {

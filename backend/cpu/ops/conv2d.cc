@@ -59,6 +59,7 @@ std::string check_backward(const StepView& s) {
   const TensorRef &dx = s.out[0], &dw = s.out[1], &db = s.out[2];
   if (std::string e = require_slots(s, 4, 3); !e.empty()) return e;
   if (std::string e = require_activation(s); !e.empty()) return e;
+  if (std::string e = require_dx_activation(s); !e.empty()) return e;
   if (dw.present() && !x.present()) return "dW is requested but x is missing";
   if (x.present() && dx.present() && !(x.desc->rank == dx.desc->rank &&
                                        std::equal(x.desc->dims, x.desc->dims + x.rank(), dx.desc->dims)))
@@ -245,7 +246,7 @@ std::string run_backward(const StepView& s, const cltrain_run_args&) {
       for (int64_t o = 0; o < c.out_ch; ++o) db[o] = db[o] + dz[p * c.out_ch + o];
   }
   if (s.out[1].data) filter_grad(c, s.in[0].data, dz, s.out[1].data);
-  if (s.out[0].data) input_grad(c, s.in[1].data, dz, s.out[0].data);
+  if (s.out[0].data) input_grad_into(s, [&](float* dx) { input_grad(c, s.in[1].data, dz, dx); });
   return {};
 }
 

@@ -24,9 +24,15 @@ std::string geometry(const StepView& s, const TensorRef& x, Window* win) {
 
 std::string check_forward(const StepView& s) {
   Window win;
-  if (std::string e = require_slots(s, 1, 1); !e.empty()) return e;
+  const bool max_pool = s.step->op == CLTRAIN_OP_MAX_POOL_2D;
+  if (std::string e = require_slots(s, 1, max_pool ? 2 : 1); !e.empty()) return e;
   if (std::string e = geometry(s, s.in[0], &win); !e.empty()) return e;
-  return require_window_output(win, s.out[0], s.in[0].dim(3), "y");
+  if (std::string e = require_window_output(win, s.out[0], s.in[0].dim(3), "y"); !e.empty()) return e;
+  if (max_pool && s.out[1].present()) {
+    if (win.h.filter * win.w.filter > 256) return "argmax needs a window of at most 256 positions";
+    return require_elements(s.out[1], s.out[0].elements, "argmax");
+  }
+  return {};
 }
 
 // in: x (max) or dx (average), whose shape gives the geometry.
@@ -37,9 +43,21 @@ std::string check_backward_with(const StepView& s, const TensorRef& in, const Te
   return require_elements(s.out[0], in.elements, "dx");
 }
 
+// in [x, dy, argmax, y]: x or argmax; y with dx_activation.
 std::string check_max_backward(const StepView& s) {
-  if (std::string e = require_slots(s, 2, 1); !e.empty()) return e;
-  return check_backward_with(s, s.in[0], s.in[1]);
+  if (std::string e = require_slots(s, 4, 1); !e.empty()) return e;
+  if (std::string e = require(s.out[0], "dx"); !e.empty()) return e;
+  const TensorRef &x = s.in[0], &dy = s.in[1], &argmax = s.in[2], &y = s.in[3];
+  if (!x.present() && !argmax.present()) return "needs x or argmax";
+  if (std::string e = check_backward_with(s, x.present() ? x : s.out[0], dy); !e.empty()) return e;
+  if (argmax.present())
+    if (std::string e = require_elements(argmax, dy.elements, "argmax"); !e.empty()) return e;
+  const int32_t act = s.params().dx_activation;
+  if (act != CLTRAIN_ACT_NONE) {
+    if (!activation_supported(act)) return "dx_activation " + std::to_string(act) + " is not supported";
+    if (std::string e = require_elements(y, dy.elements, "y (for dx_activation)"); !e.empty()) return e;
+  }
+  return {};
 }
 
 std::string check_average_backward(const StepView& s) {
@@ -76,44 +94,64 @@ std::string max_forward(const StepView& s, const cltrain_run_args&) {
   const int64_t C = s.in[0].dim(3);
   const float* x = s.in[0].data;
   float* y = s.out[0].data;
+  uint8_t* argmax = reinterpret_cast<uint8_t*>(s.out[1].data);  // window position kh * FW + kw
   for_windows(win, C * win.h.filter * win.w.filter,
               [&](int64_t n, int64_t oh, int64_t ow, int64_t kh_lo, int64_t kh_hi, int64_t kw_lo, int64_t kw_hi) {
-                float* m = y + ((n * win.h.out + oh) * win.w.out + ow) * C;
+                const int64_t out = ((n * win.h.out + oh) * win.w.out + ow) * C;
+                float* m = y + out;
                 bool first = true;
                 for (int64_t kh = kh_lo; kh < kh_hi; ++kh)
                   for (int64_t kw = kw_lo; kw < kw_hi; ++kw) {
                     const float* v = x + at(win, C, n, win.h.pos(oh, kh), win.w.pos(ow, kw));
-                    for (int64_t c = 0; c < C; ++c) m[c] = first || v[c] > m[c] ? v[c] : m[c];
+                    const uint8_t here = static_cast<uint8_t>(kh * win.w.filter + kw);
+                    for (int64_t c = 0; c < C; ++c) {
+                      const bool take = first || v[c] > m[c];
+                      m[c] = take ? v[c] : m[c];
+                      if (argmax && take) argmax[out + c] = here;
+                    }
                     first = false;
                   }
-                if (first) std::fill(m, m + C, 0.0f);  // a window with no inside position
+                if (first) {  // a window with no inside position
+                  std::fill(m, m + C, 0.0f);
+                  if (argmax) std::fill(argmax + out, argmax + out + C, uint8_t{255});
+                }
               });
   return {};
 }
 
 std::string max_backward(const StepView& s, const cltrain_run_args&) {
   Window win;
-  geometry(s, s.in[0], &win);
-  const int64_t C = s.in[0].dim(3);
+  geometry(s, s.out[0], &win);
+  const int64_t C = s.out[0].dim(3);
   const float* x = s.in[0].data;
   const float* dy = s.in[1].data;
+  const uint8_t* argmax = reinterpret_cast<const uint8_t*>(s.in[2].data);
+  const float* y = s.in[3].data;
+  const int32_t act = s.params().dx_activation;
   float* dx = s.out[0].data;
   std::fill(dx, dx + s.out[0].elements, 0.0f);
   for_windows(win, C * win.h.filter * win.w.filter,
               [&](int64_t n, int64_t oh, int64_t ow, int64_t kh_lo, int64_t kh_hi, int64_t kw_lo, int64_t kw_hi) {
-                const float* g = dy + ((n * win.h.out + oh) * win.w.out + ow) * C;
+                const int64_t out = ((n * win.h.out + oh) * win.w.out + ow) * C;
                 for (int64_t c = 0; c < C; ++c) {
                   int64_t arg = -1;
-                  float m = 0.0f;
-                  for (int64_t kh = kh_lo; kh < kh_hi; ++kh)
-                    for (int64_t kw = kw_lo; kw < kw_hi; ++kw) {
-                      const int64_t i = at(win, C, n, win.h.pos(oh, kh), win.w.pos(ow, kw)) + c;
-                      if (arg < 0 || x[i] > m) {
-                        arg = i;
-                        m = x[i];
+                  if (argmax) {
+                    const int64_t p = argmax[out + c], kh = p / win.w.filter, kw = p % win.w.filter;
+                    if (kh >= kh_lo && kh < kh_hi && kw >= kw_lo && kw < kw_hi)
+                      arg = at(win, C, n, win.h.pos(oh, kh), win.w.pos(ow, kw)) + c;
+                  } else {
+                    float m = 0.0f;
+                    for (int64_t kh = kh_lo; kh < kh_hi; ++kh)
+                      for (int64_t kw = kw_lo; kw < kw_hi; ++kw) {
+                        const int64_t i = at(win, C, n, win.h.pos(oh, kh), win.w.pos(ow, kw)) + c;
+                        if (arg < 0 || x[i] > m) {
+                          arg = i;
+                          m = x[i];
+                        }
                       }
-                    }
-                  if (arg >= 0) dx[arg] = dx[arg] + g[c];
+                  }
+                  const float g = act != CLTRAIN_ACT_NONE ? activation_backward(act, y[out + c], dy[out + c]) : dy[out + c];
+                  if (arg >= 0) dx[arg] = dx[arg] + g;
                 }
               });
   return {};

@@ -1,6 +1,7 @@
 // CONV_2D: x [N,H,W,I], W [O,KH,KW,I], optional b [O], y [N,OH,OW,O] = act(conv + b).
 // Every dot product is one CLBlast GEMM output element (an fma chain over k in order), and all
-// scratch is bounded by b.scratch_budget (private layer-scope tensors of the step). The large
+// scratch (panel and CLBlast's copies) is bounded by b.scratch_budget where the smallest chunk
+// allows (private layer-scope tensors of the step). The large
 // operands are laid out as CLBlast's kernel reads them (A as [K, M], B as [K, N], C column-major),
 // so that its scratch only ever holds copies of the small ones:
 //   forward   per chunk of output positions (n, oh, ow): conv_panel_t writes the im2col panel
@@ -38,7 +39,7 @@ struct Action {
   Gemm gemm;                            // kGemm
   uint32_t row0 = 0, rows = 0;          // kPanelFill: output positions; kGather: images (n0, count)
   uint32_t p0 = 0, c0 = 0, taps = 0, ch = 0;  // kPanelFill: the block of taps and channels
-  bool transposed = false;              // kPanelFill: [columns, rows] (conv_panel_t)
+  bool transposed = false;              // kPanelFill: [columns, rows] (conv_panel_t); kGather: dcol is [K, rows]
 };
 
 struct ConvPlan {
@@ -46,6 +47,7 @@ struct ConvPlan {
   bool pointwise = false;
   std::vector<Action> actions;
   uint64_t panel_bytes = 0, temp_bytes = 0;  // the panel also holds dcol (dW and dx run one after the other)
+  uint64_t budget = 0;  // for the panel
 };
 
 // CLBlast copies an operand into its scratch unless its dimensions are whole tiles
@@ -73,7 +75,7 @@ void plan_forward(Backend& b, const StepView& s, ConvPlan& p) {
     g.what = s.what() + " y = x W^T";
     p.actions.push_back(Action(Action::kGemm, g));
   } else {
-    const uint64_t chunk = aligned_chunk(b, b.scratch_budget / (K * 4), 1, positions);
+    const uint64_t chunk = aligned_chunk(b, p.budget / (K * 4), 1, positions);
     p.panel_bytes = chunk * K * 4;
     g.ta = clblast::Transpose::kYes;  // the panel is stored [K, rows]
     for (uint64_t r0 = 0; r0 < positions; r0 += chunk) {
@@ -111,10 +113,10 @@ void plan_filter_grad(Backend& b, const StepView& s, ConvPlan& p) {
   // Blocks of taps about two GEMM tiles wide (so that an output of O = one tile is two
   // work-groups; more taps per panel run slower on POCL, the panel leaving the cache), or blocks
   // of one tap's channels when its panel is over budget.
-  const uint64_t fit = b.scratch_budget / (positions * I * 4);
+  const uint64_t fit = p.budget / (positions * I * 4);
   const uint64_t want = (2 * b.gemm_tile + I - 1) / I;
   const uint64_t block_taps = std::clamp<uint64_t>(std::min<uint64_t>(want, fit), 1, taps);
-  const uint64_t block_ch = fit >= 1 ? I : std::clamp<uint64_t>(b.scratch_budget / (positions * 4), 1, I);
+  const uint64_t block_ch = fit >= 1 ? I : std::clamp<uint64_t>(p.budget / (positions * 4), 1, I);
   p.panel_bytes = std::max(p.panel_bytes, positions * block_taps * block_ch * 4);
   for (uint64_t p0 = 0; p0 < taps; p0 += block_taps) {
     const uint64_t nt = std::min(block_taps, taps - p0);
@@ -144,14 +146,14 @@ void plan_input_grad(Backend& b, const StepView& s, ConvPlan& p) {
   g.m = K, g.k = O;
   g.a = sh.w_t, g.lda = K;
   g.b = sh.dy, g.ldb = O;
-  if (p.pointwise) {  // the gather is the identity: s = 0 + t is t (t is never -0)
+  if (p.pointwise && sh.dx_activation == CLTRAIN_ACT_NONE) {  // the gather is the identity: s = 0 + t is t (t is never -0)
     g.n = sh.positions();
     g.c = sh.dx, g.ldc = K;
     g.what = s.what() + " dx = dz W";
     p.actions.push_back(Action(Action::kGemm, g));
     return;
   }
-  const uint64_t images = aligned_chunk(b, b.scratch_budget / (per_image * K * 4), per_image, sh.n);
+  const uint64_t images = aligned_chunk(b, p.budget / (per_image * K * 4), per_image, sh.n);
   p.panel_bytes = std::max(p.panel_bytes, images * per_image * K * 4);
   for (uint64_t n0 = 0; n0 < static_cast<uint64_t>(sh.n); n0 += images) {
     const uint64_t count = std::min<uint64_t>(images, sh.n - n0);
@@ -159,15 +161,29 @@ void plan_input_grad(Backend& b, const StepView& s, ConvPlan& p) {
     g.b_off = n0 * per_image * O;
     g.c = kPanel, g.ldc = K;
     g.what = s.what() + " dcol = dz W (images " + std::to_string(n0) + "..)";
-    p.actions.push_back(Action(Action::kGemm, g));
+    // The same products as column-major C [rows, K] (dcol stored transposed, each element the
+    // same chain over o): CLBlast needs no copies when its tiles divide (rows, K) rather than
+    // (K, rows); take the orientation with the smaller scratch.
+    Gemm t;
+    t.layout = clblast::Layout::kColMajor;
+    t.ta = clblast::Transpose::kYes, t.tb = clblast::Transpose::kYes;
+    t.m = g.n, t.n = K, t.k = O;
+    t.a = sh.dy, t.lda = O, t.a_off = g.b_off;
+    t.b = sh.w_t, t.ldb = K;
+    t.c = kPanel, t.ldc = g.n;
+    t.what = s.what() + " dcol^T = (dz W)^T (images " + std::to_string(n0) + "..)";
+    const bool transposed = gemm_temp_bytes(b, t) < gemm_temp_bytes(b, g);
+    p.actions.push_back(Action(Action::kGemm, transposed ? t : g));
     Action gather(Action::kGather);
     gather.row0 = static_cast<uint32_t>(n0), gather.rows = static_cast<uint32_t>(count);
+    gather.transposed = transposed;
     p.actions.push_back(gather);
   }
 }
 
-ConvPlan make_plan(Backend& b, const StepView& s) {
+ConvPlan plan_with_budget(Backend& b, const StepView& s, uint64_t budget) {
   ConvPlan p;
+  p.budget = budget;
   if (const std::string why = check_conv(s, p.sh); !why.empty()) fail(CLTRAIN_INVALID, s.what() + ": " + why);
   const ConvShape& sh = p.sh;
   p.pointwise = sh.has_geometry && sh.taps() == 1 && sh.h.stride == 1 && sh.w.stride == 1 && sh.h.pad_before == 0 &&
@@ -183,6 +199,27 @@ ConvPlan make_plan(Backend& b, const StepView& s) {
   for (const Action& a : p.actions)
     if (a.kind == Action::kGemm) p.temp_bytes = std::max(p.temp_bytes, gemm_temp_bytes(b, a.gemm));
   return p;
+}
+
+// The panel and CLBlast's scratch together within b.scratch_budget: of the panel budgets
+// b.scratch_budget, cap, 3/4 cap, ... 64 KiB, the largest panel whose total fits (fewest chunks),
+// else the smallest total (CLBlast copies operands whose chunks are not whole tiles, so a
+// smaller panel can cost more).
+ConvPlan make_plan(Backend& b, const StepView& s) {
+  std::vector<uint64_t> budgets = {b.scratch_budget};
+  for (uint64_t f = b.scratch_cap; f >= (64u << 10); f = f * 3 / 4) budgets.push_back(f);
+  ConvPlan best;
+  bool have = false, best_fits = false;
+  for (uint64_t budget : budgets) {
+    ConvPlan p = plan_with_budget(b, s, budget);
+    const uint64_t total = p.panel_bytes + p.temp_bytes, best_total = best.panel_bytes + best.temp_bytes;
+    const bool fits = total <= b.scratch_budget;
+    const bool better = !have || (fits && (!best_fits || p.panel_bytes > best.panel_bytes ||
+                                           (p.panel_bytes == best.panel_bytes && total < best_total))) ||
+                        (!fits && !best_fits && total < best_total);
+    if (better) best = std::move(p), have = true, best_fits = fits;
+  }
+  return best;
 }
 
 std::string check(const StepView& s) {
@@ -239,14 +276,16 @@ StepRun prepare(Backend& b, const StepView& s) {
         // Channels per work-item: the widest of 16, 8, 4 that divides I, else 1.
         long long vec = 1;
         for (long long v : {16, 8, 4})
-          if (sh.in_ch % v == 0) {
+          if (sh.in_ch % v == 0 && !a.transposed) {
             vec = v;
             break;
           }
         Defines d = geometry;
+        d.set("XACT", sh.dx_activation).set("DCOL_T", a.transposed);
         Kernel k = make_kernel(b, "conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", vec),
                                "conv_gather_dx");
-        set_args(k, b.pool, elem_offset(b, panel), elem_offset(b, sh.dx), a.row0, a.rows);
+        set_args(k, b.pool, elem_offset(b, panel), elem_offset(b, sh.dx), a.row0, a.rows,
+                 sh.dx_activation != CLTRAIN_ACT_NONE ? elem_offset(b, sh.x) : cl_uint{0});
         const uint64_t count = uint64_t{a.rows} * sh.h.in * sh.w.in * sh.in_ch / vec;
         run.push_back([&b, k, count] { launch_1d(b, k, count); });
         break;

@@ -106,6 +106,12 @@ std::string check_conv(const StepView& s, ConvShape& sh) {
     sh.x = s.in(0), sh.w_t = s.in(1), sh.y = s.in(2), sh.dy = s.in(3);
     sh.dx = s.out(0), sh.dw = s.out(1), sh.db = s.out(2);
     if (sh.dw >= 0 && sh.x < 0) return "needs the input tensor for the weight gradient";
+    sh.dx_activation = s.step.params.dx_activation;
+    if (sh.dx_activation != CLTRAIN_ACT_NONE) {
+      if (!activation_supported(sh.dx_activation) || sh.dx_activation == CLTRAIN_ACT_NONE)
+        return "dx_activation " + std::to_string(sh.dx_activation) + " is not supported";
+      if (sh.x < 0 || sh.dx < 0) return "dx_activation needs the input and its gradient";
+    }
     if (sh.x >= 0 && sh.dx >= 0 && dims_of(s.tensor(sh.x)) != dims_of(s.tensor(sh.dx)))
       return "input gradient " + dims_string(dims_of(s.tensor(sh.dx))) + " differs from the input " +
              dims_string(dims_of(s.tensor(sh.x)));

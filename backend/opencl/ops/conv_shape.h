@@ -25,6 +25,7 @@ struct ConvShape {
   ConvAxis h, w;
   int32_t x = -1, w_t = -1, bias = -1, y = -1, dy = -1, dx = -1, dw = -1, db = -1;
   int32_t activation = CLTRAIN_ACT_NONE;
+  int32_t dx_activation = CLTRAIN_ACT_NONE;  // backward: the producer of x's, applied to dx
 
   int64_t taps() const { return h.filter * w.filter; }
   int64_t positions() const { return n * h.out * w.out; }  // rows of y viewed as [rows, out_ch]

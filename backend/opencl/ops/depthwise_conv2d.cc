@@ -65,8 +65,10 @@ StepRun prepare(Backend& b, const StepView& s) {
       launches.push_back({k, s.count(sh.dw) / vec});
     }
     if (sh.dx >= 0) {
-      Kernel k = make_kernel(b, kFamily, geometry, "dw_input_grad");
-      set_args(k, b.pool, elem_offset(b, sh.w_t), elem_offset(b, sh.dy), elem_offset(b, sh.dx));
+      Defines d = geometry;
+      Kernel k = make_kernel(b, kFamily, d.set("XACT", sh.dx_activation), "dw_input_grad");
+      set_args(k, b.pool, elem_offset(b, sh.w_t), elem_offset(b, sh.dy), elem_offset(b, sh.dx),
+               sh.dx_activation != CLTRAIN_ACT_NONE ? elem_offset(b, sh.x) : cl_uint{0});
       launches.push_back({k, s.count(sh.dx) / vec});
     }
   }

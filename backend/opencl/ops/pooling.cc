@@ -1,5 +1,7 @@
 // MAX_POOL_2D and AVERAGE_POOL_2D over NHWC (kernels/pooling.cl).
-//   MAX_POOL_2D      forward in [x] out [y];  backward in [x, dy] out [dx]
+//   MAX_POOL_2D      forward in [x] out [y, argmax];  backward in [x, dy, argmax, y] out [dx]
+//                    (argmax optional, UINT8; the backward reads x or argmax, and y for
+//                    params.dx_activation)
 //   AVERAGE_POOL_2D  forward in [x] out [y];  backward in [dy] out [dx]
 // One work-item per output element forward; backward gathers, one work-item per element of dx
 // (max: recomputing the first maximum of each window that could take it), so there are no
@@ -37,17 +39,28 @@ std::string check_shape(const StepView& s, PoolShape& sh) {
   std::string why;
   const bool max_pool = s.step.op == CLTRAIN_OP_MAX_POOL_2D;
   int32_t x = -1, y = -1;  // y: the output or its gradient, x: the input or its gradient
+  const cltrain_op_params& p = s.step.params;
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
     x = s.in(0), y = s.out(0);
     if (!(why = require_tensor(s, x, "input")).empty()) return why;
     if (!(why = require_tensor(s, y, "output")).empty()) return why;
+    if (max_pool && s.out(1) >= 0) {
+      if (p.filter_h * p.filter_w > 256) return "argmax needs a window of at most 256 positions";
+      if (!(why = require_count(s, s.out(1), "argmax", s.count(y))).empty()) return why;
+    }
   } else if (s.step.phase == CLTRAIN_PHASE_BACKWARD) {
     x = s.out(0), y = s.in(max_pool ? 1 : 0);
     if (!(why = require_tensor(s, y, "output gradient")).empty()) return why;
     if (!(why = require_tensor(s, x, "input gradient")).empty()) return why;
     if (max_pool) {
-      if (!(why = require_tensor(s, s.in(0), "input")).empty()) return why;
-      if (dims_of(s.tensor(s.in(0))) != dims_of(s.tensor(x))) return "input and input gradient differ in shape";
+      if (s.in(0) < 0 && s.in(2) < 0) return "needs the input or the argmax";
+      if (s.in(0) >= 0 && dims_of(s.tensor(s.in(0))) != dims_of(s.tensor(x)))
+        return "input and input gradient differ in shape";
+      if (s.in(2) >= 0 && !(why = require_count(s, s.in(2), "argmax", s.count(y))).empty()) return why;
+      if (p.dx_activation != CLTRAIN_ACT_NONE) {
+        if (!activation_supported(p.dx_activation)) return "dx_activation is not supported";
+        if (!(why = require_count(s, s.in(3), "output (for dx_activation)", s.count(y))).empty()) return why;
+      }
     }
   } else {
     return "has no " + phase_name(s.step.phase) + " step";
@@ -55,7 +68,6 @@ std::string check_shape(const StepView& s, PoolShape& sh) {
   const cltrain_tensor_desc& xt = s.tensor(x);
   const cltrain_tensor_desc& yt = s.tensor(y);
   if (xt.rank != 4 || yt.rank != 4) return "needs NHWC input and output (rank 4)";
-  const cltrain_op_params& p = s.step.params;
   if (p.filter_h <= 0 || p.filter_w <= 0 || p.stride_h <= 0 || p.stride_w <= 0)
     return "needs positive filter and stride";
   if (p.padding != CLTRAIN_PADDING_SAME && p.padding != CLTRAIN_PADDING_VALID)
@@ -90,13 +102,27 @@ StepRun prepare(Backend& b, const StepView& s) {
   const bool max_pool = s.step.op == CLTRAIN_OP_MAX_POOL_2D;
   Kernel k;
   uint64_t count = 0;
+  const bool argmax = max_pool && s.out(1) >= 0;
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
+    d.set("ARGMAX", argmax);
     k = make_kernel(b, kFamily, d, max_pool ? "max_pool_forward" : "avg_pool_forward");
-    set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.out(0)));
+    if (max_pool)
+      set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.out(0)), argmax ? elem_offset(b, s.out(1)) : cl_uint{0});
+    else
+      set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.out(0)));
+    count = s.count(s.out(0));
+  } else if (max_pool && s.in(2) >= 0) {  // from the argmax
+    const int32_t act = s.step.params.dx_activation;
+    d.set("ACT", act);
+    k = make_kernel(b, kFamily, d, "max_pool_backward_argmax");
+    set_args(k, b.pool, elem_offset(b, s.in(2)), elem_offset(b, s.in(1)),
+             act != CLTRAIN_ACT_NONE ? elem_offset(b, s.in(3)) : cl_uint{0}, elem_offset(b, s.out(0)));
     count = s.count(s.out(0));
   } else if (max_pool) {
+    d.set("ACT", s.step.params.dx_activation);
     k = make_kernel(b, kFamily, d, "max_pool_backward");
-    set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.in(1)), elem_offset(b, s.out(0)));
+    set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.in(1)),
+             s.in(3) >= 0 ? elem_offset(b, s.in(3)) : cl_uint{0}, elem_offset(b, s.out(0)));
     count = s.count(s.out(0));
   } else {
     k = make_kernel(b, kFamily, d, "avg_pool_backward");

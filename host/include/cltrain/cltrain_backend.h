@@ -48,12 +48,22 @@
  *     Reduction: SUM_OVER_BATCH_SIZE divides the sum over samples by the batch (first dimension),
  *                SUM does not. The backward includes the same scale.
  *  CONV_2D forward:           in [x, W, b]          out [y]     x [N,H,W,I], W [O,KH,KW,I], y [N,OH,OW,O]
- *  CONV_2D backward:          in [x, W, y, dy]      out [dx, dW, db]   as FULLY_CONNECTED
+ *  CONV_2D backward:          in [x, W, y, dy]      out [dx, dW, db]   as FULLY_CONNECTED; and
+ *                             when params.dx_activation != NONE, x is the output of a producer
+ *                             with that fused activation, and dx = act'(x) applied to the input
+ *                             gradient (the producer's backward then gets activation NONE): x is
+ *                             then given even when dW is -1.
  *  DEPTHWISE_CONV_2D:         as CONV_2D with W [1,KH,KW,I*M] (M = depth_multiplier); output
  *                             channel c*M + j reads input channel c.
  *  MAX_POOL_2D forward:       in [x]                out [y]     windows never read padding
- *  MAX_POOL_2D backward:      in [x, dy]            out [dx]    dy goes to the first maximum of
- *                                                               each window (in window order)
+ *  MAX_POOL_2D forward:       in [x]                out [y, argmax]  argmax (optional, UINT8, shaped
+ *                                                               as y) = kh * filter_w + kw of the
+ *                                                               window's first maximum
+ *  MAX_POOL_2D backward:      in [x, dy, argmax, y] out [dx]    dy goes to the first maximum of
+ *                             each window (in window order), found from x, or from argmax when x
+ *                             is -1; with params.dx_activation != NONE (y given, the forward's
+ *                             output), dx = act'(x) applied as well, computed as act'(y) of each
+ *                             window (y = x at the window's maximum, so the two are the same)
  *  AVERAGE_POOL_2D:           fwd in [x] out [y]; bwd in [dy] out [dx]; the average is over the
  *                             window's positions inside the input
  *  MEAN:                      fwd in [x] out [y]; bwd in [dy] out [dx]; params.axes_mask, keep_dims
@@ -77,7 +87,14 @@
  *  CLTRAIN_ROLE_LAYER_SCOPE, live only during the step that uses them, and are included in
  *  the memory report.
  *  Persistent tensors and tensors with initial data are planned over the whole step order.
- *  Output tensors of a step never alias its inputs, except where stated (ACCUMULATE, updates).
+ *  Output tensors of a step never alias its inputs, except where stated (ACCUMULATE, updates),
+ *  or where the host makes them share bytes (tensor_desc.alias) for one of these pairs, which
+ *  backends must compute correctly in place:
+ *   - RESHAPE forward y with x, and RESHAPE backward dx with dy: the step then copies nothing;
+ *   - CONV_2D / DEPTHWISE_CONV_2D backward dx with x, when params.dx_activation != NONE (every
+ *     read of x, for dW and for the mask, comes before dx is written where it overlaps);
+ *   - RELU, RELU6, TANH, LOGISTIC backward dx with dy; their forward y with x.
+ *  The host only makes a pair share when the tensor read is dead after the step.
  *
  * Numerics (float32 everywhere; the order of every rounding is part of the op's definition)
  *  The CPU backend computes exactly as stated here, and so do the OpenCL kernels, with no
@@ -156,7 +173,7 @@ typedef enum cltrain_status {
   CLTRAIN_INVALID = 4        /* the host passed something the backend cannot accept */
 } cltrain_status;
 
-typedef enum cltrain_dtype { CLTRAIN_FLOAT32 = 0, CLTRAIN_INT32 = 1 } cltrain_dtype;
+typedef enum cltrain_dtype { CLTRAIN_FLOAT32 = 0, CLTRAIN_INT32 = 1, CLTRAIN_UINT8 = 2 } cltrain_dtype;
 
 /* Tensor roles; memory is reported per role. */
 typedef enum cltrain_role {
@@ -187,6 +204,10 @@ typedef struct cltrain_tensor_desc {
   int32_t persistent; /* keeps its contents across iterations (weights, optimizer variables) */
   const void* data;   /* initial contents (weights) or NULL; host-owned, valid during prepare */
   uint64_t data_bytes;
+  /* 0: the tensor has bytes of its own. k > 0: it shares the bytes of tensor k - 1 (same byte
+   * size, same backend), which the backend plans as one block live over both lifetimes; only
+   * for the in-place pairs listed above. */
+  int32_t alias;
 } cltrain_tensor_desc;
 
 /* Parameters of a step; each op reads the members it needs. */
@@ -209,7 +230,10 @@ typedef struct cltrain_op_params {
    * of W (and of grad) are updated; Adam's m and v then have update_count elements, m[i] and v[i]
    * belonging to W[update_offset + i]. 0: the whole tensor. (onert-micro's half-weight ranks.) */
   int32_t update_offset, update_count;
-  int32_t reserved[6];            /* zero */
+  /* CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D backward: the fused activation of the producer of
+   * x, whose derivative this step applies to dx (see the step conventions); 0 (NONE) for none. */
+  int32_t dx_activation;
+  int32_t reserved[5];            /* zero */
 } cltrain_op_params;
 
 typedef struct cltrain_step_desc {
@@ -355,6 +379,16 @@ typedef struct cltrain_backend_iface {
   cltrain_status (*profile)(cltrain_backend* backend, const cltrain_kernel_profile** rows,
                             int32_t* num_rows);
 } cltrain_backend_iface;
+
+/* The dtype a step's slot holds: UINT8 for MAX_POOL_2D's argmax (forward output 1, backward
+ * input 2), FLOAT32 everywhere else. */
+static inline int32_t cltrain_slot_dtype(const cltrain_step_desc* step, int output, int slot) {
+  if (step->op == CLTRAIN_OP_MAX_POOL_2D &&
+      ((step->phase == CLTRAIN_PHASE_FORWARD && output && slot == 1) ||
+       (step->phase == CLTRAIN_PHASE_BACKWARD && !output && slot == 2)))
+    return CLTRAIN_UINT8;
+  return CLTRAIN_FLOAT32;
+}
 
 /* The one symbol a plugin exports. */
 typedef const cltrain_backend_iface* (*cltrain_backend_entry_fn)(void);
