@@ -12,8 +12,10 @@ namespace {
 
 class GraphBuilder {
  public:
-  GraphBuilder(const Model& model, const TrainOptions& options)
-      : model_(model), opt_(options), ops_(model.operators) {}
+  // order: the model's operators in the order their forward steps run (a topological order);
+  // the backward steps run in the reverse order.
+  GraphBuilder(const Model& model, const TrainOptions& options, std::vector<size_t> order)
+      : model_(model), opt_(options), order_(std::move(order)), ops_(model.operators) {}
 
   TrainingGraph build();
 
@@ -83,6 +85,7 @@ class GraphBuilder {
 
   const Model& model_;
   const TrainOptions& opt_;
+  std::vector<size_t> order_;
   // The model's operators as trained: a Pad that only feeds a VALID convolution whose SAME
   // padding is the same pad is folded into it (fused_[pad] set, the convolution reads the Pad's
   // input with SAME padding): the padded tensor is never stored.
@@ -405,7 +408,7 @@ TrainingGraph GraphBuilder::build() {
   for (const auto& [w, n] : remaining_) g_.weights.push_back(w);
 
   fuse_pads();
-  for (size_t i = 0; i < ops_.size(); ++i) forward_step(i);
+  for (size_t i : order_) forward_step(i);
   g_.num_forward = static_cast<int32_t>(g_.steps.size());
 
   // The loss.
@@ -421,12 +424,81 @@ TrainingGraph GraphBuilder::build() {
   grad_[g_.prediction] = dpred;
   add_step(opt_.loss, CLTRAIN_PHASE_BACKWARD, -1, {g_.prediction, g_.expected}, {dpred}, lp, g_.loss_step);
 
-  for (size_t i = ops_.size(); i-- > 0;) {
+  for (size_t k = order_.size(); k-- > 0;) {
+    const size_t i = order_[k];
     const Operator& op = ops_[i];
     if (fused_[i] || !needs_grad(op.outputs[0]) || !grad_.count(op.outputs[0])) continue;
     backward_step(i);
   }
   return std::move(g_);
+}
+
+// The operators in an order that keeps few bytes live: of the operators whose inputs are ready,
+// the one that adds the fewest bytes (outputs written less inputs read for the last time), the
+// model's order on ties. Where the graph has no branches this is the model's order.
+std::vector<size_t> low_memory_order(const Model& m) {
+  const size_t n = m.operators.size();
+  std::vector<int32_t> producer(m.tensors.size(), -1), uses(m.tensors.size(), 0);
+  for (size_t i = 0; i < n; ++i) {
+    for (int32_t t : m.operators[i].outputs)
+      if (t >= 0) producer[static_cast<size_t>(t)] = static_cast<int32_t>(i);
+    for (int32_t t : m.operators[i].inputs)
+      if (t >= 0) ++uses[static_cast<size_t>(t)];
+  }
+  auto bytes = [&](int32_t t) { return static_cast<int64_t>(m.tensors[static_cast<size_t>(t)].elements() * 4); };
+  std::vector<bool> done(n, false), written(m.tensors.size(), false);
+  for (size_t t = 0; t < m.tensors.size(); ++t) written[t] = producer[t] < 0;
+  std::vector<size_t> order;
+  for (size_t k = 0; k < n; ++k) {
+    int64_t best_delta = 0;
+    size_t best = n;
+    for (size_t i = 0; i < n; ++i) {
+      if (done[i]) continue;
+      const Operator& op = m.operators[i];
+      bool ready = true;
+      for (int32_t t : op.inputs) ready = ready && (t < 0 || written[static_cast<size_t>(t)]);
+      if (!ready) continue;
+      int64_t delta = 0;
+      for (int32_t t : op.outputs)
+        if (t >= 0) delta += bytes(t);
+      for (int32_t t : op.inputs)
+        if (t >= 0 && uses[static_cast<size_t>(t)] == 1 && producer[static_cast<size_t>(t)] >= 0) delta -= bytes(t);
+      if (best == n || delta < best_delta) best = i, best_delta = delta;
+    }
+    if (best == n) break;  // a cycle: the loader refuses those; keep the model's order
+    done[best] = true;
+    order.push_back(best);
+    for (int32_t t : m.operators[best].outputs)
+      if (t >= 0) written[static_cast<size_t>(t)] = true;
+    for (int32_t t : m.operators[best].inputs)
+      if (t >= 0) --uses[static_cast<size_t>(t)];
+  }
+  return order;
+}
+
+// The largest sum of bytes of the tensors live at one step, lifetimes from the steps' accesses
+// (persistent tensors over all steps).
+uint64_t peak_live_bytes(const TrainingGraph& g) {
+  const size_t steps = g.steps.size();
+  std::vector<int32_t> first(g.tensors.size(), -1), last(g.tensors.size(), -1);
+  for (size_t s = 0; s < steps; ++s) {
+    const auto& st = g.steps[s];
+    for (int k = 0; k < st.num_inputs + st.num_outputs; ++k) {
+      const int32_t t = k < st.num_inputs ? st.inputs[k] : st.outputs[k - st.num_inputs];
+      if (t < 0) continue;
+      auto& f = first[static_cast<size_t>(t)];
+      f = f < 0 ? static_cast<int32_t>(s) : f;
+      last[static_cast<size_t>(t)] = static_cast<int32_t>(s);
+    }
+  }
+  std::vector<uint64_t> live(steps + 1, 0);
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    if (first[t] < 0) continue;
+    const bool whole = g.tensors[t].persistent != 0;
+    for (size_t s = whole ? 0 : static_cast<size_t>(first[t]); s <= (whole ? steps - 1 : static_cast<size_t>(last[t])); ++s)
+      live[s] += tensor_bytes(g.tensors[t]);
+  }
+  return *std::max_element(live.begin(), live.end());
 }
 
 }  // namespace
@@ -436,7 +508,16 @@ TrainingGraph build_training_graph(const Model& model, const TrainOptions& optio
     throw ModelError("unknown loss");
   if (options.optimizer != CLTRAIN_OP_UPDATE_SGD && options.optimizer != CLTRAIN_OP_UPDATE_ADAM)
     throw ModelError("unknown optimizer");
-  return GraphBuilder(model, options).build();
+  // Where the graph leaves a choice of order (branches), the order with the lower peak.
+  std::vector<size_t> model_order(model.operators.size());
+  for (size_t i = 0; i < model_order.size(); ++i) model_order[i] = i;
+  TrainingGraph g = GraphBuilder(model, options, model_order).build();
+  std::vector<size_t> other = low_memory_order(model);
+  if (other.size() == model_order.size() && other != model_order) {
+    TrainingGraph h = GraphBuilder(model, options, std::move(other)).build();
+    if (peak_live_bytes(h) < peak_live_bytes(g)) return h;
+  }
+  return g;
 }
 
 }  // namespace cltrain
