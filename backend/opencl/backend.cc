@@ -193,10 +193,9 @@ void check_step_tensors(const cltrain_backend& b, const StepView& s) {
   }
 }
 
-// Per step, the scratch budget: peak - live bytes at the step, within [floor, cap], where live
-// bytes are those of the host's tensors planned here (an alias group counted once, over the
-// span of its members) and the peak is their largest sum.
-std::vector<uint64_t> scratch_budgets(const cltrain_graph_desc& g, uint64_t floor, uint64_t cap) {
+// Per step, the bytes of the host's tensors planned here that are live at it (an alias group
+// counted once, over the span of its members).
+std::vector<uint64_t> live_bytes(const cltrain_graph_desc& g) {
   const size_t n = static_cast<size_t>(g.num_tensors);
   std::vector<uint64_t> live(static_cast<size_t>(std::max(g.num_steps, 1)) + 1, 0);
   std::vector<int32_t> first(n, -1), last(n, -1);
@@ -217,10 +216,7 @@ std::vector<uint64_t> scratch_budgets(const cltrain_graph_desc& g, uint64_t floo
   }
   for (size_t t = 0; t < n; ++t)
     for (int32_t s = std::max(first[t], 0); first[t] >= 0 && s <= last[t] && s < g.num_steps; ++s) live[s] += bytes[t];
-  const uint64_t peak = *std::max_element(live.begin(), live.end());
-  std::vector<uint64_t> out(live.size());
-  for (size_t s = 0; s < live.size(); ++s) out[s] = std::clamp<uint64_t>(peak - live[s], floor, cap);
-  return out;
+  return live;
 }
 
 cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltrain_memory_report* report) {
@@ -239,8 +235,22 @@ cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltr
     b->runs.assign(graph->num_steps, StepRun{});
 
     // Check every assigned step and collect the scratch tensors they need, then plan them all.
-    // A step's scratch may fill what its step leaves below the peak of the host's tensors.
-    const std::vector<uint64_t> budgets = scratch_budgets(*graph, b->scratch_floor, b->scratch_cap);
+    // The peak is that of the host's tensors, or higher where a step's least scratch (at the
+    // floor budget) raises it; each step's scratch may then fill what the step leaves below it.
+    const std::vector<uint64_t> live = live_bytes(*graph);
+    uint64_t peak = *std::max_element(live.begin(), live.end());
+    std::vector<uint64_t> budgets(live.size(), b->scratch_cap);
+    for (int32_t i = 0; i < graph->num_steps && b->scratch_floor < b->scratch_cap; ++i) {
+      const OpFamily* family = b->assigned[i] ? find_op_family(b->steps[i].op) : nullptr;
+      const StepView s{b->steps[i], graph->tensors, i};
+      if (!family || !family->scratch || !why_unsupported(b, s).empty()) continue;  // refused below
+      b->scratch_budget = b->scratch_floor;
+      uint64_t least = 0;
+      for (uint64_t bytes : family->scratch(*b, s)) least += bytes;
+      peak = std::max(peak, live[static_cast<size_t>(i)] + least);
+    }
+    for (size_t i = 0; i < live.size(); ++i)
+      budgets[i] = std::clamp<uint64_t>(peak - std::min(peak, live[i]), b->scratch_floor, b->scratch_cap);
     std::vector<ScratchRequest> scratch;
     for (int32_t i = 0; i < graph->num_steps; ++i) {
       if (!b->assigned[i]) continue;
