@@ -78,7 +78,7 @@ uint64_t conv_flops(const StepTensors& s, bool depthwise) {
   if (s.forward())
     return 2 * macs + (s.in(2) >= 0 ? ys : 0) + activation_forward(p.activation) * ys;
   uint64_t f = s.in(2) >= 0 ? activation_backward(p.activation) * ys : 0;
-  if (s.out(0) >= 0) f += 2 * macs;
+  if (s.out(0) >= 0) f += 2 * macs + activation_backward(p.dx_activation) * s.elements(s.out(0));
   if (s.out(1) >= 0) f += 2 * macs;
   if (s.out(2) >= 0) f += ys;
   return f;
@@ -92,7 +92,9 @@ uint64_t pool_flops(const StepTensors& s, bool average) {
       static_cast<uint64_t>(s.dim(x, 0) * s.dim(x, 3)) * window_pairs(s, x, p.filter_h, p.filter_w, 1, 1);
   const uint64_t ys = s.elements(y);
   if (s.forward()) return taps + (average ? ys : 0) + activation_forward(p.activation) * ys;
-  return (average ? taps + ys : ys) + activation_backward(p.activation) * ys;
+  // The producer's activation derivative (dx_activation) is taken once per window.
+  return (average ? taps + ys : ys) + activation_backward(p.activation) * ys +
+         activation_backward(p.dx_activation) * ys;
 }
 
 // ADD, SUB, MUL, DIV: forward one op per element of y; backward per element of y and gradient

@@ -8,8 +8,9 @@
 //    zero fills count 0 (RESHAPE, PAD, CONCATENATION are free).
 //  - Windows (convolutions, pools) count only the taps inside the input: positions in the
 //    padding are skipped by the definition, so they cost nothing here, whatever a backend does.
-//  - A fused activation counts 1 per output element forward (ReLU6 2, Tanh 5, Logistic 3) and
-//    its derivative 1 per element backward (Tanh, Logistic 3).
+//  - A fused activation counts 1 per output element forward (ReLU6 2, Tanh 5) and its derivative
+//    1 per element backward (Tanh 3); so does a producer's derivative that a backward step applies
+//    (params.dx_activation: per element of dx for convolutions, per window for max pools).
 //  - Element-wise per element: ReLU 1 / 1, ReLU6 2 / 1, Tanh 5 / 3, Logistic 3 / 3 (fwd / bwd);
 //    Softmax 6 / 5; MSE 3 / 4 (3 with SUM); CCE 5 / 4 (3 with SUM); Accumulate 1; SGD 2; Adam 12
 //    (per updated element); Add/Sub/Mul/Div 1 forward, backward per element of y and gradient

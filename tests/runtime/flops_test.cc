@@ -44,6 +44,14 @@ TEST(Flops, ConvolutionCountsOnlyTapsInsideTheInput) {
   EXPECT_EQ(flops_of_step(s, g.tensors), 2u * 2 * 8 * 3 * 100 + 2 * 4 * 4 * 8);
   s.params.padding = CLTRAIN_PADDING_VALID;  // 2 x 2 outputs, every tap inside
   EXPECT_EQ(flops_of_step(s, g.tensors), 2u * 2 * 8 * 3 * (2 * 3) * (2 * 3) + 2 * 4 * 4 * 8);
+  // Backward, SAME: dx and dW each the forward's products, db a sum over y; the producer's ReLU
+  // derivative (dx_activation) once per element of dx.
+  const int dy = g.tensor("dy", {2, 4, 4, 8}, kAct), dx = g.tensor("dx", {2, 4, 4, 3}, kAct);
+  const int dw = g.tensor("dW", {8, 3, 3, 3}, kAct), db = g.tensor("db", {8}, kAct);
+  cltrain_step_desc& bwd = g.steps[g.step(CLTRAIN_OP_CONV_2D, CLTRAIN_PHASE_BACKWARD, {x, w, -1, dy}, {dx, dw, db}, p)];
+  EXPECT_EQ(flops_of_step(bwd, g.tensors), 2 * (2u * 2 * 8 * 3 * 100) + 2 * 4 * 4 * 8);
+  bwd.params.dx_activation = CLTRAIN_ACT_RELU;
+  EXPECT_EQ(flops_of_step(bwd, g.tensors), 2 * (2u * 2 * 8 * 3 * 100) + 2 * 4 * 4 * 8 + 2 * 4 * 4 * 3);
 }
 
 TEST(Flops, UpdatesCountPerUpdatedElement) {
