@@ -114,6 +114,30 @@ __kernel void max_pool_backward_argmax(__global float* pool, uint argmax_off, ui
   pool[dx_off + i] = s;
 }
 
+// From argmax, where windows do not overlap (stride >= filter): one work-item per window writes
+// its inside positions, s = 0 + dy at the maximum and 0 elsewhere (the gather's sums, each over
+// the one window that takes the element). dx is filled with zeros first where windows leave
+// positions out.
+__kernel void max_pool_backward_scatter(__global float* pool, uint argmax_off, uint dy_off, uint y_off, uint dx_off) {
+  const uint i = get_global_id(0);
+  if (i >= N * OH * OW * C) return;
+  const int c = i % C, ow = (i / C) % OW, oh = (i / (C * OW)) % OH, n = i / (C * OW * OH);
+  const int k = (int)i;
+  __global const uchar* am = (__global const uchar*)(pool + argmax_off);
+  __global const float* dy = pool + dy_off;
+  __global const float* yv = pool + y_off;
+  const float g = 0.0f + POOL_GRAD(k);
+  const int arg = am[k];
+  int h0, h1, w0, w1;
+  pool_window(oh, ow, &h0, &h1, &w0, &w1);
+  __global float* dx = pool + dx_off + (uint)n * (H * W * C) + c;
+  for (int h = h0; h < h1; ++h)
+    for (int w = w0; w < w1; ++w) {
+      const int here = (h - (oh * SH - PT)) * FW + (w - (ow * SW - PL));
+      dx[(h * W + w) * C] = here == arg ? g : 0.0f;
+    }
+}
+
 __kernel void max_pool_backward(__global float* pool, uint x_off, uint dy_off, uint y_off, uint dx_off) {
   const uint i = get_global_id(0);
   if (i >= N * H * W * C) return;

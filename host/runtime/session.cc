@@ -361,6 +361,9 @@ std::vector<std::string> Session::model_op_placement() const {
     if (st.model_op >= static_cast<int32_t>(out.size())) out.resize(static_cast<size_t>(st.model_op) + 1);
     out[static_cast<size_t>(st.model_op)] = backends_[static_cast<size_t>(step_backend_[static_cast<size_t>(s)])]->name();
   }
+  for (const auto& [op, into] : graph_.folded_into)  // a folded op runs inside the one it is folded into
+    if (static_cast<size_t>(op) < out.size() && static_cast<size_t>(into) < out.size())
+      out[static_cast<size_t>(op)] = out[static_cast<size_t>(into)];
   return out;
 }
 

@@ -148,6 +148,7 @@ void GraphBuilder::fuse_pads() {
     conv.inputs[0] = x;
     conv.params.padding = CLTRAIN_PADDING_SAME;
     fused_[i] = true;
+    g_.folded_into[static_cast<int32_t>(i)] = static_cast<int32_t>(users[0]);
   }
   find_consumers();
 }

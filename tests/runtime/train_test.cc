@@ -104,5 +104,31 @@ TEST(TrainBranched, OpenclMatchesCpu) {
   expect_same_losses(*cl, *cpu);
 }
 
+// Max pools from their argmax (2x2/2: each window scatters), the ReLU derivatives that pools and
+// convs apply for their producers, conv dx in place over x: as the CPU computes them.
+TEST(TrainMnistKaggle, OpenclMatchesCpu) {
+  std::string why;
+  auto cpu = train_model("mnist-kaggle", 2, 64, false, &why);
+  ASSERT_TRUE(cpu) << why;
+  auto cl = train_model("mnist-kaggle", 2, 64, true, &why);
+  if (!cl && why.find("not available") != std::string::npos) GTEST_SKIP() << why;
+  ASSERT_TRUE(cl) << why;
+  for (size_t i = 0; i < cl->placement.size(); ++i) EXPECT_EQ(cl->placement[i], "opencl") << "operator " << i;
+  expect_same_losses(*cl, *cpu);
+}
+
+// A Pad folded into its depthwise conv (SAME), the conv's ReLU6 derivative applied by the
+// depthwise backward in place, max pool 3x3/1 from its argmax (overlapping windows gather).
+TEST(TrainCnnTiny, OpenclMatchesCpu) {
+  std::string why;
+  auto cpu = train_model("cnn-tiny", 2, 256, false, &why);
+  ASSERT_TRUE(cpu) << why;
+  auto cl = train_model("cnn-tiny", 2, 256, true, &why);
+  if (!cl && why.find("not available") != std::string::npos) GTEST_SKIP() << why;
+  ASSERT_TRUE(cl) << why;
+  for (size_t i = 0; i < cl->placement.size(); ++i) EXPECT_EQ(cl->placement[i], "opencl") << "operator " << i;
+  expect_same_losses(*cl, *cpu);
+}
+
 }  // namespace
 }  // namespace cltrain

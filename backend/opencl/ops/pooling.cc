@@ -114,10 +114,24 @@ StepRun prepare(Backend& b, const StepView& s) {
   } else if (max_pool && s.in(2) >= 0) {  // from the argmax
     const int32_t act = s.step.params.dx_activation;
     d.set("ACT", act);
-    k = make_kernel(b, kFamily, d, "max_pool_backward_argmax");
+    // Windows that do not overlap scatter (one work-item per window); else each dx gathers.
+    const bool scatter = sh.sh >= sh.fh && sh.sw >= sh.fw;
+    k = make_kernel(b, kFamily, d, scatter ? "max_pool_backward_scatter" : "max_pool_backward_argmax");
     set_args(k, b.pool, elem_offset(b, s.in(2)), elem_offset(b, s.in(1)),
              act != CLTRAIN_ACT_NONE ? elem_offset(b, s.in(3)) : cl_uint{0}, elem_offset(b, s.out(0)));
-    count = s.count(s.out(0));
+    count = s.count(scatter ? s.in(1) : s.out(0));
+    // Positions no window covers: zeros first.
+    const bool covered = sh.sh == sh.fh && sh.sw == sh.fw && sh.oh * sh.sh - sh.pt >= sh.h && sh.ow * sh.sw - sh.pl >= sh.w &&
+                         sh.pt == 0 && sh.pl == 0;
+    if (scatter && !covered) {
+      const size_t off = static_cast<size_t>(elem_offset(b, s.out(0))) * 4, bytes = s.count(s.out(0)) * 4;
+      const std::string what = s.what();
+      return [&b, k, count, off, bytes, what](const cltrain_run_args*) {
+        const float zero = 0.0f;
+        CLT_CALL(clEnqueueFillBuffer, (b.queue, b.pool, &zero, sizeof zero, off, bytes, 0, nullptr, nullptr), what);
+        launch_1d(b, k, count);
+      };
+    }
   } else if (max_pool) {
     d.set("ACT", s.step.params.dx_activation);
     k = make_kernel(b, kFamily, d, "max_pool_backward");
