@@ -92,43 +92,29 @@ TEST(TrainMlp, FullyConnectedForcedOffOpencl) {
 }
 
 // A residual Add and a tensor read by two ops: back-prop accumulation on both backends.
-TEST(TrainBranched, OpenclMatchesCpu) {
+// Trains `name` on the CPU (its loss must fall) and on OpenCL with every operator there; the
+// per-epoch losses must agree.
+void expect_opencl_matches_cpu(const std::string& name, int epochs, uint64_t samples) {
   std::string why;
-  auto cpu = train_model("branched", 2, 512, false, &why);
+  auto cpu = train_model(name, epochs, samples, false, &why);
   ASSERT_TRUE(cpu) << why;
-  EXPECT_LT(cpu->losses[1], cpu->losses[0]);
-  auto cl = train_model("branched", 2, 512, true, &why);
+  EXPECT_LT(cpu->losses.back(), cpu->losses.front());
+  auto cl = train_model(name, epochs, samples, true, &why);
   if (!cl && why.find("not available") != std::string::npos) GTEST_SKIP() << why;
   ASSERT_TRUE(cl) << why;
   for (size_t i = 0; i < cl->placement.size(); ++i) EXPECT_EQ(cl->placement[i], "opencl") << "operator " << i;
   expect_same_losses(*cl, *cpu);
 }
+
+TEST(TrainBranched, OpenclMatchesCpu) { expect_opencl_matches_cpu("branched", 2, 512); }
 
 // Max pools from their argmax (2x2/2: each window scatters), the ReLU derivatives that pools and
 // convs apply for their producers, conv dx in place over x: as the CPU computes them.
-TEST(TrainMnistKaggle, OpenclMatchesCpu) {
-  std::string why;
-  auto cpu = train_model("mnist-kaggle", 2, 64, false, &why);
-  ASSERT_TRUE(cpu) << why;
-  auto cl = train_model("mnist-kaggle", 2, 64, true, &why);
-  if (!cl && why.find("not available") != std::string::npos) GTEST_SKIP() << why;
-  ASSERT_TRUE(cl) << why;
-  for (size_t i = 0; i < cl->placement.size(); ++i) EXPECT_EQ(cl->placement[i], "opencl") << "operator " << i;
-  expect_same_losses(*cl, *cpu);
-}
+TEST(TrainMnistKaggle, OpenclMatchesCpu) { expect_opencl_matches_cpu("mnist-kaggle", 2, 64); }
 
 // A Pad folded into its depthwise conv (SAME), the conv's ReLU6 derivative applied by the
 // depthwise backward in place, max pool 3x3/1 from its argmax (overlapping windows gather).
-TEST(TrainCnnTiny, OpenclMatchesCpu) {
-  std::string why;
-  auto cpu = train_model("cnn-tiny", 2, 256, false, &why);
-  ASSERT_TRUE(cpu) << why;
-  auto cl = train_model("cnn-tiny", 2, 256, true, &why);
-  if (!cl && why.find("not available") != std::string::npos) GTEST_SKIP() << why;
-  ASSERT_TRUE(cl) << why;
-  for (size_t i = 0; i < cl->placement.size(); ++i) EXPECT_EQ(cl->placement[i], "opencl") << "operator " << i;
-  expect_same_losses(*cl, *cpu);
-}
+TEST(TrainCnnTiny, OpenclMatchesCpu) { expect_opencl_matches_cpu("cnn-tiny", 2, 256); }
 
 }  // namespace
 }  // namespace cltrain
