@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "atomic_file.h"  // save_file_atomic (backend/common)
 #include "model/model.h"
 
 namespace cltrain {
@@ -101,10 +102,6 @@ class ModelBuilder {
 // (or gets a new one if it has none) and the buffer list is as long as the largest such index.
 // Each operator's builtin code comes from the op list; ops outside it throw std::invalid_argument.
 std::vector<uint8_t> write_model(const Model& m, const std::string& format);
-
-// Writes bytes to path.tmp.PID, fsyncs, renames it over path. std::runtime_error with one line
-// on failure (the temporary file is removed).
-void save_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes);
 
 // Benchmark models by name, batch first (builder.cc describes each). Unknown names throw
 // ModelError listing the known ones.
