@@ -102,9 +102,10 @@ cltrain_status create(const cltrain_backend_config* config, cltrain_backend** ou
     b->queue = clCreateCommandQueue(b->context, b->device.id, props, &e);  // in order
     CLT_CHECK(e, "clCreateCommandQueue", b->device_line);
     b->queue_properties = props;
-    b->programs = std::make_unique<ProgramCache>(
-        b->context, b->device.id, b->device.name + "|" + b->device.version + "|" + b->device.driver, cache_dir,
-        program_options(b->device.single_fp_config));
+    b->cache_dir = cache_dir;
+    b->device_key = b->device.name + "|" + b->device.version + "|" + b->device.driver;
+    b->programs = std::make_unique<ProgramCache>(b->context, b->device.id, b->device_key, cache_dir,
+                                                 program_options(b->device.single_fp_config));
     apply_gemm_tuning(b->device);
     b->gemm_tile = gemm_tile(b->device);
     b->scratch_cap = std::min<uint64_t>(8u << 20, std::max<uint64_t>(b->device.max_alloc / 8, 1u << 20));
@@ -119,6 +120,7 @@ cltrain_status create(const cltrain_backend_config* config, cltrain_backend** ou
     b->scratch_budget = b->scratch_cap;
     const char* trace = std::getenv("CLTRAIN_OPENCL_TRACE");
     b->trace = trace && *trace;
+    b->programs->set_trace(b->trace);
     b->filter = OpFilter::from_env();
     b->last_error = b->filter.error;
     *out = b.release();
@@ -219,6 +221,18 @@ std::vector<uint64_t> live_bytes(const cltrain_graph_desc& g) {
   return live;
 }
 
+// What prepare took from the cache directory: one line with CLTRAIN_OPENCL_TRACE; without it,
+// one note when corrupt or stale entries had to be rebuilt (nothing when all is well).
+void report_caches(const cltrain_backend& b) {
+  const int rejected = b.cache_rejected + b.programs->entries_rejected();
+  if (b.trace)
+    std::fprintf(stderr, "cltrain opencl: prepare: plan %s; programs: %d built, %d loaded from the cache\n",
+                 b.plan_source.c_str(), b.programs->programs_built(), b.programs->programs_loaded());
+  else if (rejected > 0)
+    std::fprintf(stderr, "cltrain: note: %d corrupt or stale %s in the OpenCL cache %s; rebuilt\n", rejected,
+                 rejected == 1 ? "entry" : "entries", b.cache_dir.c_str());
+}
+
 cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltrain_memory_report* report) {
   if (!b) return CLTRAIN_INVALID;
   const CountingScope counting(b);
@@ -282,6 +296,7 @@ cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltr
       b->runs[i] = find_op_family(s.step.op)->prepare(*b, s);
     }
     CLT_CALL(clFinish, (b->queue), "end of prepare");
+    report_caches(*b);
     b->prepared = true;
     return CLTRAIN_OK;
   });

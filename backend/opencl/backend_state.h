@@ -63,6 +63,9 @@ struct cltrain_backend {
   std::unique_ptr<cltrain::ocl::ProgramCache> programs;
   cltrain::ocl::OpFilter filter;
   std::string last_error;
+  // cltrain_backend_config.cache_dir ("" for none): program binaries and saved plans live there.
+  std::string cache_dir;
+  std::string device_key;  // device name, version and driver: part of every cache key
 
   // Set by prepare.
   bool prepared = false;
@@ -81,6 +84,8 @@ struct cltrain_backend {
   uint64_t pool_bytes = 0;
   uint64_t alignment = 64;
   std::vector<cl_kernel> kernels;            // every kernel object the steps use
+  std::string plan_source;     // "loaded from PATH", "computed (ALGORITHM), saved to PATH", ...
+  int cache_rejected = 0;      // saved plans found corrupt or stale (and rebuilt) by prepare
   // Bound of one step's kernel scratch (im2col panels), for the step being prepared: what the
   // step can take without raising the pool's peak (live_scratch_budget), between scratch_floor
   // and scratch_cap. CLTRAIN_OPENCL_SCRATCH_BYTES fixes all three; else the cap is

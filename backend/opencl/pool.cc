@@ -5,6 +5,7 @@
 #include "abi_structs.h"
 #include "cl_error.h"
 #include "memory_plan.h"
+#include "plan_cache.h"
 
 namespace cltrain::ocl {
 namespace {
@@ -89,7 +90,7 @@ void plan_pool(Backend& b, const cltrain_graph_desc& graph, const std::vector<Sc
 
   if (const std::string e = link_aliases(items, graph.tensors, host); !e.empty()) fail(CLTRAIN_INVALID, "prepare: " + e);
   b.alignment = std::max<uint64_t>(64, b.device.base_addr_align_bits / 8);
-  const MemoryPlan plan = plan_memory(items, b.alignment);
+  const MemoryPlan plan = load_or_plan(b, graph, items);  // plan_cache.h: a saved plan, or a new one
   if (const std::string conflict = check_plan(items, plan, b.alignment); !conflict.empty())
     fail(CLTRAIN_ERROR, "memory plan (" + plan.algorithm + ") is wrong: " + conflict);
   for (size_t i = 0; i < items.size(); ++i) b.offsets[items[i].id] = static_cast<int64_t>(plan.offsets[i]);

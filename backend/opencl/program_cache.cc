@@ -1,34 +1,19 @@
 #include "program_cache.h"
 
-#include <unistd.h>
-
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <vector>
 
 #include "cl_error.h"
+#include "disk_cache.h"
 #include "kernel_sources.h"
 
 namespace cltrain::ocl {
 namespace {
 
-// Bump when the kernels' calling conventions or the cache file layout change.
-constexpr const char* kCacheFormat = "cltrain-ocl-cache-2";
-
-uint64_t fnv1a(const std::string& s, uint64_t h) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
+// Bump when the kernels' calling conventions or the binary entries change.
+constexpr const char* kCacheFormat = "cltrain-ocl-cache-3";
+constexpr const char* kBinaryMagic = "CLTBIN01";
 
 // The first lines of a build log, joined into one line.
 std::string log_excerpt(const std::string& log) {
@@ -100,17 +85,18 @@ cl_program ProgramCache::get_program(const std::string& family, const std::strin
   const std::string where = family + " with '" + options + "'";
 
   std::string cache_path;
+  KeyHash cache_key;
   if (!cache_dir_.empty()) {
-    const std::string k = std::string(kCacheFormat) + "\n" + device_key_ + "\n" + full_options + "\n" + text;
-    cache_path = cache_dir_ + "/cltrain-ocl-" + hex64(fnv1a(k, 0xcbf29ce484222325ull)) +
-                 hex64(fnv1a(k, 0x84222325cbf29ce4ull)) + ".bin";
-    if (cl_program p = load_binary(cache_path)) {
+    cache_key.str(kCacheFormat).str(device_key_).str(full_options).str(text);
+    cache_path = cache_dir_ + "/cltrain-ocl-program-" + cache_key.hex() + ".bin";
+    if (cl_program p = load_binary(cache_path, cache_key)) {
       if (clBuildProgram(p, 1, &device_, full_options.c_str(), nullptr, nullptr) == CL_SUCCESS) {
         ++loaded_;
         programs_.emplace(key, p);
         return p;
       }
-      clReleaseProgram(p);  // a stale or foreign binary: compile instead
+      clReleaseProgram(p);  // a binary this driver no longer takes: compile instead
+      note_rejected(cache_path, "is not accepted by the driver");
     }
   }
 
@@ -127,45 +113,49 @@ cl_program ProgramCache::get_program(const std::string& family, const std::strin
   }
   ++built_;
   programs_.emplace(key, program);
-  if (!cache_path.empty()) save_binary(program, cache_path);
+  if (!cache_path.empty()) save_binary(program, cache_path, cache_key);
   return program;
 }
 
-cl_program ProgramCache::load_binary(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return nullptr;
-  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.empty()) return nullptr;
+void ProgramCache::note_rejected(const std::string& path, const std::string& why) {
+  ++rejected_;
+  if (trace_) std::fprintf(stderr, "cltrain opencl: cache entry %s %s; building it again\n", path.c_str(), why.c_str());
+}
+
+cl_program ProgramCache::load_binary(const std::string& path, const KeyHash& key) {
+  std::vector<uint8_t> bytes;
+  std::string why;
+  const EntryRead r = read_entry(path, kBinaryMagic, key, &bytes, &why);
+  if (r == EntryRead::kInvalid || (r == EntryRead::kLoaded && bytes.empty())) {
+    note_rejected(path, why.empty() ? "is empty" : why);
+    return nullptr;
+  }
+  if (r != EntryRead::kLoaded) return nullptr;
   const unsigned char* data = bytes.data();
   const size_t size = bytes.size();
   cl_int status = CL_SUCCESS, err = CL_SUCCESS;
   cl_program p = clCreateProgramWithBinary(context_, 1, &device_, &size, &data, &status, &err);
   if (err != CL_SUCCESS || status != CL_SUCCESS) {
     if (p) clReleaseProgram(p);
+    note_rejected(path, "is not accepted by the driver");
     return nullptr;
   }
   return p;
 }
 
-void ProgramCache::save_binary(cl_program program, const std::string& path) {
+void ProgramCache::save_binary(cl_program program, const std::string& path, const KeyHash& key) {
   // Best effort: a cache that cannot be written only costs a compile next time.
   size_t size = 0;
   if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0)
     return;
-  std::vector<unsigned char> bytes(size);
+  std::vector<uint8_t> bytes(size);
   unsigned char* ptr = bytes.data();
   if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) != CL_SUCCESS) return;
-  const std::string tmp = path + ".tmp" + std::to_string(static_cast<long>(getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return;
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(size));
-    if (!out) {
-      std::remove(tmp.c_str());
-      return;
-    }
+  try {
+    write_entry(path, kBinaryMagic, key, bytes);
+  } catch (const std::exception& e) {
+    if (trace_) std::fprintf(stderr, "cltrain opencl: %s\n", e.what());
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
 }
 
 }  // namespace cltrain::ocl

@@ -1,9 +1,10 @@
 // Builds OpenCL programs from the embedded kernel families, once per (family, options) and
 // context. Each program is numerics.h (FP_CONTRACT OFF, clt_exp/clt_log), common.cl and the
 // family's source, compiled as OpenCL C 1.2 with the device options (correctly rounded divide and
-// sqrt where the device offers them) and the op instance's -D definitions. With a cache directory, program binaries are also kept
-// on disk, keyed by source, options, device, driver and a format version; any cache failure falls
-// back to compiling.
+// sqrt where the device offers them) and the op instance's -D definitions. With a cache
+// directory, program binaries are also kept on disk (disk_cache.h entries, checksummed), keyed
+// by source, options, device, driver and a format version; an entry that is missing, corrupt or
+// refused by the driver is compiled again and rewritten.
 #pragma once
 
 #include <map>
@@ -11,6 +12,7 @@
 #include <utility>
 
 #include "cl_headers.h"
+#include "disk_cache.h"
 
 namespace cltrain::ocl {
 
@@ -33,11 +35,15 @@ class ProgramCache {
 
   int programs_built() const { return built_; }      // compiled from source
   int programs_loaded() const { return loaded_; }    // loaded from the disk cache
+  int entries_rejected() const { return rejected_; } // disk cache entries found invalid and rebuilt
+  // With trace on, each rejected entry and each failed write is one line on stderr.
+  void set_trace(bool on) { trace_ = on; }
 
  private:
   cl_program get_program(const std::string& family, const std::string& options);
-  cl_program load_binary(const std::string& path);
-  void save_binary(cl_program program, const std::string& path);
+  cl_program load_binary(const std::string& path, const KeyHash& key);
+  void save_binary(cl_program program, const std::string& path, const KeyHash& key);
+  void note_rejected(const std::string& path, const std::string& why);
 
   cl_context context_;
   cl_device_id device_;
@@ -45,7 +51,8 @@ class ProgramCache {
   std::string cache_dir_;
   std::string device_options_;
   std::map<std::pair<std::string, std::string>, cl_program> programs_;
-  int built_ = 0, loaded_ = 0;
+  int built_ = 0, loaded_ = 0, rejected_ = 0;
+  bool trace_ = false;
 };
 
 }  // namespace cltrain::ocl

@@ -395,7 +395,7 @@ TEST_F(OpenCLPlugin, ProgramBinariesAreCachedOnDisk) {
     backend_ = nullptr;
   };
   run_relu();
-  const std::string list = "ls " + dir + "/cltrain-ocl-*.bin > /dev/null 2>&1";
+  const std::string list = "ls " + dir + "/cltrain-ocl-program-*.bin > /dev/null 2>&1";
   EXPECT_EQ(std::system(list.c_str()), 0) << "no program binary in " << dir;
   run_relu();  // from the cached binary
   std::system(("rm -rf " + dir).c_str());
