@@ -63,6 +63,11 @@ const char* train_usage() {
          "  --backends LIST           backends in order of preference (default opencl,cpu; cpu is always last)\n"
          "  --device N                OpenCL device index (see `cltrain devices`; or CLTRAIN_OPENCL_DEVICE)\n"
          "  --report FILE             write a JSON report\n"
+         "  --cache-dir DIR           keep saved memory plans and kernel binaries in DIR, so that the next\n"
+         "                            prepare of the same model and options skips planning and kernel builds\n"
+         "                            (default $CLTRAIN_CACHE_DIR, else $XDG_CACHE_HOME/cltrain, else\n"
+         "                            ~/.cache/cltrain; '' = no cache)\n"
+         "  --no-cache                neither read nor write a cache\n"
          "  --export_circle FILE      write the model with its trained weights (same layout)\n"
          "  --export_circleplus FILE  the same plus the training parameters as CIRCLE_TRAINING metadata\n"
          "  --checkpoint FILE         resume from an onert checkpoint (weights, Adam state, step, epoch);\n"
@@ -141,6 +146,10 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       if (o.backends.empty()) throw UsageError("--backends needs at least one backend");
     } else if (a == "--device") {
       o.device = to_int(a, next());
+    } else if (a == "--cache-dir") {
+      o.cache_dir = next();
+    } else if (a == "--no-cache") {
+      o.cache_dir = std::string();
     } else if (a == "--train_config") {
       o.train_config = next();
     } else if (a == "--export_circle") {

@@ -31,6 +31,9 @@ struct Options {
   int64_t data_limit = -1;               // use only the first N training samples
   std::vector<std::string> backends = {"opencl", "cpu"};
   int32_t device = -1;
+  // --cache-dir DIR: where backends keep saved plans and kernel binaries; "" (or --no-cache):
+  // no cache; unset: $CLTRAIN_CACHE_DIR, else $XDG_CACHE_HOME/cltrain, else ~/.cache/cltrain.
+  std::optional<std::string> cache_dir;
   std::string report;
   std::string checkpoint, export_checkpoint;
   std::string train_config;

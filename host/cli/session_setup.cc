@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
 
 #include "backend.h"
 #include "model/builder.h"
@@ -22,12 +25,40 @@ const char* role_key(int r) {
   return keys[r];
 }
 
+// The cache directory the backends get: --cache-dir (or --no-cache), else $CLTRAIN_CACHE_DIR,
+// else $XDG_CACHE_HOME/cltrain, else $HOME/.cache/cltrain; created with its parents. "" for
+// none, also when it cannot be created (after one warning).
+std::string cache_directory(const Options& o) {
+  std::string dir;
+  if (o.cache_dir) {
+    dir = *o.cache_dir;
+  } else if (const char* env = std::getenv("CLTRAIN_CACHE_DIR")) {
+    dir = env;
+  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/') {
+    dir = std::string(xdg) + "/cltrain";  // the XDG spec ignores a relative path
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    dir = std::string(home) + "/.cache/cltrain";
+  }
+  if (dir.empty()) return dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!ec && !std::filesystem::is_directory(dir, ec)) ec = std::make_error_code(std::errc::not_a_directory);
+  if (ec) {
+    std::fprintf(stderr, "cltrain: warning: cannot create the cache directory %s (%s); running without a cache\n",
+                 dir.c_str(), ec.message().c_str());
+    return {};
+  }
+  return dir;
+}
+
 std::vector<std::unique_ptr<Backend>> open_backends(const Options& o) {
   std::vector<std::string> names = o.backends;
   names.erase(std::remove(names.begin(), names.end(), std::string("cpu")), names.end());
   names.push_back("cpu");  // the CPU backend is always last
   cltrain_backend_config config = default_backend_config();
   config.device_index = o.device;
+  const std::string cache_dir = cache_directory(o);
+  config.cache_dir = cache_dir.empty() ? nullptr : cache_dir.c_str();
   std::vector<std::unique_ptr<Backend>> out;
   for (const auto& name : names) {
     std::string why;

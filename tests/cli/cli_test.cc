@@ -1,5 +1,6 @@
 // The cltrain command line: every bad input gives one clear line and a non-zero exit.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,8 +23,9 @@ struct Result {
   std::string err;  // stderr
 };
 
-Result run_cli(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + " " + std::string(CLTRAIN_CLI) + " " + args + " 2>&1 >/dev/null";
+// Runs cltrain with the given redirections; r.err gets what they send to the pipe.
+Result run_with(const std::string& args, const std::string& env, const char* redirect) {
+  const std::string cmd = env + " " + std::string(CLTRAIN_CLI) + " " + args + " " + redirect;
   FILE* p = popen(cmd.c_str(), "r");
   Result r;
   char buf[4096];
@@ -34,18 +36,13 @@ Result run_cli(const std::string& args, const std::string& env = "") {
   return r;
 }
 
+Result run_cli(const std::string& args, const std::string& env = "") { return run_with(args, env, "2>&1 >/dev/null"); }
+
 // Runs cltrain and returns its standard output (stderr dropped), with the exit code.
-Result run_cli_stdout(const std::string& args) {
-  const std::string cmd = std::string(CLTRAIN_CLI) + " " + args + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  Result r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.err.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
+Result run_cli_stdout(const std::string& args) { return run_with(args, "", "2>/dev/null"); }
+
+// Runs cltrain and returns stdout and stderr together, with the exit code.
+Result run_cli_all(const std::string& args, const std::string& env = "") { return run_with(args, env, "2>&1"); }
 
 std::string line_with(const std::string& text, const std::string& prefix) {
   const size_t at = text.find(prefix);
@@ -56,6 +53,8 @@ std::string line_with(const std::string& text, const std::string& prefix) {
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
+    // The CLI's default cache directory: in the build tree, never the user's ~/.cache.
+    setenv("CLTRAIN_CACHE_DIR", CLTRAIN_TEST_CACHE_DIR, 1);
     dir_ = ::testing::TempDir() + "cltrain_cli_" + std::to_string(getpid());
     mkdir_ok_ = system(("mkdir -p " + dir_).c_str()) == 0;
     ASSERT_TRUE(mkdir_ok_);
@@ -318,6 +317,100 @@ TEST_F(Cli, BenchOnCpuCountsStepsAsLaunches) {
   EXPECT_GT(j["launches_per_step"].get<double>(), 5.0);  // forward, loss, backward, updates
   EXPECT_GT(j["flops_per_step"].get<double>(), 2.0 * 4 * 784 * 128);
   EXPECT_TRUE(j["kernels"].empty());  // no --profile
+}
+
+// The lines of `cltrain bench` that carry a step's loss, in order.
+std::vector<std::string> loss_lines(const std::string& out) {
+  std::vector<std::string> lines;
+  for (size_t at = out.find(" - loss: "); at != std::string::npos; at = out.find(" - loss: ", at + 1)) {
+    const size_t start = out.rfind('\n', at) + 1;  // npos + 1 == 0 on the first line
+    lines.push_back(out.substr(start, out.find(" ms", at) - start));
+    lines.back() = lines.back().substr(0, lines.back().rfind(" - "));  // without the time
+  }
+  return lines;
+}
+
+// --cache-dir: the second run loads the saved plan and binaries; corrupt entries are noted once,
+// rebuilt and rewritten; the losses are the same as without a cache every time.
+TEST_F(Cli, SavedPlanAndBinariesGiveTheSameLosses) {
+  const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
+  const std::string bench = "bench " + model + " --steps 3 --backends opencl";
+  const std::string trace = "CLTRAIN_OPENCL_TRACE=1";
+  const Result none = run_cli_all(bench + " --no-cache", trace);
+  ASSERT_EQ(none.code, 0) << none.err;
+  if (none.err.find("continuing without it") != std::string::npos) GTEST_SKIP() << "no OpenCL: " << none.err;
+  EXPECT_NE(none.err.find("no cache directory"), std::string::npos) << none.err;
+  const std::vector<std::string> losses = loss_lines(none.err);
+  ASSERT_EQ(losses.size(), 4u) << none.err;
+
+  const std::string cache = path("cache");
+  const Result first = run_cli_all(bench + " --cache-dir " + cache, trace);
+  EXPECT_NE(first.err.find("plan computed"), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find("saved to " + cache), std::string::npos) << first.err;
+  EXPECT_EQ(loss_lines(first.err), losses);
+  const Result second = run_cli_all(bench + " --cache-dir " + cache, trace);
+  EXPECT_NE(second.err.find("plan loaded from " + cache), std::string::npos) << second.err;
+  EXPECT_NE(second.err.find("programs: 0 built"), std::string::npos) << second.err;
+  EXPECT_EQ(loss_lines(second.err), losses);
+
+  // A flipped byte in every entry: one note, the same losses, and the entries are good again.
+  ASSERT_EQ(system(("for f in " + cache + "/*; do printf '\\377' | dd of=$f bs=1 seek=60 conv=notrunc 2>/dev/null; done").c_str()), 0);
+  const Result corrupt = run_cli_all(bench + " --cache-dir " + cache);
+  EXPECT_EQ(corrupt.code, 0) << corrupt.err;
+  EXPECT_NE(line_with(corrupt.err, "cltrain: note: ").find("corrupt or stale entries in the OpenCL cache"), std::string::npos)
+      << corrupt.err;
+  EXPECT_EQ(loss_lines(corrupt.err), losses);
+  const Result repaired = run_cli_all(bench + " --cache-dir " + cache, trace);
+  EXPECT_NE(repaired.err.find("plan loaded from " + cache), std::string::npos) << repaired.err;
+  EXPECT_NE(repaired.err.find("programs: 0 built"), std::string::npos) << repaired.err;
+  EXPECT_EQ(repaired.err.find("cltrain: note: "), std::string::npos) << repaired.err;
+  EXPECT_EQ(loss_lines(repaired.err), losses);
+}
+
+TEST_F(Cli, neg_UnusableCacheDirectoryStillTrains) {
+  const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
+  const std::string bench = "bench " + model + " --steps 2";
+  const Result none = run_cli_all(bench + " --cache-dir ''");
+  ASSERT_EQ(none.code, 0) << none.err;
+  // Cannot be created (a file is in the way): one warning, then training without a cache.
+  write_bytes(path("file"), {1});
+  const Result blocked = run_cli(bench + " --cache-dir " + path("file/cache"));
+  EXPECT_EQ(blocked.code, 0) << blocked.err;
+  EXPECT_NE(blocked.err.find("cannot create the cache directory " + path("file/cache")), std::string::npos) << blocked.err;
+  EXPECT_EQ(blocked.err.find('\n'), blocked.err.size() - 1) << "more than one line: " << blocked.err;
+  EXPECT_EQ(loss_lines(run_cli_all(bench + " --cache-dir " + path("file/cache")).err), loss_lines(none.err));
+  // Exists but takes no files (root ignores permission bits; nothing creates files in /proc).
+  std::string ro = "/proc/self";
+  if (geteuid() != 0) {
+    ro = path("ro");
+    ASSERT_EQ(mkdir(ro.c_str(), 0555), 0);
+  }
+  const Result read_only = run_cli_all(bench + " --cache-dir " + ro);
+  EXPECT_EQ(read_only.code, 0) << read_only.err;
+  EXPECT_EQ(loss_lines(read_only.err), loss_lines(none.err));
+}
+
+// Without --cache-dir: $CLTRAIN_CACHE_DIR, else $XDG_CACHE_HOME/cltrain, else ~/.cache/cltrain,
+// created with its parents. (The CPU backend only: with OpenCL, POCL would move its own kernel
+// cache along with XDG_CACHE_HOME and HOME.)
+TEST_F(Cli, DefaultCacheDirectoryIsCreated) {
+  const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
+  const std::string bench = "bench " + model + " --steps 1 --warmup 0 --backends cpu";
+  const std::string unset = "env -u CLTRAIN_CACHE_DIR ";
+  EXPECT_EQ(run_cli(bench, unset + "XDG_CACHE_HOME=" + path("xdg")).code, 0);
+  EXPECT_EQ(run_cli(bench, unset + "XDG_CACHE_HOME=relative/is/ignored HOME=" + path("home1")).code, 0);
+  EXPECT_EQ(run_cli(bench, unset + "-u XDG_CACHE_HOME HOME=" + path("home2")).code, 0);
+  EXPECT_EQ(run_cli(bench, "CLTRAIN_CACHE_DIR=" + path("env/a/b")).code, 0);
+  EXPECT_EQ(run_cli(bench + " --cache-dir " + path("option"), "CLTRAIN_CACHE_DIR=" + path("not_this")).code, 0);
+  EXPECT_EQ(run_cli(bench + " --no-cache", "CLTRAIN_CACHE_DIR=" + path("nor_this")).code, 0);
+  EXPECT_EQ(run_cli(bench, "CLTRAIN_CACHE_DIR=").code, 0);  // empty: no cache
+  for (const char* d : {"xdg/cltrain", "home1/.cache/cltrain", "home2/.cache/cltrain", "env/a/b", "option"}) {
+    struct stat st {};
+    EXPECT_TRUE(stat(path(d).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) << d << " was not created";
+  }
+  struct stat st {};
+  EXPECT_NE(stat(path("not_this").c_str(), &st), 0);
+  EXPECT_NE(stat(path("nor_this").c_str(), &st), 0);
 }
 
 }  // namespace
