@@ -333,6 +333,8 @@ int usage() {
                "  --threads   OpenBLAS threads (default 2)\n"
                "  --repeat    timed runs per group, the median counts (default 5)\n"
                "  --top       only the K groups of each model with the most FLOPs (default 6; 0 = all)\n"
+               "  --call L,TA,TB,m,n,k[,lda,ldb,ldc]  also this product (L: R or C; TA, TB: N or T)\n"
+               "  --square N  also an N x N x N row-major product (what the machine reaches at large sizes)\n"
                "  --no-blas   time cltrain's path only (for trying CLBlast parameters: CLTRAIN_CLBLAST_XGEMM)\n");
   return 2;
 }
@@ -341,7 +343,8 @@ int usage() {
 
 int main(int argc, char** argv) {
   std::vector<std::pair<std::string, int>> models;
-  int device = -1, threads = 2, repeat = 5, top = 6;
+  int device = -1, threads = 2, repeat = 5, top = 6, square = 0;
+  std::vector<Call> custom;
   bool blas = true;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
@@ -363,6 +366,25 @@ int main(int argc, char** argv) {
       repeat = std::max(1, std::atoi(next().c_str()));
     } else if (a == "--top") {
       top = std::atoi(next().c_str());
+    } else if (a == "--call") {
+      // LAYOUT,TA,TB,m,n,k[,lda,ldb,ldc]: R|C, N|T, N|T; leading dimensions default to packed.
+      const std::string v = next();
+      char lay = 0, ta = 0, tb = 0;
+      size_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+      if (std::sscanf(v.c_str(), "%c,%c,%c,%zu,%zu,%zu,%zu,%zu,%zu", &lay, &ta, &tb, &m, &n, &k, &lda, &ldb, &ldc) < 6)
+        return usage();
+      Call c;
+      c.layout = lay == 'C' ? Layout::kColMajor : Layout::kRowMajor;
+      c.ta = ta == 'T' ? Transpose::kYes : Transpose::kNo;
+      c.tb = tb == 'T' ? Transpose::kYes : Transpose::kNo;
+      c.m = m, c.n = n, c.k = k;
+      const bool rm = lay != 'C';
+      c.lda = lda ? lda : (rm == (c.ta == Transpose::kNo) ? k : m);
+      c.ldb = ldb ? ldb : (rm == (c.tb == Transpose::kNo) ? n : k);
+      c.ldc = ldc ? ldc : (rm ? n : m);
+      custom.push_back(c);
+    } else if (a == "--square") {
+      square = std::atoi(next().c_str());
     } else if (a == "--no-blas") {
       blas = false;
     } else if (a == "--json") {
@@ -372,6 +394,8 @@ int main(int argc, char** argv) {
     }
   }
   if (models.empty()) models = {{"mnist-kaggle", 32}, {"mobilenetv2", 10}};
+  if (square > 0) models.emplace_back("square", square);
+  for (size_t i = 0; i < custom.size(); ++i) models.emplace_back("call", static_cast<int>(i));
 
   try {
     using namespace cltrain::ocl;
@@ -405,17 +429,28 @@ int main(int argc, char** argv) {
     bool first_json = true;
     int below = 0;
     for (const auto& [name, batch] : models) {
-      std::vector<Group> groups = model_groups(name, batch, tile, budget);
+      std::vector<Group> groups;
+      if (name == "square") {
+        Call c;
+        c.m = c.n = c.k = c.lda = c.ldb = c.ldc = static_cast<size_t>(batch);
+        groups.push_back(Group{name, std::to_string(batch) + "^3", "C=AB", {c}});
+      } else if (name == "call") {
+        groups.push_back(Group{name, "--call " + std::to_string(batch + 1), "", {custom[batch]}});
+      } else {
+        groups = model_groups(name, batch, tile, budget);
+      }
       double all_flops = 0;
-      for (const Group& g : groups) all_flops += g.flops();
+      size_t all_calls = 0;
+      for (const Group& g : groups) all_flops += g.flops(), all_calls += g.calls.size();
       std::stable_sort(groups.begin(), groups.end(), [](const Group& x, const Group& y) { return x.flops() > y.flops(); });
       if (top > 0 && groups.size() > static_cast<size_t>(top)) groups.resize(top);
-      std::printf("\n%s, batch %d: %.2f GFLOP of GEMMs per training step in %zu calls\n", name.c_str(), batch,
-                  all_flops * 1e-9, [&] {
-                    size_t n = 0;
-                    for (const Group& g : model_groups(name, batch, tile, budget)) n += g.calls.size();
-                    return n;
-                  }());
+      if (name == "call")
+        std::printf("\n");
+      else if (name == "square")
+        std::printf("\nreference: one %d x %d x %d product, row-major, no transposes\n", batch, batch, batch);
+      else
+        std::printf("\n%s, batch %d: %.2f GFLOP of GEMMs per training step in %zu calls\n", name.c_str(), batch,
+                    all_flops * 1e-9, all_calls);
       std::printf("%-28s %-7s %-30s %7s %9s %8s %9s %8s %6s %8s\n", "layer", "pass", "shape", "MFLOP", "cltrain ms",
                   "GFLOP/s", "OpenBLAS ms", "GFLOP/s", "ratio", "max diff");
       double sum_cl = 0, sum_blas = 0, sum_flops = 0, sum_cl_cpu = 0;
