@@ -478,6 +478,7 @@ const cltrain_backend_iface kIface = {
     iface_reset_stats,
     iface_set_profiling,
     iface_profile,
+    nullptr,  // plan_private: the CPU backend plans no private tensors
 };
 
 }  // namespace

@@ -416,6 +416,23 @@ cltrain_status sync(cltrain_backend* b) {
 
 const char* last_error(cltrain_backend* b) { return b ? b->last_error.c_str() : "no backend object"; }
 
+cltrain_status plan_private(cltrain_backend* b, const cltrain_private_tensor** rows, int32_t* num_rows) {
+  if (!b) return CLTRAIN_INVALID;
+  return guarded(&b->last_error, [&] {
+    if (!b->prepared) fail(CLTRAIN_INVALID, "plan_private: prepare has not succeeded");
+    if (!rows || !num_rows) fail(CLTRAIN_INVALID, "plan_private: NULL output");
+    b->private_rows.clear();
+    for (size_t s = 0; s < b->step_scratch.size(); ++s)
+      for (int32_t t : b->step_scratch[s])
+        b->private_rows.push_back({static_cast<int32_t>(s), CLTRAIN_ROLE_LAYER_SCOPE,
+                                   static_cast<uint64_t>(b->offsets[static_cast<size_t>(t)]),
+                                   tensor_bytes(b->tensors[static_cast<size_t>(t)])});
+    *rows = b->private_rows.data();
+    *num_rows = static_cast<int32_t>(b->private_rows.size());
+    return CLTRAIN_OK;
+  });
+}
+
 cltrain_status plan_offsets(cltrain_backend* b, int64_t* offsets, int32_t num_tensors) {
   if (!b) return CLTRAIN_INVALID;
   return guarded(&b->last_error, [&] {
@@ -491,7 +508,7 @@ extern "C" CLTRAIN_EXPORT const cltrain_backend_iface* cltrain_backend_entry(voi
   static const cltrain_backend_iface iface = {
       CLTRAIN_BACKEND_ABI_VERSION, "opencl", probe,  list_devices, create,     destroy,   device_name,
       supports,                    prepare,  run,    write_tensor, read_tensor, sync,      last_error,
-      plan_offsets,                stats,    reset_stats, set_profiling, profile,
+      plan_offsets,                stats,    reset_stats, set_profiling, profile, plan_private,
   };
   return &iface;
 }

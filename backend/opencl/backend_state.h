@@ -76,6 +76,7 @@ struct cltrain_backend {
   std::vector<std::string> tensor_names;
   std::vector<int64_t> offsets;              // byte offset in the pool, -1 where not planned here
   std::vector<std::vector<int32_t>> step_scratch;  // per global step: its private tensors, in order
+  std::vector<cltrain_private_tensor> private_rows;  // plan_private's answer
   std::map<int32_t, cl_mem> sub_buffers;     // whole-tensor views of the pool for CLBlast
   std::vector<cltrain_step_desc> steps;
   std::vector<uint8_t> assigned;

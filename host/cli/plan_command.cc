@@ -1,6 +1,7 @@
 #include "plan_command.h"
 
 #include <algorithm>
+#include <map>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -39,6 +40,10 @@ std::vector<PlannedTensor> planned_tensors(Session& s) {
       out.push_back({s.backend_name(b), d.name, d.role, tensor_bytes(d), offsets.empty() ? -1 : offsets[t],
                      d.first_step, d.last_step, d.alias > 0 ? per_backend[b][static_cast<size_t>(d.alias - 1)].name : ""});
     }
+    std::map<int32_t, int> per_step;  // the backend's kernel scratch, named by step
+    for (const cltrain_private_tensor& p : s.plan_private(b))
+      out.push_back({s.backend_name(b), "scratch " + std::to_string(per_step[p.step]++) + " of step " + std::to_string(p.step),
+                     p.role, p.bytes, static_cast<int64_t>(p.offset), p.step, p.step, ""});
   }
   return out;
 }

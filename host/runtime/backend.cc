@@ -88,6 +88,16 @@ bool Backend::set_profiling(bool on) {
   return true;
 }
 
+std::vector<cltrain_private_tensor> Backend::plan_private() {
+  if (!iface_->plan_private) return {};
+  const cltrain_private_tensor* rows = nullptr;
+  int32_t n = 0;
+  const cltrain_status s = iface_->plan_private(obj_, &rows, &n);
+  if (s != CLTRAIN_OK) fail("plan_private", s);
+  if (n > 0 && !rows) fail("plan_private (no rows)", CLTRAIN_ERROR);
+  return std::vector<cltrain_private_tensor>(rows, rows + std::max<int32_t>(n, 0));
+}
+
 std::optional<std::vector<cltrain_kernel_profile>> Backend::profile() {
   if (!iface_->profile) return std::nullopt;
   const cltrain_kernel_profile* rows = nullptr;

@@ -39,6 +39,8 @@ class Backend {
   // Byte offset of each tensor in this backend's pool, -1 where not planned; empty if the
   // backend does not say.
   std::vector<int64_t> plan_offsets(int32_t num_tensors);
+  // The backend's private tensors (kernel scratch) in its plan; empty if it has none or does not say.
+  std::vector<cltrain_private_tensor> plan_private();
 
   // What the backend did since create or the last reset_stats; nullopt if it does not say.
   std::optional<cltrain_run_stats> stats();

@@ -58,6 +58,7 @@ class Session {
   size_t num_backends() const { return backends_.size(); }
   Backend& backend(size_t b) { return *backends_[b]; }
   std::vector<int64_t> plan_offsets(size_t b) { return backends_[b]->plan_offsets(static_cast<int32_t>(graph_.tensors.size())); }
+  std::vector<cltrain_private_tensor> plan_private(size_t b) { return backends_[b]->plan_private(); }
 
  private:
   void place();

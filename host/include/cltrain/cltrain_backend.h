@@ -304,6 +304,14 @@ typedef struct cltrain_kernel_profile {
   double ms;       /* their summed execution time (end - start of each), milliseconds */
 } cltrain_kernel_profile;
 
+/* A private tensor of a backend's plan (kernel scratch), for drawing and checking plans. */
+typedef struct cltrain_private_tensor {
+  int32_t step;    /* the one step it lives in */
+  int32_t role;    /* cltrain_role (CLTRAIN_ROLE_LAYER_SCOPE) */
+  uint64_t offset; /* byte offset in the pool */
+  uint64_t bytes;
+} cltrain_private_tensor;
+
 typedef struct cltrain_backend cltrain_backend; /* opaque, owned by the plugin */
 
 typedef struct cltrain_backend_iface {
@@ -378,6 +386,11 @@ typedef struct cltrain_backend_iface {
    * come with a new function. */
   cltrain_status (*profile)(cltrain_backend* backend, const cltrain_kernel_profile** rows,
                             int32_t* num_rows);
+
+  /* Optional. The private tensors of the plan (after prepare): *num_rows rows, owned by the
+   * backend, valid until the next call on it. */
+  cltrain_status (*plan_private)(cltrain_backend* backend, const cltrain_private_tensor** rows,
+                                 int32_t* num_rows);
 } cltrain_backend_iface;
 
 /* The dtype a step's slot holds: UINT8 for MAX_POOL_2D's argmax (forward output 1, backward
