@@ -459,8 +459,12 @@ int main(int argc, char** argv) {
         const double f = g.flops(), gc = f / (g.cl_ms * 1e6), gb = f / (g.blas_ms * 1e6);
         sum_cl += g.cl_ms, sum_blas += g.blas_ms, sum_flops += f, sum_cl_cpu += g.cl_cpu_ms;
         if (blas && gc < 0.4 * gb) ++below;
-        std::printf("%-28s %-7s %-30s %7.1f %10.2f %8.1f %11.2f %8.1f %5.0f%% %8.1e\n", g.layer.c_str(), g.pass.c_str(),
-                    shape_text(g).c_str(), f * 1e-6, g.cl_ms, gc, g.blas_ms, gb, 100.0 * gc / gb, g.max_rel_diff);
+        if (blas)
+          std::printf("%-28s %-7s %-30s %7.1f %10.2f %8.1f %11.2f %8.1f %5.0f%% %8.1e\n", g.layer.c_str(), g.pass.c_str(),
+                      shape_text(g).c_str(), f * 1e-6, g.cl_ms, gc, g.blas_ms, gb, 100.0 * gc / gb, g.max_rel_diff);
+        else
+          std::printf("%-28s %-7s %-30s %7.1f %10.2f %8.1f\n", g.layer.c_str(), g.pass.c_str(), shape_text(g).c_str(),
+                      f * 1e-6, g.cl_ms, gc);
         std::fflush(stdout);
         char row[512];
         std::snprintf(row, sizeof row,
@@ -473,8 +477,10 @@ int main(int argc, char** argv) {
         json += row;
         first_json = false;
       }
-      std::printf("%-28s %-7s %-30s %7.1f %10.2f %8.1f %11.2f %8.1f %5.0f%%\n", "these together", "", "", sum_flops * 1e-6,
-                  sum_cl, sum_flops / (sum_cl * 1e6), sum_blas, sum_flops / (sum_blas * 1e6), 100.0 * sum_blas / sum_cl);
+      if (blas)
+        std::printf("%-28s %-7s %-30s %7.1f %10.2f %8.1f %11.2f %8.1f %5.0f%%\n", "these together", "", "",
+                    sum_flops * 1e-6, sum_cl, sum_flops / (sum_cl * 1e6), sum_blas, sum_flops / (sum_blas * 1e6),
+                    100.0 * sum_blas / sum_cl);
       std::printf("total cltrain GEMM ms %s %.3f\n", name.c_str(), sum_cl);
       std::printf("total cltrain GEMM cpu-ms %s %.3f\n", name.c_str(), sum_cl_cpu);
     }

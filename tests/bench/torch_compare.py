@@ -451,7 +451,7 @@ def run_torch(cm, args):
             times.append(ms)
         print("  pytorch %s %d - loss: %.6f - %.1f ms" % ("step" if s >= args.warmup else "warm-up step",
               s - args.warmup + 1 if s >= args.warmup else s + 1, losses[-1], ms), flush=True)
-    return {"losses": losses, "ms": times, "ms_per_step": statistics.median(times),
+    return {"losses": losses, "ms": times, "ms_per_step": statistics.median(times), "min_ms": min(times),
             "threads": torch.get_num_threads(), "version": torch.__version__, "channels_last": args.channels_last}
 
 
@@ -467,7 +467,9 @@ def run_cltrain(model_path, args, report):
         raise RuntimeError("cltrain bench exited with %d" % p.returncode)
     with open(report) as f:
         r = json.load(f)
+    timed = [s["ms"] for s in r["steps"] if not s.get("warmup")]
     return {"losses": [s["loss"] for s in r["steps"]], "ms_per_step": r["ms_per_step"], "device": r["device"],
+            "ms": timed, "min_ms": min(timed),
             "backends": r["backends"], "placement": r.get("placement", {})}
 
 
@@ -508,12 +510,13 @@ def main():
             subprocess.run([args.cltrain, "make-model", args.model, "-o", model_path, "--batch_size",
                             str(args.batch_size)], check=True, stdout=subprocess.DEVNULL)
         cm = CircleModel(model_path)
+        load0 = os.getloadavg()
         print("model %s: %d ops, batch %d, %d warm-up + %d timed steps, Adam lr %g, CCE" %
               (args.model, len(cm.ops), args.batch_size, args.warmup, args.steps, args.learning_rate), flush=True)
         pt = run_torch(cm, args)
         print("pytorch %s, %d threads: median %.1f ms/step" % (pt["version"], pt["threads"], pt["ms_per_step"]))
         result = {"model": args.model, "batch_size": args.batch_size, "steps": args.steps, "warmup": args.warmup,
-                  "seed": args.seed, "pytorch": pt}
+                  "seed": args.seed, "pytorch": pt, "loadavg_start": load0}
         ok = True
         if not args.skip_cltrain:
             cl = run_cltrain(model_path, args, os.path.join(tmp, "report.json"))
@@ -521,11 +524,18 @@ def main():
             ratio = cl["ms_per_step"] / pt["ms_per_step"]
             result["ratio_cltrain_over_pytorch"] = ratio
             print()
-            print("%-10s %12s   %s" % ("", "ms/step", "first losses"))
+            print("%-10s %14s %14s   %s" % ("", "median ms/step", "fastest step", "first losses"))
             n = min(3, len(pt["losses"]), len(cl["losses"]))
-            print("%-10s %12.1f   %s" % ("pytorch", pt["ms_per_step"], " ".join("%.6f" % v for v in pt["losses"][:n])))
-            print("%-10s %12.1f   %s" % ("cltrain", cl["ms_per_step"], " ".join("%.6f" % v for v in cl["losses"][:n])))
-            print("ratio cltrain/pytorch: %.2f  (cltrain on %s)" % (ratio, cl["device"]))
+            for name, r in (("pytorch", pt), ("cltrain", cl)):
+                print("%-10s %14.1f %14.1f   %s" % (name, r["ms_per_step"], r["min_ms"],
+                                                   " ".join("%.6f" % v for v in r["losses"][:n])))
+            result["ratio_fastest_steps"] = cl["min_ms"] / pt["min_ms"]
+            print("ratio cltrain/pytorch: %.2f (medians), %.2f (fastest steps)  (cltrain on %s)" %
+                  (ratio, result["ratio_fastest_steps"], cl["device"]))
+            result["loadavg_end"] = os.getloadavg()
+            print("load average %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end (%d CPUs): "
+                  "figures are only as good as the machine is quiet" % (tuple(result["loadavg_start"]) +
+                  tuple(result["loadavg_end"]) + (os.cpu_count(),)))
             rels = [abs(a - b) / max(abs(b), 1e-30) for a, b in zip(cl["losses"][:n], pt["losses"][:n])]
             print("relative differences of the first %d losses: %s" % (n, " ".join("%.1e" % r for r in rels)))
             rel = rels[0]
