@@ -333,7 +333,8 @@ int usage() {
                "  --threads   OpenBLAS threads (default 2)\n"
                "  --repeat    timed runs per group, the median counts (default 5)\n"
                "  --top       only the K groups of each model with the most FLOPs (default 6; 0 = all)\n"
-               "  --call L,TA,TB,m,n,k[,lda,ldb,ldc]  also this product (L: R or C; TA, TB: N or T)\n"
+               "  --call L,TA,TB,m,n,k[,lda,ldb,ldc]  this product (L: R or C; TA, TB: N or T); with --call\n"
+               "              the models run only where --model names them\n"
                "  --square N  also an N x N x N row-major product (what the machine reaches at large sizes)\n"
                "  --no-blas   time cltrain's path only (for trying CLBlast parameters: CLTRAIN_CLBLAST_XGEMM)\n");
   return 2;
@@ -393,7 +394,7 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
-  if (models.empty()) models = {{"mnist-kaggle", 32}, {"mobilenetv2", 10}};
+  if (models.empty() && custom.empty()) models = {{"mnist-kaggle", 32}, {"mobilenetv2", 10}};
   if (square > 0) models.emplace_back("square", square);
   for (size_t i = 0; i < custom.size(); ++i) models.emplace_back("call", static_cast<int>(i));
 
