@@ -6,10 +6,13 @@
 //   build/gemm_bench --model mnist-kaggle:32 --top 0  # every GEMM group of the model
 //   build/gemm_bench --threads 2 --repeat 5 --json gemm.json
 //
-// The products are the ones the OpenCL backend enqueues (backend/opencl/ops/conv2d.cc and
-// fully_connected.cc), call for call: the same layout, transposes, m n k, leading dimensions and
-// offsets, the same chunking of the im2col panels by the scratch budget (8 MiB, or an eighth of
-// the device's largest allocation; CLTRAIN_OPENCL_SCRATCH_BYTES) and the GEMM tile. A "group" is
+// With --model, the products are the ones the OpenCL backend enqueued at commit 71a842a
+// (backend/opencl/ops/conv2d.cc and fully_connected.cc then), call for call: the same layout,
+// transposes, m n k, leading dimensions and offsets, the same chunking of the im2col panels by the
+// scratch budget (8 MiB, or an eighth of the device's largest allocation;
+// CLTRAIN_OPENCL_SCRATCH_BYTES) and the GEMM tile. The backend has changed its planning since;
+// --calls FILE times the calls a real step makes, recorded by libgemm_capture.so
+// (gemm_capture.cc), whatever the backend's code is. A "group" is
 // all the GEMM calls of one (layer, pass): forward y, dW, dx. Only the GEMMs are timed, not the
 // im2col panel fills and the dx gather around them. OpenBLAS runs the very same calls on host
 // memory. Not a test: it is built only where CMake finds OpenBLAS (Debian: libopenblas-dev) and
@@ -335,6 +338,7 @@ int usage() {
                "  --top       only the K groups of each model with the most FLOPs (default 6; 0 = all)\n"
                "  --call L,TA,TB,m,n,k[,lda,ldb,ldc]  this product (L: R or C; TA, TB: N or T); with --call\n"
                "              the models run only where --model names them\n"
+               "  --calls FILE  the calls libgemm_capture.so recorded (a real step's GEMMs; see gemm_capture.cc)\n"
                "  --square N  also an N x N x N row-major product (what the machine reaches at large sizes)\n"
                "  --no-blas   time cltrain's path only (for trying CLBlast parameters: CLTRAIN_CLBLAST_XGEMM)\n");
   return 2;
@@ -346,6 +350,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, int>> models;
   int device = -1, threads = 2, repeat = 5, top = 6, square = 0;
   std::vector<Call> custom;
+  std::vector<std::vector<Group>> captured;  // --calls FILE: groups of recorded calls
   bool blas = true;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
@@ -384,6 +389,35 @@ int main(int argc, char** argv) {
       c.ldb = ldb ? ldb : (rm == (c.tb == Transpose::kNo) ? n : k);
       c.ldc = ldc ? ldc : (rm ? n : m);
       custom.push_back(c);
+    } else if (a == "--calls") {
+      // Lines of libgemm_capture.so: "L TA TB m n k a_off lda b_off ldb c_off ldc". Consecutive
+      // calls with the same layout, transposes and k are one group (the chunks of one pass).
+      const std::string path = next();
+      std::ifstream f(path);
+      if (!f) {
+        std::fprintf(stderr, "gemm_bench: cannot read %s\n", path.c_str());
+        return 2;
+      }
+      std::vector<Group> groups;
+      std::string line;
+      int index = 0;
+      while (std::getline(f, line)) {
+        char lay = 0, ta = 0, tb = 0;
+        Call c;
+        if (std::sscanf(line.c_str(), " %c %c %c %zu %zu %zu %zu %zu %zu %zu %zu %zu", &lay, &ta, &tb, &c.m, &c.n, &c.k,
+                        &c.a_off, &c.lda, &c.b_off, &c.ldb, &c.c_off, &c.ldc) != 12)
+          continue;
+        ++index;
+        c.layout = lay == 'C' ? Layout::kColMajor : Layout::kRowMajor;
+        c.ta = ta == 'N' ? Transpose::kNo : Transpose::kYes;
+        c.tb = tb == 'N' ? Transpose::kNo : Transpose::kYes;
+        const bool same = !groups.empty() && groups.back().calls.back().layout == c.layout &&
+                          groups.back().calls.back().ta == c.ta && groups.back().calls.back().tb == c.tb &&
+                          groups.back().calls.back().k == c.k;
+        if (!same) groups.push_back(Group{path, "call " + std::to_string(index), "", {}});
+        groups.back().calls.push_back(c);
+      }
+      captured.push_back(groups);
     } else if (a == "--square") {
       square = std::atoi(next().c_str());
     } else if (a == "--no-blas") {
@@ -394,9 +428,10 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
-  if (models.empty() && custom.empty()) models = {{"mnist-kaggle", 32}, {"mobilenetv2", 10}};
+  if (models.empty() && custom.empty() && captured.empty()) models = {{"mnist-kaggle", 32}, {"mobilenetv2", 10}};
   if (square > 0) models.emplace_back("square", square);
   for (size_t i = 0; i < custom.size(); ++i) models.emplace_back("call", static_cast<int>(i));
+  for (size_t i = 0; i < captured.size(); ++i) models.emplace_back("captured", static_cast<int>(i));
 
   try {
     using namespace cltrain::ocl;
@@ -435,6 +470,8 @@ int main(int argc, char** argv) {
         Call c;
         c.m = c.n = c.k = c.lda = c.ldb = c.ldc = static_cast<size_t>(batch);
         groups.push_back(Group{name, std::to_string(batch) + "^3", "C=AB", {c}});
+      } else if (name == "captured") {
+        groups = captured[batch];
       } else if (name == "call") {
         groups.push_back(Group{name, "--call " + std::to_string(batch + 1), "", {custom[batch]}});
       } else {
@@ -447,6 +484,9 @@ int main(int argc, char** argv) {
       if (top > 0 && groups.size() > static_cast<size_t>(top)) groups.resize(top);
       if (name == "call")
         std::printf("\n");
+      else if (name == "captured")
+        std::printf("\n%s: %.2f GFLOP in %zu recorded calls\n", groups.empty() ? "?" : groups[0].model.c_str(),
+                    all_flops * 1e-9, all_calls);
       else if (name == "square")
         std::printf("\nreference: one %d x %d x %d product, row-major, no transposes\n", batch, batch, batch);
       else
