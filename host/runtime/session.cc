@@ -288,7 +288,7 @@ float Session::run_range(int32_t end, const float* input, const float* expected,
   hooks.copy = [&](int32_t t, int32_t from, int32_t to, int32_t) {
     flush();
     const uint64_t bytes = bytes_of(t);
-    staging_.resize(bytes / 4);
+    staging_.resize((bytes + 3) / 4);  // a UINT8 tensor need not be whole floats
     backends_[static_cast<size_t>(from)]->read(t, staging_.data(), bytes);
     backends_[static_cast<size_t>(to)]->write(t, staging_.data(), bytes);
   };
