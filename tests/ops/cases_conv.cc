@@ -24,6 +24,7 @@ struct ConvSpec {
   float w_scale = 1.0f;
   int fd_samples = 32;
   double fd_eps = 1e-2;  // smaller where a bias moves many outputs across a clamp
+  int32_t dx_act = CLTRAIN_ACT_NONE;  // params.dx_activation: x's producer's activation (RELU, RELU6)
 };
 
 OpCase conv_case(const ConvSpec& s, bool depthwise) {
@@ -42,9 +43,12 @@ OpCase conv_case(const ConvSpec& s, bool depthwise) {
   p.dilation_h = s.dilation_h;
   p.dilation_w = s.dilation_w;
   p.depth_multiplier = depthwise ? s.channels : 0;
+  cltrain_op_params bp = p;
+  bp.dx_activation = s.dx_act;
   const std::vector<int32_t> ydims = window_output(s.x, p, s.kh, s.kw, out_ch);
 
-  const int32_t x = c.input("x", s.x);
+  // With a dx_activation, x is that activation's output (and more: negatives, and above 6).
+  const int32_t x = c.input("x", s.x, s.dx_act == CLTRAIN_ACT_RELU6 ? 8.0f : 1.0f);
   const int32_t w = c.weight("W", wdims, s.w_scale);
   const int32_t b = s.bias ? c.weight("b", {out_ch}) : -1;
   const int32_t y = c.output("y", ydims);
@@ -54,10 +58,12 @@ OpCase conv_case(const ConvSpec& s, bool depthwise) {
   const int32_t dw = s.dw ? c.output("dW", wdims, CLTRAIN_ROLE_GRADIENT) : -1;
   const int32_t db = s.bias ? c.output("db", {out_ch}, CLTRAIN_ROLE_GRADIENT) : -1;
   c.step(c.op, CLTRAIN_PHASE_FORWARD, {x, w, b}, {y}, p);
-  c.step(c.op, CLTRAIN_PHASE_BACKWARD, {s.dw ? x : -1, w, s.act != CLTRAIN_ACT_NONE ? y : -1, dy}, {dx, dw, db}, p);
+  const bool read_x = s.dw || s.dx_act != CLTRAIN_ACT_NONE;
+  c.step(c.op, CLTRAIN_PHASE_BACKWARD, {read_x ? x : -1, w, s.act != CLTRAIN_ACT_NONE ? y : -1, dy}, {dx, dw, db}, bp);
   c.y = y;
   c.dy = dy;
   c.activation = s.act;
+  c.dx_activation = s.dx_act;
   if (dx >= 0) c.grads.push_back({x, dx});
   if (dw >= 0) c.grads.push_back({w, dw});
   if (db >= 0) c.grads.push_back({b, db});
@@ -72,6 +78,11 @@ OpCase conv_case(const ConvSpec& s, bool depthwise) {
                                      depthwise, in.at(dy));
     Values out{{y, r.y}};
     if (dx >= 0) out[dx] = r.dx;
+    if (dx >= 0 && s.dx_act != CLTRAIN_ACT_NONE)  // the select of the producer's derivative
+      for (size_t i = 0; i < out[dx].size(); ++i) {
+        const double v = in.at(x)[i];
+        if (!(v > 0.0 && (s.dx_act != CLTRAIN_ACT_RELU6 || v < 6.0))) out[dx][i] = 0.0;
+      }
     if (dw >= 0) out[dw] = r.dw;
     if (db >= 0) out[db] = r.db;
     return out;
@@ -98,12 +109,25 @@ std::vector<OpCase> make_cases() {
       // mnist-kaggle's second convolution on a smaller image: long chains, whole SIMD tiles.
       {"mnist_same_k5_n2_h10w10_i32_o32", {2, 10, 10, 32}, 5, 5, 32, SAME, 1, 1, 1, 1, RELU, true, true, true, 0.2f,
        16},
+      // The producer's derivative applied to dx (params.dx_activation): a 3x3, a 1x1 (which on
+      // OpenCL then gathers instead of writing dx from the GEMM), and one without dW.
+      {"dxrelu_same_s1_k3_n2_h6w5_i4_o3", {2, 6, 5, 4}, 3, 3, 3, SAME, 1, 1, 1, 1, RELU, true, true, true, 1.0f, 32,
+       1e-2, RELU},
+      {"dxrelu6_pointwise_n2_h4w4_i8_o6", {2, 4, 4, 8}, 1, 1, 6, SAME, 1, 1, 1, 1, NONE, true, true, true, 1.0f, 32,
+       1e-2, RELU6},
+      {"dxrelu_frozen_valid_s2_k3_n2_h7w7_i3_o4", {2, 7, 7, 3}, 3, 3, 4, VALID, 2, 2, 1, 1, NONE, true, true, false,
+       1.0f, 32, 1e-2, RELU},
   };
   const std::vector<ConvSpec> depthwise = {
       {"same_s1_k3_m1_n2_h5w6_c5", {2, 5, 6, 5}, 3, 3, 1, SAME, 1, 1, 1, 1, RELU},
       {"valid_s2_k3_m2_nobias_n2_h7w7_c3", {2, 7, 7, 3}, 3, 3, 2, VALID, 2, 2, 1, 1, NONE, false},
       {"same_dil2_k3_m3_n1_h7w8_c2", {1, 7, 8, 2}, 3, 3, 3, SAME, 1, 1, 2, 2, RELU6, true, true, true, 4.0f},
       {"first_layer_same_s2_k2_m1_n2_h6w5_c4", {2, 6, 5, 4}, 2, 2, 1, SAME, 2, 2, 1, 1, TANH, true, false},
+      // MobileNetV2's depthwise after a ReLU6 expansion: 16 channels (vector lanes on OpenCL).
+      {"dxrelu6_same_s2_k3_m1_n2_h6w6_c16", {2, 6, 6, 16}, 3, 3, 1, SAME, 2, 2, 1, 1, RELU6, true, true, true, 1.0f,
+       32, 1e-2, RELU6},
+      {"dxrelu_same_s1_k3_m2_n1_h5w5_c3", {1, 5, 5, 3}, 3, 3, 2, SAME, 1, 1, 1, 1, NONE, true, true, true, 1.0f, 32,
+       1e-2, RELU},
   };
   std::vector<OpCase> cases;
   for (const ConvSpec& s : conv) cases.push_back(conv_case(s, false));
