@@ -87,6 +87,52 @@ TEST(CpuChecks, neg_PoolWithAFusedActivation) {
   EXPECT_NE(s.refusal().find("only NONE"), std::string::npos) << s.refusal();
 }
 
+TEST(CpuChecks, neg_MaxPoolArgmaxOfTheWrongTypeOrWindow) {
+  Step s;
+  const int32_t x = s.tensor({1, 4, 4, 3}), y = s.tensor({1, 2, 2, 3}), am = s.tensor({1, 2, 2, 3});
+  s.tensors[static_cast<size_t>(am)].dtype = CLTRAIN_UINT8;
+  s.set(CLTRAIN_OP_MAX_POOL_2D, CLTRAIN_PHASE_FORWARD, {x}, {y, am});
+  s.step.params.padding = CLTRAIN_PADDING_VALID;
+  s.step.params.filter_h = s.step.params.filter_w = s.step.params.stride_h = s.step.params.stride_w = 2;
+  EXPECT_EQ(s.refusal(), "");
+  s.tensors[static_cast<size_t>(am)].dtype = CLTRAIN_FLOAT32;  // the argmax is one byte per output
+  EXPECT_NE(s.refusal().find("is not uint8"), std::string::npos) << s.refusal();
+  s.tensors[static_cast<size_t>(am)].dtype = CLTRAIN_UINT8;
+  s.tensors[static_cast<size_t>(y)].dtype = CLTRAIN_UINT8;  // but y is float
+  EXPECT_NE(s.refusal().find("is not float32"), std::string::npos) << s.refusal();
+  s.tensors[static_cast<size_t>(y)].dtype = CLTRAIN_FLOAT32;
+  // A window of more than 256 positions has no byte for its argmax.
+  const int32_t bx = s.tensor({1, 17, 17, 1}), by = s.tensor({1, 1, 1, 1}), bam = s.tensor({1, 1, 1, 1});
+  s.tensors[static_cast<size_t>(bam)].dtype = CLTRAIN_UINT8;
+  s.set(CLTRAIN_OP_MAX_POOL_2D, CLTRAIN_PHASE_FORWARD, {bx}, {by, bam});
+  s.step.params.filter_h = s.step.params.filter_w = s.step.params.stride_h = s.step.params.stride_w = 17;
+  EXPECT_NE(s.refusal().find("at most 256"), std::string::npos) << s.refusal();
+  // The backward needs x or the argmax, and y for a dx_activation.
+  const int32_t dy = s.tensor({1, 2, 2, 3}), dx = s.tensor({1, 4, 4, 3});
+  s.set(CLTRAIN_OP_MAX_POOL_2D, CLTRAIN_PHASE_BACKWARD, {-1, dy, -1, -1}, {dx});
+  s.step.params.filter_h = s.step.params.filter_w = s.step.params.stride_h = s.step.params.stride_w = 2;
+  EXPECT_NE(s.refusal().find("needs x or argmax"), std::string::npos) << s.refusal();
+  s.set(CLTRAIN_OP_MAX_POOL_2D, CLTRAIN_PHASE_BACKWARD, {-1, dy, am, -1}, {dx});
+  EXPECT_EQ(s.refusal(), "");
+  s.step.params.dx_activation = CLTRAIN_ACT_RELU;
+  EXPECT_NE(s.refusal().find("for dx_activation"), std::string::npos) << s.refusal();
+}
+
+TEST(CpuChecks, neg_ConvDxActivationWithoutX) {
+  Step s;
+  const int32_t x = s.tensor({1, 5, 5, 2}), w = s.tensor({3, 3, 3, 2}), dy = s.tensor({1, 5, 5, 3});
+  const int32_t dx = s.tensor({1, 5, 5, 2});
+  s.set(CLTRAIN_OP_CONV_2D, CLTRAIN_PHASE_BACKWARD, {x, w, -1, dy}, {dx, -1, -1});
+  s.step.params = conv_params(CLTRAIN_PADDING_SAME);
+  s.step.params.dx_activation = CLTRAIN_ACT_RELU6;
+  EXPECT_EQ(s.refusal(), "");
+  s.step.inputs[0] = -1;  // the mask comes from x
+  EXPECT_NE(s.refusal().find("dx_activation needs x"), std::string::npos) << s.refusal();
+  s.step.inputs[0] = x;
+  s.step.params.dx_activation = 77;
+  EXPECT_NE(s.refusal().find("dx_activation 77"), std::string::npos) << s.refusal();
+}
+
 TEST(CpuChecks, neg_OperandsThatDoNotBroadcast) {
   Step s;
   const int32_t a = s.tensor({2, 3}), b = s.tensor({3, 2}), y = s.tensor({2, 3});
