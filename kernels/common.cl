@@ -18,6 +18,22 @@ static inline float clt_tanh(float x) {
   return x < 0.0f ? -t : t;
 }
 
+// VEC lanes (1, 4, 8, 16) of a kernel that works on neighbouring channels as a vector: vfloat,
+// VLOAD(p) and VSTORE(v, p) at a float pointer.
+#ifdef VEC
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#if VEC == 1
+typedef float vfloat;
+#define VLOAD(p) (*(p))
+#define VSTORE(v, p) (*(p) = (v))
+#else
+typedef CAT(float, VEC) vfloat;
+#define VLOAD(p) CAT(vload, VEC)(0, (p))
+#define VSTORE(v, p) CAT(vstore, VEC)((v), 0, (p))
+#endif
+#endif
+
 // The derivative of the producer's activation XACT (cltrain_activation) applied to dy from its
 // output y, on scalars or vectors of the kernel's vfloat type; the same selects as clt_act_grad.
 #ifdef XACT

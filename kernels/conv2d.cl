@@ -10,18 +10,7 @@
 
 #define ROWS_PER_IMAGE (OH * OW)
 
-// VEC lanes (1, 4, 8 or 16) of the gather.
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#if VEC == 1
-typedef float vfloat;
-#define VLOAD(p) (*(p))
-#define VSTORE(v, p) (*(p) = (v))
-#else
-typedef CAT(float, VEC) vfloat;
-#define VLOAD(p) CAT(vload, VEC)(0, (p))
-#define VSTORE(v, p) CAT(vstore, VEC)((v), 0, (p))
-#endif
+// VEC lanes (1, 4, 8 or 16) of the gather: vfloat, VLOAD, VSTORE (common.cl).
 
 // The forward panel, transposed: panel_t[(p - p0) PANEL_CH + (c - c0), r] for the output
 // positions row0 + r, r < rows (the GEMM's A as [K, M]). A 2-D range of (8 rows, tap): each

@@ -8,17 +8,7 @@
 // fma and + act lane by lane, so the lanes round exactly as scalars do. The lanes share their
 // position and tap, so every branch and loop bound is the same for all of them.
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#if VEC == 1
-typedef float vfloat;
-#define VLOAD(p) (*(p))
-#define VSTORE(v, p) (*(p) = (v))
-#else
-typedef CAT(float, VEC) vfloat;
-#define VLOAD(p) CAT(vload, VEC)(0, (p))
-#define VSTORE(v, p) CAT(vstore, VEC)((v), 0, (p))
-#endif
+// VEC lanes: vfloat, VLOAD, VSTORE (common.cl).
 
 // y = act(fma over (kh, kw) of x * W, + b). One work-item per VEC output channels of a position.
 __kernel void dw_forward(__global float* pool, uint x_off, uint w_off, uint b_off, uint y_off) {
