@@ -176,7 +176,8 @@ Result convolution(const OpCase& c, const CaseInputs& in) {
                   for (int64_t o = 0; o < O; ++o) t = std::fma(dz[yi(n, oh, ow, o)], w[wi(o, kh, kw, i)], t);
                 s = s + t;
               }
-            dx[xi(n, ih, iw, i)] = s;
+            // With dx_activation: the producer's derivative, a select on x at the same element.
+            dx[xi(n, ih, iw, i)] = dz_of(bw.params.dx_activation, x[xi(n, ih, iw, i)], s);
           }
     r[bw.outputs[0]] = dx;
   }
