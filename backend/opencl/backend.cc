@@ -13,6 +13,7 @@
 #include "cltrain/cltrain_backend.h"
 #include "counters.h"
 #include "device.h"
+#include "gemm_native.h"
 #include "gemm_tuning.h"
 #include "launch.h"
 #include "memory_plan.h"
@@ -108,6 +109,9 @@ cltrain_status create(const cltrain_backend_config* config, cltrain_backend** ou
                                                  program_options(b->device.single_fp_config));
     apply_gemm_tuning(b->device);
     b->gemm_tile = gemm_tile(b->device);
+    std::string gemm_error;
+    b->native_gemm = choose_gemm_engine(b->device.type, &gemm_error) == GemmEngine::kNative;
+    if (!gemm_error.empty()) fail(CLTRAIN_ERROR, gemm_error);
     b->scratch_cap = std::min<uint64_t>(8u << 20, std::max<uint64_t>(b->device.max_alloc / 8, 1u << 20));
     b->scratch_floor = std::min<uint64_t>(256u << 10, b->scratch_cap);
     if (const char* env = std::getenv("CLTRAIN_OPENCL_SCRATCH_BYTES"); env && *env) {

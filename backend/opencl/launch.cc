@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
+#include "gemm_native.h"
 #include "memory_plan.h"
 
 namespace cltrain::ocl {
@@ -140,7 +142,9 @@ Gemm cheapest_form(Backend& b, const Gemm& g) {
 
 }  // namespace
 
-uint64_t gemm_temp_bytes(Backend& b, const Gemm& g) { return clblast_temp_bytes(b, cheapest_form(b, g)); }
+uint64_t gemm_temp_bytes(Backend& b, const Gemm& g) {
+  return b.native_gemm ? 0 : clblast_temp_bytes(b, cheapest_form(b, g));
+}
 
 cl_mem tensor_view(Backend& b, int32_t tensor) {
   if (auto it = b.sub_buffers.find(tensor); it != b.sub_buffers.end()) return it->second;
@@ -160,6 +164,7 @@ cl_mem tensor_view(Backend& b, int32_t tensor) {
 // (an offset that is not 0) makes the scratch larger only if that operand was not there already.
 // The direct kernel needs no scratch whatever the offsets.
 int32_t gemm_launches(Backend& b, const Gemm& g) {
+  if (b.native_gemm) return 1;
   auto forced = [&](size_t Gemm::*offset) {
     Gemm h = g;
     h.*offset += 1;
@@ -175,7 +180,42 @@ int32_t gemm_launches(Backend& b, const Gemm& g) {
   return launches;
 }
 
+namespace {
+
+// gemm.cl's kernel for g, its arguments bound: the pool and the element offsets of the operands,
+// in the form native_form() gives (operands swapped for a column-major call).
+PreparedGemm prepare_native(Backend& b, const Gemm& g) {
+  if (g.m == 0 || g.n == 0 || g.k == 0)
+    fail(CLTRAIN_INVALID, g.what + ": a matrix product with an empty dimension (m " + std::to_string(g.m) + ", n " +
+                              std::to_string(g.n) + ", k " + std::to_string(g.k) + ")");
+  const NativeForm f = native_form(g.layout, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc);
+  const NativeBlocks blocks = native_blocks(f, b.device.compute_units);
+  const uint64_t limit = 0x7fffffffu;  // gemm.cl indexes with int
+  if ((f.a_km ? f.k : f.m) * f.lda > limit || (f.b_nk ? f.n : f.k) * f.ldb > limit || (f.c_t ? f.n : f.m) * f.ldc > limit)
+    fail(CLTRAIN_ERROR, g.what + ": a matrix product over 2^31 elements");
+  PreparedGemm p;
+  p.g = g;
+  p.launches = 1;
+  p.native = make_kernel(b, "gemm.cl", Defines().set("A_KM", f.a_km).set("B_NK", f.b_nk).set("C_T", f.c_t), "gemm");
+  const cl_uint a_off = elem_offset(b, g.a) + static_cast<cl_uint>(g.a_off);
+  const cl_uint b_off = elem_offset(b, g.b) + static_cast<cl_uint>(g.b_off);
+  const cl_uint c_off = elem_offset(b, g.c) + static_cast<cl_uint>(g.c_off);
+  const cl_int ints[9] = {static_cast<cl_int>(f.m),   static_cast<cl_int>(f.n),   static_cast<cl_int>(f.k),
+                          static_cast<cl_int>(f.lda), static_cast<cl_int>(f.ldb), static_cast<cl_int>(f.ldc),
+                          static_cast<cl_int>(blocks.mb), static_cast<cl_int>(blocks.nb), blocks.direct ? 1 : 0};
+  set_args(p.native, b.pool, f.swapped ? b_off : a_off, f.swapped ? a_off : b_off, c_off);
+  for (cl_uint i = 0; i < 9; ++i) set_arg(p.native, 4 + i, sizeof(cl_int), &ints[i]);
+  set_arg(p.native, 13, sizeof(float), &g.alpha);
+  set_arg(p.native, 14, sizeof(float), &g.beta);
+  p.groups[0] = blocks.groups_n;
+  p.groups[1] = blocks.groups_m;
+  return p;
+}
+
+}  // namespace
+
 PreparedGemm prepare_gemm(Backend& b, const Gemm& given, int32_t temp_tensor) {
+  if (b.native_gemm) return prepare_native(b, given);
   const Gemm g = cheapest_form(b, given);
   PreparedGemm p;
   p.g = g;
@@ -192,8 +232,34 @@ PreparedGemm prepare_gemm(Backend& b, const Gemm& given, int32_t temp_tensor) {
   return p;
 }
 
+namespace {
+
+// CLTRAIN_OPENCL_GEMM_LOG=FILE: one line per GEMM run, "L TA TB m n k a_off lda b_off ldb c_off
+// ldc" (L: R or C; TA, TB: N or T; offsets within the operand's tensor), for gemm_bench --calls.
+void log_gemm(const Gemm& g) {
+  static std::FILE* out = [] {
+    const char* path = std::getenv("CLTRAIN_OPENCL_GEMM_LOG");
+    return path && *path ? std::fopen(path, "w") : nullptr;
+  }();
+  if (!out) return;
+  auto t = [](clblast::Transpose x) { return x == clblast::Transpose::kNo ? 'N' : 'T'; };
+  std::fprintf(out, "%c %c %c %zu %zu %zu %zu %zu %zu %zu %zu %zu\n",
+               g.layout == clblast::Layout::kColMajor ? 'C' : 'R', t(g.ta), t(g.tb), g.m, g.n, g.k, g.a_off, g.lda,
+               g.b_off, g.ldb, g.c_off, g.ldc);
+  std::fflush(out);
+}
+
+}  // namespace
+
 void run_gemm(Backend& b, const PreparedGemm& p) {
   const Gemm& g = p.g;
+  log_gemm(g);
+  if (p.native) {
+    const size_t one[2] = {1, 1};
+    CLT_CALL(clEnqueueNDRangeKernel, (b.queue, p.native.handle, 2, nullptr, p.groups, one, 0, nullptr, nullptr),
+             "kernel gemm (" + g.what + ")");
+    return;
+  }
   // Profiling: CLBlast's event is its last kernel's; the marker's end is where the GEMM began.
   cl_event marker = nullptr, last = nullptr;
   if (b.profiling)

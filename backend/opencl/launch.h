@@ -56,12 +56,15 @@ void launch_groups(Backend& b, const Kernel& k, uint64_t groups, size_t wg);
 // The tensor's offset in the pool in floats, as kernels take it.
 cl_uint elem_offset(const Backend& b, int32_t tensor);
 
-// C = alpha * op(A) op(B) + beta * C through CLBlast (row-major unless layout says otherwise). The operands are tensors of
-// the plan (host or private); offsets and leading dimensions are in elements, offsets within
-// their tensor. Each output element is one fma chain over k in increasing order (what the
-// Numerics of cltrain_backend.h ask of dot products) as long as beta is 0 and alpha 1.
+// C = alpha * op(A) op(B) + beta * C, through kernels/gemm.cl on devices where b.native_gemm is
+// set (CPU devices; gemm_native.h) and through CLBlast elsewhere (row-major unless layout says
+// otherwise). The operands are tensors of the plan (host or private); offsets and leading
+// dimensions are in elements, offsets within their tensor. Each output element is one fma chain
+// over k in increasing order (what the Numerics of cltrain_backend.h ask of dot products) as long
+// as beta is 0 and alpha 1.
 // CLBlast's kernel reads A as [K, M] and B as [K, N] and writes C column-major; other layouts cost
 // it copies into its scratch (row-major C always does), so large operands are best laid out so.
+// gemm.cl reads every layout in place and needs no scratch.
 struct Gemm {
   clblast::Layout layout = clblast::Layout::kRowMajor;
   clblast::Transpose ta = clblast::Transpose::kNo, tb = clblast::Transpose::kNo;
@@ -72,7 +75,7 @@ struct Gemm {
   std::string what;  // for error messages: "step 5 (FullyConnected backward) dW"
 };
 
-// Bytes of the scratch CLBlast needs for g (0: none). Depends only on shapes, transposes,
+// Bytes of the scratch CLBlast needs for g (0: none; always 0 with gemm.cl). Depends only on shapes, transposes,
 // leading dimensions and the offsets within the tensors, so it can size a private tensor before
 // the pool is planned.
 uint64_t gemm_temp_bytes(Backend& b, const Gemm& g);
@@ -84,9 +87,13 @@ struct PreparedGemm {
   Gemm g;
   cl_mem a = nullptr, b = nullptr, c = nullptr, temp = nullptr;
   int32_t launches = 1;  // kernels CLBlast runs for it (gemm_launches)
+  // gemm.cl instead (b.native_gemm): its kernel with every argument set, on groups[0] x groups[1]
+  // work-groups of one work-item.
+  Kernel native;
+  size_t groups[2] = {0, 0};
 };
 
-// Kernels CLBlast runs for g: its direct kernel alone, or its indirect kernel plus one kernel per
+// Kernels CLBlast runs for g (1 with gemm.cl): its direct kernel alone, or its indirect kernel plus one kernel per
 // operand that it pads or transposes into its scratch (C twice when beta != 0: in and out).
 // CLBlast, a shared library, calls OpenCL itself, so the counters cannot see these launches.
 int32_t gemm_launches(Backend& b, const Gemm& g);

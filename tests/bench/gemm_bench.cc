@@ -37,6 +37,7 @@
 
 #include "cl_error.h"
 #include "device.h"
+#include "gemm_native.h"
 #include "gemm_tuning.h"
 #include "model/builder.h"
 #include "model/model.h"
@@ -253,6 +254,66 @@ cl_mem make_buffer(cl_context ctx, cl_command_queue q, const std::vector<float>&
 CBLAS_ORDER order(const Call& c) { return row_major(c) ? CblasRowMajor : CblasColMajor; }
 CBLAS_TRANSPOSE trans(Transpose t) { return t == Transpose::kYes ? CblasTrans : CblasNoTrans; }
 
+// kernels/gemm.cl as the backend builds it (numerics.h and common.cl first), one kernel per
+// orientation, on the device of ctx; CLTRAIN_KERNELS_DIR is the source tree's kernels/.
+struct NativeGemm {
+  cl_context ctx = nullptr;
+  cl_device_id device = nullptr;
+  size_t compute_units = 1;
+  cl_kernel kernels[8] = {};
+
+  static std::string read(const std::string& name) {
+    std::ifstream f(std::string(CLTRAIN_KERNELS_DIR) + "/" + name);
+    if (!f) {
+      std::fprintf(stderr, "gemm_bench: cannot read %s/%s\n", CLTRAIN_KERNELS_DIR, name.c_str());
+      std::exit(1);
+    }
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }
+  cl_kernel kernel(const cltrain::ocl::NativeForm& f) {
+    cl_kernel& k = kernels[(f.a_km ? 4 : 0) + (f.b_nk ? 2 : 0) + (f.c_t ? 1 : 0)];
+    if (k) return k;
+    const std::string text = read("numerics.h") + "\n" + read("common.cl") + "\n" + read("gemm.cl");
+    const char* src = text.c_str();
+    cl_int err = CL_SUCCESS;
+    cl_program p = clCreateProgramWithSource(ctx, 1, &src, nullptr, &err);
+    CLT_CHECK(err, "clCreateProgramWithSource", "gemm.cl");
+    const std::string opts = std::string("-cl-std=CL1.2 -DA_KM=") + (f.a_km ? "1" : "0") + " -DB_NK=" + (f.b_nk ? "1" : "0") +
+                             " -DC_T=" + (f.c_t ? "1" : "0");
+    if (clBuildProgram(p, 1, &device, opts.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+      std::vector<char> log(1 << 16);
+      clGetProgramBuildInfo(p, device, CL_PROGRAM_BUILD_LOG, log.size(), log.data(), nullptr);
+      std::fprintf(stderr, "gemm_bench: gemm.cl does not build:\n%s\n", log.data());
+      std::exit(1);
+    }
+    k = clCreateKernel(p, "gemm", &err);
+    CLT_CHECK(err, "clCreateKernel", "gemm");
+    clReleaseProgram(p);
+    return k;
+  }
+  // c's call on one pool buffer holding A at a0, B at b0 and C at c0 (elements).
+  void run(cl_command_queue q, cl_mem pool, const Call& c, size_t a0, size_t b0, size_t c0) {
+    const auto f = cltrain::ocl::native_form(c.layout, c.ta, c.tb, c.m, c.n, c.k, c.lda, c.ldb, c.ldc);
+    const auto blocks = cltrain::ocl::native_blocks(f, compute_units);
+    cl_kernel k = kernel(f);
+    const cl_uint a_off = cl_uint(a0 + c.a_off), b_off = cl_uint(b0 + c.b_off), c_off = cl_uint(c0 + c.c_off);
+    const cl_int ints[9] = {cl_int(f.m),   cl_int(f.n),   cl_int(f.k),        cl_int(f.lda),        cl_int(f.ldb),
+                            cl_int(f.ldc), cl_int(blocks.mb), cl_int(blocks.nb), blocks.direct ? 1 : 0};
+    const float alpha = 1.0f, beta = 0.0f;
+    clSetKernelArg(k, 0, sizeof pool, &pool);
+    clSetKernelArg(k, 1, sizeof(cl_uint), f.swapped ? &b_off : &a_off);
+    clSetKernelArg(k, 2, sizeof(cl_uint), f.swapped ? &a_off : &b_off);
+    clSetKernelArg(k, 3, sizeof(cl_uint), &c_off);
+    for (cl_uint i = 0; i < 9; ++i) clSetKernelArg(k, 4 + i, sizeof(cl_int), &ints[i]);
+    clSetKernelArg(k, 13, sizeof(float), &alpha);
+    clSetKernelArg(k, 14, sizeof(float), &beta);
+    const size_t groups[2] = {blocks.groups_n, blocks.groups_m}, one[2] = {1, 1};
+    CLT_CALL(clEnqueueNDRangeKernel, (q, k, 2, nullptr, groups, one, 0, nullptr, nullptr), "gemm");
+  }
+};
+
+NativeGemm* native = nullptr;  // set when the device's engine is gemm.cl (gemm_native.h)
+
 void run_group(cl_context ctx, cl_command_queue q, Group& g, int repeat, bool blas, std::mt19937& rng) {
   size_t na = 1, nb = 1, nc = 1;
   for (const Call& c : g.calls) na = std::max(na, a_size(c)), nb = std::max(nb, b_size(c)), nc = std::max(nc, c_size(c));
@@ -270,9 +331,21 @@ void run_group(cl_context ctx, cl_command_queue q, Group& g, int repeat, bool bl
     temp_bytes = std::max(temp_bytes, t);
   }
   cl_mem temp = nullptr;
-  if (temp_bytes > 0) temp = make_buffer(ctx, q, std::vector<float>((temp_bytes + 3) / 4));
+  if (temp_bytes > 0 && !native) temp = make_buffer(ctx, q, std::vector<float>((temp_bytes + 3) / 4));
+  cl_mem pool = nullptr;  // gemm.cl: A, B and C in one buffer, as in the backend's pool
+  if (native) {
+    std::vector<float> all(ha);
+    all.insert(all.end(), hb.begin(), hb.end());
+    all.insert(all.end(), hc.begin(), hc.end());
+    pool = make_buffer(ctx, q, all);
+  }
 
   auto cl_pass = [&] {
+    if (native) {
+      for (const Call& k : g.calls) native->run(q, pool, k, 0, na, na + nb);
+      CLT_CALL(clFinish, (q), "gemm_bench");
+      return;
+    }
     for (const Call& k : g.calls)
       check_status(clblast::Gemm<float>(k.layout, k.ta, k.tb, k.m, k.n, k.k, 1.0f, a, k.a_off, k.lda, b, k.b_off, k.ldb,
                                         0.0f, c, k.c_off, k.ldc, &q, nullptr, temp),
@@ -287,7 +360,9 @@ void run_group(cl_context ctx, cl_command_queue q, Group& g, int repeat, bool bl
   cl_pass();  // compiles CLBlast's kernels on first use
   if (blas) {
     blas_pass();
-    CLT_CALL(clEnqueueReadBuffer, (q, c, CL_TRUE, 0, nc * 4, back.data(), 0, nullptr, nullptr), "gemm_bench");
+    CLT_CALL(clEnqueueReadBuffer, (q, native ? pool : c, CL_TRUE, native ? (na + nb) * 4 : 0, nc * 4, back.data(), 0,
+                                   nullptr, nullptr),
+             "gemm_bench");
     double scale = 0, diff = 0;
     for (size_t i = 0; i < nc; ++i) {
       scale = std::max(scale, double(std::fabs(hc[i])));
@@ -311,7 +386,7 @@ void run_group(cl_context ctx, cl_command_queue q, Group& g, int repeat, bool bl
   g.cl_cpu_ms = median(cc);
   g.blas_ms = blas ? median(tb) : 0.0;
   g.blas_cpu_ms = blas ? median(cb) : 0.0;
-  for (cl_mem mem : {a, b, c, temp})
+  for (cl_mem mem : {a, b, c, temp, pool})
     if (mem) clReleaseMemObject(mem);
 }
 
@@ -447,12 +522,25 @@ int main(int argc, char** argv) {
     cl_command_queue q = clCreateCommandQueue(ctx, dev.id, 0, &err);
     CLT_CHECK(err, "clCreateCommandQueue", device_line(dev));
     const std::string applied = apply_gemm_tuning(dev);  // what the backend's create() does
+    std::string engine_error;
+    NativeGemm native_gemm;
+    if (choose_gemm_engine(dev.type, &engine_error) == GemmEngine::kNative) {
+      native_gemm.ctx = ctx;
+      native_gemm.device = dev.id;
+      native_gemm.compute_units = dev.compute_units;
+      native = &native_gemm;
+    }
+    if (!engine_error.empty()) {
+      std::fprintf(stderr, "gemm_bench: %s\n", engine_error.c_str());
+      return 1;
+    }
     const uint64_t tile = gemm_tile(dev);
     uint64_t budget = std::min<uint64_t>(8u << 20, std::max<uint64_t>(dev.max_alloc / 8, 1u << 20));
     if (const char* env = std::getenv("CLTRAIN_OPENCL_SCRATCH_BYTES"); env && *env) budget = std::strtoull(env, nullptr, 10);
     openblas_set_num_threads(threads);
 
     std::printf("device: %s\n", device_line(dev).c_str());
+    std::printf("cltrain GEMM path: %s\n", native ? "kernels/gemm.cl (gemm_native.h)" : "CLBlast");
     std::printf("CLBlast parameters: %s\n", applied.empty() ? "CLBlast's own (database or defaults)" : applied.c_str());
     std::printf("GEMM tile %llu, scratch budget %llu bytes; OpenBLAS %d threads; median of %d runs\n",
                 static_cast<unsigned long long>(tile), static_cast<unsigned long long>(budget),

@@ -1,0 +1,74 @@
+#include "gemm_native.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace cltrain::ocl {
+
+GemmEngine choose_gemm_engine(cl_device_type type, std::string* error) {
+  if (const char* env = std::getenv("CLTRAIN_OPENCL_GEMM"); env && *env) {
+    const std::string v = env;
+    if (v == "native") return GemmEngine::kNative;
+    if (v == "clblast") return GemmEngine::kClblast;
+    if (error) *error = "CLTRAIN_OPENCL_GEMM is '" + v + "'; it takes native or clblast";
+    return GemmEngine::kClblast;
+  }
+  return (type & CL_DEVICE_TYPE_CPU) ? GemmEngine::kNative : GemmEngine::kClblast;
+}
+
+NativeForm native_form(clblast::Layout layout, clblast::Transpose ta, clblast::Transpose tb, size_t m, size_t n,
+                       size_t k, size_t lda, size_t ldb, size_t ldc) {
+  const bool col = layout == clblast::Layout::kColMajor;
+  const bool at = ta != clblast::Transpose::kNo, bt = tb != clblast::Transpose::kNo;
+  // The product as given: op(A)(i, k) is A[k lda + i] for a row-major transposed or a
+  // column-major untransposed A; op(B)(k, j) is B[j ldb + k] likewise.
+  NativeForm given;
+  given.m = m, given.n = n, given.k = k;
+  given.lda = lda, given.ldb = ldb, given.ldc = ldc;
+  given.a_km = col ? !at : at;
+  given.b_nk = col ? !bt : bt;
+  given.c_t = col;
+  // The product of the transposes: A'(j, k) = op(B)(k, j), B'(k, i) = op(A)(i, k), C'(j, i) = C(i, j).
+  NativeForm t;
+  t.m = n, t.n = m, t.k = k;
+  t.lda = ldb, t.ldb = lda, t.ldc = ldc;
+  t.a_km = !given.b_nk;
+  t.b_nk = !given.a_km;
+  t.c_t = !col;
+  t.swapped = true;
+  // Work in whole register tiles, dearer where B is packed from a transposed layout and where C
+  // is stored element by element.
+  auto cost = [](const NativeForm& f) {
+    const double tiles = double((f.m + kNativeMr - 1) / kNativeMr * kNativeMr) *
+                         double((f.n + kNativeNr - 1) / kNativeNr * kNativeNr);
+    return tiles * (1.0 + (f.b_nk ? 0.25 : 0.0) + (f.c_t ? 0.1 : 0.0));
+  };
+  return cost(t) < cost(given) ? t : given;
+}
+
+NativeBlocks native_blocks(const NativeForm& f, size_t compute_units) {
+  const size_t m = f.m, n = f.n;
+  auto round_up = [](size_t v, size_t unit) { return (v + unit - 1) / unit * unit; };
+  NativeBlocks b;
+  b.mb = std::min(kNativeMbMax, round_up(std::max<size_t>(m, 1), kNativeMr));
+  b.nb = std::min(kNativeNbMax, round_up(std::max<size_t>(n, 1), kNativeNr));
+  const size_t want = 4 * std::max<size_t>(compute_units, 1);
+  auto groups = [&] { return ((m + b.mb - 1) / b.mb) * ((n + b.nb - 1) / b.nb); };
+  while (groups() < want) {
+    if (b.mb > 4 * kNativeMr) {
+      b.mb = round_up(b.mb / 2, kNativeMr);
+    } else if (b.nb > kNativeNr) {
+      b.nb = round_up(b.nb / 2, kNativeNr);
+    } else if (b.mb > kNativeMr) {
+      b.mb = round_up(b.mb / 2, kNativeMr);
+    } else {
+      break;
+    }
+  }
+  b.direct = !f.b_nk && b.mb <= kNativeDirectRows;
+  b.groups_m = (m + b.mb - 1) / b.mb;
+  b.groups_n = (n + b.nb - 1) / b.nb;
+  return b;
+}
+
+}  // namespace cltrain::ocl

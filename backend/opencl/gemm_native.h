@@ -1,0 +1,52 @@
+// The matrix product of CPU devices (kernels/gemm.cl) and which GEMM engine a device uses.
+//
+// On POCL's CPU device CLBlast's kernels reach a tenth of the machine's GEMM rate at large sizes
+// and copy operands into scratch for most orientations; gemm.cl is written as a CPU BLAS is
+// (one work-item per block, B packed in local memory, register tiles of float8), reads every
+// orientation in place and needs no scratch. GPUs keep CLBlast.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "cl_headers.h"
+#include <clblast.h>
+
+namespace cltrain::ocl {
+
+enum class GemmEngine { kClblast, kNative };
+
+// CLTRAIN_OPENCL_GEMM=native or =clblast chooses for every device; otherwise CPU devices
+// (CL_DEVICE_TYPE_CPU) get the native kernel and the others CLBlast. An unknown value is an error
+// (a message in *error, kClblast returned).
+GemmEngine choose_gemm_engine(cl_device_type type, std::string* error);
+
+// A GEMM in gemm.cl's form: C(i, j) of [m, n] at C[c_t ? j ldc + i : i ldc + j],
+// A(i, k) = A[a_km ? k lda + i : i lda + k], B(k, j) = B[b_nk ? j ldb + k : k ldb + j].
+// swapped: the operands of the given call trade places, for the product of the transposes
+// (C^T = op(B)^T op(A)^T), which gemm.cl computes whenever that fits its tiles better: fewer
+// padded columns and rows, a B it can read in place, C stored as rows.
+struct NativeForm {
+  size_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+  bool a_km = false, b_nk = false, c_t = false, swapped = false;
+};
+NativeForm native_form(clblast::Layout layout, clblast::Transpose ta, clblast::Transpose tb, size_t m, size_t n,
+                       size_t k, size_t lda, size_t ldb, size_t ldc);
+
+// Register tile and block limits of gemm.cl (its MR, NV, NB_MAX, MB_MAX defaults).
+constexpr size_t kNativeMr = 4, kNativeNr = 16, kNativeNbMax = 128, kNativeMbMax = 64;
+
+// The block of C one work-group computes: the largest up to MB_MAX x NB_MAX that still gives
+// every compute unit about four groups (smaller blocks only where the product is small). direct:
+// whole panels of B are read in place rather than packed (an untransposed B and blocks of at
+// most kNativeDirectRows rows, which would pay for packing about as much as for the products).
+struct NativeBlocks {
+  size_t mb = 0, nb = 0, groups_m = 0, groups_n = 0;
+  bool direct = false;
+};
+constexpr size_t kNativeDirectRows = 16;
+NativeBlocks native_blocks(const NativeForm& f, size_t compute_units);
+
+
+}  // namespace cltrain::ocl

@@ -1,0 +1,170 @@
+// The matrix product of CPU devices (POCL and the like), used instead of CLBlast there
+// (backend/opencl/gemm_native.h chooses): C = alpha A B + beta C, [M, N] = [M, K] [K, N], every
+// operand read or written in place in the pool in either orientation:
+//   A_KM 0: A(i, k) = A[i lda + k]   A_KM 1: A(i, k) = A[k lda + i]
+//   B_NK 0: B(k, j) = B[k ldb + j]   B_NK 1: B(k, j) = B[j ldb + k]
+//   C_T 0:  C(i, j) = C[i ldc + j]   C_T 1:  C(i, j) = C[j ldc + i]
+// gemm_native.cc turns every layout and transpose CLBlast takes into this form, as the product
+// itself or as the product of the transposes, so no operand is ever copied to global scratch.
+//
+// Shape of the work (as a CPU BLAS, not as a GPU kernel): work-groups of one work-item, so that
+// POCL keeps the accumulators in registers (with several work-items it interleaves them inside
+// the k loop); each group computes an MB x NB block of C (mb, nb at run time, multiples of MR and
+// NR). Per KC-slice of k it packs B's block into local memory as NR-column panels, [kk][NR]
+// contiguous, which then stay in the L1 cache while the MR x NR register tiles of the block run
+// over them; A is read in place, one broadcast per row and k. When the host says so (direct: blocks
+// of few rows, where packing would cost about as much as the products), an untransposed B is read
+// in place instead and each tile runs over the whole of k at once.
+//
+// Numerics (cltrain_backend.h): each element of C is one chain acc = fma(A(i, k), B(k, j), acc)
+// from acc = 0 over k in increasing order. Between KC-slices the chain's value is kept in local
+// memory as the float it is, so slicing changes nothing. Then C = alpha acc when beta is 0 (C is
+// not read) and alpha acc + beta C otherwise: the same values as CLBlast's kernels give.
+
+#ifndef MR
+#define MR 4   // rows of a register tile
+#endif
+#ifndef NV
+#define NV 2   // float8 vectors of a register tile's row: NR = 8 NV columns
+#endif
+#ifndef KC
+#define KC 320  // k per packed slice
+#endif
+#ifndef NB_MAX
+#define NB_MAX 128
+#endif
+#ifndef MB_MAX
+#define MB_MAX 64
+#endif
+#define NR (8 * NV)
+
+#if A_KM
+#define A_AT(i, k) ((k) * lda + (i))
+#define A_STEP lda
+#else
+#define A_AT(i, k) ((i) * lda + (k))
+#define A_STEP 1
+#endif
+#if B_NK
+#define B_AT(k, j) ((j) * ldb + (k))
+#else
+#define B_AT(k, j) ((k) * ldb + (j))
+#endif
+// Packed B: column jj of the block at kk in its NR-wide panel.
+#if C_T
+#define C_AT(i, j) ((j) * ldc + (i))
+#else
+#define C_AT(i, j) ((i) * ldc + (j))
+#endif
+#define PACKED(kk, jj) (((jj) / NR) * (KC * NR) + (kk) * NR + (jj) % NR)
+
+// Inside the loops over a block's tiles (r0: the tile's first row in the block):
+// ar[r], A's row r of the tile at k = K0. Rows past M repeat row M - 1: computed, never stored.
+#define ROW_POINTERS(K0)                                                                  \
+  const __global float* ar[MR];                                                           \
+  _Pragma("unroll") for (int r = 0; r < MR; ++r) ar[r] = A + A_AT(min(ib + r0 + r, M - 1), (K0));
+// acc += the tile's products over kk < KN, B's row kk of the tile's columns at BPTR + kk BSTRIDE,
+// A's row r at ar[r][kk ASTEP].
+#define TILE_K_LOOP(BPTR, BSTRIDE, KN, ASTEP)                                              \
+  for (int kk = 0; kk < (KN); ++kk) {                                                     \
+    float8 b[NV];                                                                         \
+    _Pragma("unroll") for (int v = 0; v < NV; ++v) b[v] = vload8(v, (BPTR) + kk * (BSTRIDE)); \
+    _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                      \
+      const float8 a = (float8)(ar[r][kk * (ASTEP)]);                                     \
+      _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = fma(a, b[v], acc[r][v]); \
+    }                                                                                     \
+  }
+// C of the tile whose columns start at block column CS: its columns from FROM (>= CS) to the
+// tile's or the block's end, rows below M. Whole tiles with beta 0 store as vectors.
+#define STORE_TILE(CS, FROM)                                                              \
+  _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                        \
+    const int i = ib + r0 + r;                                                            \
+    if (i < M) {                                                                          \
+      if (!C_T && (CS) == (FROM) && (CS) + NR <= nb && beta == 0.0f) {                    \
+        __global float* cr = C + C_AT(i, jb + (CS));                                      \
+        _Pragma("unroll") for (int v = 0; v < NV; ++v) vstore8(alpha * acc[r][v], v, cr); \
+      } else {                                                                            \
+        _Pragma("unroll") for (int v = 0; v < NV; ++v) {                                  \
+          float out[8];                                                                   \
+          vstore8(acc[r][v], 0, out);                                                     \
+          _Pragma("unroll") for (int l = 0; l < 8; ++l) {                                 \
+            const int j = (CS) + 8 * v + l;                                               \
+            if (j >= (FROM) && j < nb) {                                                  \
+              __global float* c = C + C_AT(i, jb + j);                                    \
+              *c = beta == 0.0f ? alpha * out[l] : alpha * out[l] + beta * *c;            \
+            }                                                                             \
+          }                                                                               \
+        }                                                                                 \
+      }                                                                                   \
+    }                                                                                     \
+  }
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void gemm(__global float* pool, uint a_off, uint b_off, uint c_off, int M, int N, int K, int lda, int ldb,
+          int ldc, int mb, int nb_max, int direct, float alpha, float beta) {
+  __local float packed[KC * NB_MAX];
+  __local float8 partial[MB_MAX * NB_MAX / 8];  // the chains between slices, [r][c / 8]
+  const __global float* A = pool + a_off;
+  const __global float* B = pool + b_off;
+  __global float* C = pool + c_off;
+  const int jb = get_group_id(0) * nb_max, ib = get_group_id(1) * mb;
+  const int nb = min(nb_max, N - jb);  // columns of this block
+  const int nb_up = (nb + NR - 1) / NR * NR;
+#if !B_NK
+  if (direct && nb >= NR) {
+    // B in place: no packing, so no slicing of k either; each register tile runs over the whole
+    // of k. A block's last, partial panel starts at nb - NR, overlapping the one before; it
+    // stores only the columns that one did not.
+    for (int c0 = 0; c0 < nb; c0 += NR) {
+      const int cs = min(c0, nb - NR);
+      const __global float* bg = B + B_AT(0, jb + cs);
+      for (int r0 = 0; r0 < mb && ib + r0 < M; r0 += MR) {
+        ROW_POINTERS(0)
+        float8 acc[MR][NV];
+        _Pragma("unroll") for (int r = 0; r < MR; ++r)
+          _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = (float8)(0.0f);
+        TILE_K_LOOP(bg, ldb, K, A_STEP)
+        STORE_TILE(cs, c0)
+      }
+    }
+    return;
+  }
+#endif
+  for (int k0 = 0; k0 < K; k0 += KC) {
+    const int kc = min(KC, K - k0);
+#if B_NK
+    for (int jj = 0; jj < nb_up; ++jj) {
+      if (jj < nb) {
+        const __global float* src = B + B_AT(k0, jb + jj);
+        for (int kk = 0; kk < kc; ++kk) packed[PACKED(kk, jj)] = src[kk];
+      } else {
+        for (int kk = 0; kk < kc; ++kk) packed[PACKED(kk, jj)] = 0.0f;
+      }
+    }
+#else
+    for (int kk = 0; kk < kc; ++kk) {
+      const __global float* src = B + B_AT(k0 + kk, jb);
+      for (int jj = 0; jj < nb_up; ++jj) packed[PACKED(kk, jj)] = jj < nb ? src[jj] : 0.0f;
+    }
+#endif
+    const bool first = k0 == 0, last = k0 + KC >= K;
+    for (int c0 = 0; c0 < nb; c0 += NR) {
+      const __local float* bq = packed + (c0 / NR) * (KC * NR);
+      for (int r0 = 0; r0 < mb && ib + r0 < M; r0 += MR) {
+        ROW_POINTERS(k0)
+        float8 acc[MR][NV];
+        _Pragma("unroll") for (int r = 0; r < MR; ++r)
+          _Pragma("unroll") for (int v = 0; v < NV; ++v)
+            acc[r][v] = first ? (float8)(0.0f) : partial[(r0 + r) * (NB_MAX / 8) + c0 / 8 + v];
+        TILE_K_LOOP(bq, NR, kc, A_STEP)
+        if (!last) {
+          _Pragma("unroll") for (int r = 0; r < MR; ++r)
+            _Pragma("unroll") for (int v = 0; v < NV; ++v)
+              partial[(r0 + r) * (NB_MAX / 8) + c0 / 8 + v] = acc[r][v];
+          continue;
+        }
+        STORE_TILE(c0, c0)
+      }
+    }
+  }
+}

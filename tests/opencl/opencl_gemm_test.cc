@@ -1,0 +1,231 @@
+// kernels/gemm.cl, the matrix product of CPU devices, with the forms and blocks
+// backend/opencl/gemm_native.cc chooses, against the dot products of cltrain_backend.h's Numerics
+// (acc = fma(a, b, acc) over k in increasing order, then alpha acc + beta C), bit for bit on the
+// first OpenCL device (POCL in CI). Every layout and transpose CLBlast takes, both forms (the
+// product and the product of the transposes), blocks read in place and packed, partial tiles and
+// blocks, k in several packed slices, leading dimensions wider than the matrix, offsets, and
+// beta != 0; elements of C outside the product must keep their value.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cl_headers.h"
+#include "gemm_native.h"
+
+namespace {
+
+using clblast::Layout;
+using clblast::Transpose;
+using namespace cltrain::ocl;
+
+std::string read_kernel(const char* name) {
+  std::ifstream f(std::string(CLTRAIN_KERNELS_DIR) + "/" + name);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+struct Call {
+  Layout layout;
+  Transpose ta, tb;
+  size_t m, n, k;
+  size_t pad = 0;  // added to every leading dimension
+  size_t a_off = 0, b_off = 0, c_off = 0;
+  float alpha = 1.0f, beta = 0.0f;
+};
+
+class NativeGemm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cl_platform_id platforms[8];
+    cl_uint np = 0;
+    if (clGetPlatformIDs(8, platforms, &np) != CL_SUCCESS || np == 0) return unavailable("no OpenCL platform");
+    for (cl_uint i = 0; i < np && !device_; ++i) {
+      cl_uint nd = 0;
+      if (clGetDeviceIDs(platforms[i], CL_DEVICE_TYPE_ALL, 1, &device_, &nd) != CL_SUCCESS || nd == 0) device_ = nullptr;
+    }
+    if (!device_) return unavailable("no OpenCL device");
+    cl_int err = CL_SUCCESS;
+    ctx_ = clCreateContext(nullptr, 1, &device_, nullptr, nullptr, &err);
+    ASSERT_EQ(err, CL_SUCCESS);
+    queue_ = clCreateCommandQueue(ctx_, device_, 0, &err);
+    ASSERT_EQ(err, CL_SUCCESS);
+    ASSERT_EQ(clGetDeviceInfo(device_, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units_, &units_, nullptr), CL_SUCCESS);
+  }
+  void TearDown() override {
+    for (cl_kernel k : kernels_)
+      if (k) clReleaseKernel(k);
+    if (queue_) clReleaseCommandQueue(queue_);
+    if (ctx_) clReleaseContext(ctx_);
+  }
+  void unavailable(const char* why) {
+    if (std::getenv("CLTRAIN_REQUIRE_OPENCL")) FAIL() << why << " (CLTRAIN_REQUIRE_OPENCL is set)";
+    GTEST_SKIP() << why;
+  }
+
+  cl_kernel kernel(const NativeForm& f) {
+    cl_kernel& k = kernels_[(f.a_km ? 4 : 0) + (f.b_nk ? 2 : 0) + (f.c_t ? 1 : 0)];
+    if (k) return k;
+    const std::string text = read_kernel("numerics.h") + "\n" + read_kernel("common.cl") + "\n" + read_kernel("gemm.cl");
+    const char* src = text.c_str();
+    cl_int err = CL_SUCCESS;
+    cl_program p = clCreateProgramWithSource(ctx_, 1, &src, nullptr, &err);
+    EXPECT_EQ(err, CL_SUCCESS);
+    const std::string opts = std::string("-cl-std=CL1.2 -DA_KM=") + (f.a_km ? "1" : "0") +
+                             " -DB_NK=" + (f.b_nk ? "1" : "0") + " -DC_T=" + (f.c_t ? "1" : "0");
+    if (clBuildProgram(p, 1, &device_, opts.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+      std::vector<char> log(1 << 16);
+      clGetProgramBuildInfo(p, device_, CL_PROGRAM_BUILD_LOG, log.size(), log.data(), nullptr);
+      ADD_FAILURE() << "gemm.cl does not build with " << opts << ":\n" << log.data();
+    }
+    k = clCreateKernel(p, "gemm", &err);
+    EXPECT_EQ(err, CL_SUCCESS);
+    clReleaseProgram(p);
+    return k;
+  }
+
+  // Runs c on the device and checks every element of C (and what lies around it) bit for bit.
+  void check(const Call& c, const std::string& what) {
+    SCOPED_TRACE(what);
+    const bool row = c.layout == Layout::kRowMajor;
+    const bool at = c.ta == Transpose::kYes, bt = c.tb == Transpose::kYes;
+    // Stored shapes: op(A) [m, k] is A [k, m] when transposed; row-major lines are rows.
+    const size_t a_lines = row ? (at ? c.k : c.m) : (at ? c.m : c.k);
+    const size_t a_len = row ? (at ? c.m : c.k) : (at ? c.k : c.m);
+    const size_t b_lines = row ? (bt ? c.n : c.k) : (bt ? c.k : c.n);
+    const size_t b_len = row ? (bt ? c.k : c.n) : (bt ? c.n : c.k);
+    const size_t c_lines = row ? c.m : c.n, c_len = row ? c.n : c.m;
+    const size_t lda = a_len + c.pad, ldb = b_len + c.pad, ldc = c_len + c.pad;
+    auto a_at = [&](size_t i, size_t k) {
+      return c.a_off + (row ? (at ? k * lda + i : i * lda + k) : (at ? i * lda + k : k * lda + i));
+    };
+    auto b_at = [&](size_t k, size_t j) {
+      return c.b_off + (row ? (bt ? j * ldb + k : k * ldb + j) : (bt ? k * ldb + j : j * ldb + k));
+    };
+    auto c_at = [&](size_t i, size_t j) { return c.c_off + (row ? i * ldc + j : j * ldc + i); };
+    const size_t na = c.a_off + a_lines * lda, nb = c.b_off + b_lines * ldb, nc = c.c_off + c_lines * ldc + 7;
+    (void)a_len, (void)b_len;
+
+    std::mt19937 rng(static_cast<unsigned>(c.m * 131 + c.n * 17 + c.k));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> pool(na + nb + nc);
+    for (float& v : pool) v = u(rng);
+    std::vector<float> expect(pool.begin() + na + nb, pool.end());
+    for (size_t i = 0; i < c.m; ++i)
+      for (size_t j = 0; j < c.n; ++j) {
+        float acc = 0.0f;
+        for (size_t k = 0; k < c.k; ++k) acc = std::fma(pool[a_at(i, k)], pool[na + b_at(k, j)], acc);
+        float& out = expect[c_at(i, j)];
+        const float scaled = c.alpha * acc;
+        out = c.beta == 0.0f ? scaled : scaled + c.beta * out;
+      }
+
+    cl_int err = CL_SUCCESS;
+    cl_mem buf = clCreateBuffer(ctx_, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, pool.size() * 4, pool.data(), &err);
+    ASSERT_EQ(err, CL_SUCCESS);
+    const NativeForm f = native_form(c.layout, c.ta, c.tb, c.m, c.n, c.k, lda, ldb, ldc);
+    const NativeBlocks blocks = native_blocks(f, units_);
+    cl_kernel k = kernel(f);
+    ASSERT_NE(k, nullptr);
+    const cl_uint a_off = static_cast<cl_uint>(c.a_off), b_off = static_cast<cl_uint>(na + c.b_off),
+                  c_off = static_cast<cl_uint>(na + nb + c.c_off);
+    const cl_int ints[9] = {cl_int(f.m),   cl_int(f.n),       cl_int(f.k),       cl_int(f.lda),        cl_int(f.ldb),
+                            cl_int(f.ldc), cl_int(blocks.mb), cl_int(blocks.nb), blocks.direct ? 1 : 0};
+    ASSERT_EQ(clSetKernelArg(k, 0, sizeof buf, &buf), CL_SUCCESS);
+    ASSERT_EQ(clSetKernelArg(k, 1, sizeof(cl_uint), f.swapped ? &b_off : &a_off), CL_SUCCESS);
+    ASSERT_EQ(clSetKernelArg(k, 2, sizeof(cl_uint), f.swapped ? &a_off : &b_off), CL_SUCCESS);
+    ASSERT_EQ(clSetKernelArg(k, 3, sizeof(cl_uint), &c_off), CL_SUCCESS);
+    for (cl_uint i = 0; i < 9; ++i) ASSERT_EQ(clSetKernelArg(k, 4 + i, sizeof(cl_int), &ints[i]), CL_SUCCESS);
+    ASSERT_EQ(clSetKernelArg(k, 13, sizeof(float), &c.alpha), CL_SUCCESS);
+    ASSERT_EQ(clSetKernelArg(k, 14, sizeof(float), &c.beta), CL_SUCCESS);
+    const size_t groups[2] = {blocks.groups_n, blocks.groups_m}, one[2] = {1, 1};
+    ASSERT_EQ(clEnqueueNDRangeKernel(queue_, k, 2, nullptr, groups, one, 0, nullptr, nullptr), CL_SUCCESS);
+    std::vector<float> got(nc);
+    ASSERT_EQ(clEnqueueReadBuffer(queue_, buf, CL_TRUE, (na + nb) * 4, nc * 4, got.data(), 0, nullptr, nullptr),
+              CL_SUCCESS);
+    clReleaseMemObject(buf);
+    size_t bad = 0;
+    for (size_t i = 0; i < nc; ++i)
+      if (std::memcmp(&got[i], &expect[i], 4) != 0 && bad++ < 3)
+        ADD_FAILURE() << "C element " << i << ": " << got[i] << ", expected " << expect[i] << " (form m" << f.m
+                      << " n" << f.n << " a_km " << f.a_km << " b_nk " << f.b_nk << " c_t " << f.c_t << ", blocks "
+                      << blocks.mb << "x" << blocks.nb << (blocks.direct ? " direct" : " packed") << ")";
+    EXPECT_EQ(bad, 0u);
+  }
+
+  cl_device_id device_ = nullptr;
+  cl_context ctx_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+  cl_uint units_ = 1;
+  cl_kernel kernels_[8] = {};
+};
+
+const char* name(Layout l) { return l == Layout::kRowMajor ? "R" : "C"; }
+const char* name(Transpose t) { return t == Transpose::kYes ? "T" : "N"; }
+
+TEST_F(NativeGemm, EveryLayoutAndTransposeAtEdgeShapesMatchesTheFmaChainBitForBit) {
+  struct Shape {
+    size_t m, n, k;
+  };
+  // 1x1x1; below one register tile; partial tiles and blocks; k over one packed slice (320);
+  // few rows and many k (blocks read in place); one narrow side (the product of the transposes).
+  const Shape shapes[] = {{1, 1, 1},   {3, 5, 2},    {17, 33, 40}, {70, 150, 9}, {33, 17, 700},
+                          {32, 7, 900}, {64, 58, 350}, {5, 200, 64}, {130, 16, 321}};
+  for (Layout l : {Layout::kRowMajor, Layout::kColMajor})
+    for (Transpose ta : {Transpose::kNo, Transpose::kYes})
+      for (Transpose tb : {Transpose::kNo, Transpose::kYes})
+        for (const Shape& s : shapes) {
+          Call c{l, ta, tb, s.m, s.n, s.k};
+          c.pad = s.m % 3;
+          c.a_off = 1, c.b_off = 5, c.c_off = 3;
+          check(c, std::string(name(l)) + name(ta) + name(tb) + " m" + std::to_string(s.m) + " n" +
+                       std::to_string(s.n) + " k" + std::to_string(s.k));
+          if (HasFailure()) return;
+        }
+}
+
+TEST_F(NativeGemm, BetaAddsToCAndAlphaScalesAsCLBlastDoes) {
+  for (Layout l : {Layout::kRowMajor, Layout::kColMajor})
+    for (const float beta : {1.0f, 0.5f}) {
+      Call c{l, Transpose::kYes, Transpose::kNo, 40, 50, 700};  // sliced k, accumulated into C
+      c.beta = beta;
+      c.alpha = beta == 1.0f ? 1.0f : -0.75f;
+      check(c, std::string(name(l)) + " beta " + std::to_string(beta));
+      Call d{l, Transpose::kYes, Transpose::kNo, 8, 40, 600};  // in place
+      d.beta = beta;
+      check(d, std::string(name(l)) + " in place, beta " + std::to_string(beta));
+    }
+}
+
+// The host's choices: every block a whole number of register tiles, enough groups for the
+// compute units where the product allows, and the form with the fewer padded lanes.
+TEST(NativeGemmPlan, BlocksAndFormsFollowTheShape) {
+  const NativeForm big = native_form(Layout::kRowMajor, Transpose::kNo, Transpose::kYes, 490, 1280, 320, 320, 320, 1280);
+  EXPECT_FALSE(big.swapped);
+  const NativeBlocks bb = native_blocks(big, 2);
+  EXPECT_EQ(bb.mb, kNativeMbMax);
+  EXPECT_EQ(bb.nb, kNativeNbMax);
+  EXPECT_FALSE(bb.direct);  // B [N, K]: packed
+  // dW of a 32-channel conv over a 7-column panel: computed as the 7 x 32 transpose.
+  const NativeForm narrow = native_form(Layout::kRowMajor, Transpose::kYes, Transpose::kNo, 32, 7, 25088, 32, 7, 7);
+  EXPECT_TRUE(narrow.swapped);
+  EXPECT_EQ(narrow.m, 7u);
+  EXPECT_EQ(narrow.n, 32u);
+  EXPECT_TRUE(narrow.c_t);
+  const NativeBlocks nb = native_blocks(narrow, 2);
+  EXPECT_EQ(nb.mb % kNativeMr, 0u);
+  EXPECT_EQ(nb.nb % kNativeNr, 0u);
+  EXPECT_TRUE(nb.direct);
+  for (size_t units : {1, 2, 8, 64}) {
+    const NativeBlocks b = native_blocks(big, units);
+    EXPECT_GE(b.groups_m * b.groups_n, std::min<size_t>(4 * units, 8 * 80));
+    EXPECT_EQ(b.groups_m, (big.m + b.mb - 1) / b.mb);
+    EXPECT_EQ(b.groups_n, (big.n + b.nb - 1) / b.nb);
+  }
+}
+
+}  // namespace
