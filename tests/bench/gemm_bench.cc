@@ -1,6 +1,8 @@
-// gemm_bench: the matrix products of a training step, through cltrain's GEMM path (CLBlast Xgemm
-// on the OpenCL device, with the parameters backend/opencl/gemm_tuning.cc applies) and through
-// OpenBLAS's cblas_sgemm on the host's CPU cores; GFLOP/s of both and their ratio per product.
+// gemm_bench: the matrix products of a training step, through cltrain's GEMM path on the OpenCL
+// device (the engine the backend picks, backend/opencl/gemm_native.h: kernels/gemm.cl on CPU
+// devices, CLBlast Xgemm with the parameters gemm_tuning.cc applies elsewhere;
+// CLTRAIN_OPENCL_GEMM=native|clblast chooses) and through OpenBLAS's cblas_sgemm on the host's CPU
+// cores; GFLOP/s of both and their ratio per product.
 //
 //   build/gemm_bench                                  # mnist-kaggle at 32, mobilenetv2 at 10
 //   build/gemm_bench --model mnist-kaggle:32 --top 0  # every GEMM group of the model
@@ -11,8 +13,8 @@
 // transposes, m n k, leading dimensions and offsets, the same chunking of the im2col panels by the
 // scratch budget (8 MiB, or an eighth of the device's largest allocation;
 // CLTRAIN_OPENCL_SCRATCH_BYTES) and the GEMM tile. The backend has changed its planning since;
-// --calls FILE times the calls a real step makes, recorded by libgemm_capture.so
-// (gemm_capture.cc), whatever the backend's code is. A "group" is
+// --calls FILE times the calls a real step makes, recorded by the backend itself
+// (CLTRAIN_OPENCL_GEMM_LOG=FILE, launch.cc), whatever its code is. A "group" is
 // all the GEMM calls of one (layer, pass): forward y, dW, dx. Only the GEMMs are timed, not the
 // im2col panel fills and the dx gather around them. OpenBLAS runs the very same calls on host
 // memory. Not a test: it is built only where CMake finds OpenBLAS (Debian: libopenblas-dev) and
@@ -413,7 +415,7 @@ int usage() {
                "  --top       only the K groups of each model with the most FLOPs (default 6; 0 = all)\n"
                "  --call L,TA,TB,m,n,k[,lda,ldb,ldc]  this product (L: R or C; TA, TB: N or T); with --call\n"
                "              the models run only where --model names them\n"
-               "  --calls FILE  the calls libgemm_capture.so recorded (a real step's GEMMs; see gemm_capture.cc)\n"
+               "  --calls FILE  the calls CLTRAIN_OPENCL_GEMM_LOG=FILE recorded (a real step's GEMMs)\n"
                "  --square N  also an N x N x N row-major product (what the machine reaches at large sizes)\n"
                "  --no-blas   time cltrain's path only (for trying CLBlast parameters: CLTRAIN_CLBLAST_XGEMM)\n");
   return 2;
@@ -465,7 +467,7 @@ int main(int argc, char** argv) {
       c.ldc = ldc ? ldc : (rm ? n : m);
       custom.push_back(c);
     } else if (a == "--calls") {
-      // Lines of libgemm_capture.so: "L TA TB m n k a_off lda b_off ldb c_off ldc". Consecutive
+      // Lines of CLTRAIN_OPENCL_GEMM_LOG: "L TA TB m n k a_off lda b_off ldb c_off ldc". Consecutive
       // calls with the same layout, transposes and k are one group (the chunks of one pass).
       const std::string path = next();
       std::ifstream f(path);

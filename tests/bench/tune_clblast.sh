@@ -68,6 +68,8 @@ while [ $# -gt 0 ]; do
 done
 [ ${#models[@]} -gt 0 ] || models=(--model mnist-kaggle:32 --model mobilenetv2:10)
 bench="$build/gemm_bench"
+# CPU devices run their GEMMs through kernels/gemm.cl; the candidates are CLBlast's.
+export CLTRAIN_OPENCL_GEMM=clblast
 [ -x "$bench" ] || { echo "tune_clblast: no $bench (needs OpenBLAS: libopenblas-dev; cmake --build $build --target gemm_bench)" >&2; exit 1; }
 command -v python3 > /dev/null || { echo "tune_clblast: needs python3" >&2; exit 1; }
 [ -n "$out" ] || out=$(mktemp -d /tmp/tune_clblast.XXXXXX)
