@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command for a machine with an OpenCL GPU (NVIDIA, AMD, Intel, Mali, Adreno, ...): checks
 # the prerequisites (installs nothing), configures and builds cltrain in a fresh build directory,
-# runs the op suite (op_tests, opencl_smoke_tests) on the GPU and `cltrain bench` for
+# runs the op suite (op_tests, opencl_smoke_tests, opencl_gemm_tests) on the GPU and `cltrain bench` for
 # mnist-kaggle (batch 32) and mobilenetv2 (batch 10, Adam) with --profile, and writes every log
 # and report into one output directory. Meant to finish in under ten minutes on such a machine;
 # it also runs where POCL's CPU device is the only one (slower there).
@@ -102,7 +102,7 @@ command -v python3 > /dev/null 2>&1 || echo "   (no python3: the summary shows l
 # --- 2. Configure and build afresh --------------------------------------------------------------
 rm -rf "$build"
 targets=(cltrain cltrain_opencl)
-[ $skip_tests -eq 1 ] || targets+=(op_tests opencl_smoke_tests)
+[ $skip_tests -eq 1 ] || targets+=(op_tests opencl_smoke_tests opencl_gemm_tests)
 testing=ON; [ $skip_tests -eq 1 ] && testing=OFF
 # shellcheck disable=SC2086
 stage configure 120 "$out/configure.log" cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
@@ -128,7 +128,10 @@ if [ $skip_tests -eq 0 ]; then
   stage op_tests 300 "$out/op_tests.log" "$build/op_tests" --gtest_brief=1 --gtest_output="xml:$out/op_tests.xml"
   stage opencl_smoke_tests 300 "$out/opencl_smoke_tests.log" "$build/opencl_smoke_tests" --gtest_brief=1 \
     --gtest_output="xml:$out/opencl_smoke_tests.xml"
-  for t in op_tests opencl_smoke_tests; do
+  # kernels/gemm.cl (the GEMM of CPU devices; GPUs use CLBlast) on this device, bit for bit or not.
+  stage opencl_gemm_tests 300 "$out/opencl_gemm_tests.log" "$build/opencl_gemm_tests" --gtest_brief=1 \
+    --gtest_output="xml:$out/opencl_gemm_tests.xml"
+  for t in op_tests opencl_smoke_tests opencl_gemm_tests; do
     grep -E '^\[  (PASSED|SKIPPED|FAILED) ' "$out/$t.log" | sed "s/^/      $t: /" | tee -a "$summary"
   done
 fi

@@ -7,6 +7,7 @@
 // beta != 0; elements of C outside the product must keep their value.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -41,14 +42,24 @@ struct Call {
 class NativeGemm : public ::testing::Test {
  protected:
   void SetUp() override {
-    cl_platform_id platforms[8];
+    // The devices of every platform in order, as `cltrain devices` numbers them;
+    // CLTRAIN_OPENCL_DEVICE picks one, else the first.
+    cl_platform_id platforms[16];
     cl_uint np = 0;
-    if (clGetPlatformIDs(8, platforms, &np) != CL_SUCCESS || np == 0) return unavailable("no OpenCL platform");
-    for (cl_uint i = 0; i < np && !device_; ++i) {
+    if (clGetPlatformIDs(16, platforms, &np) != CL_SUCCESS || np == 0) return unavailable("no OpenCL platform");
+    std::vector<cl_device_id> all;
+    for (cl_uint i = 0; i < std::min<cl_uint>(np, 16); ++i) {
       cl_uint nd = 0;
-      if (clGetDeviceIDs(platforms[i], CL_DEVICE_TYPE_ALL, 1, &device_, &nd) != CL_SUCCESS || nd == 0) device_ = nullptr;
+      if (clGetDeviceIDs(platforms[i], CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
+      std::vector<cl_device_id> ids(nd);
+      if (clGetDeviceIDs(platforms[i], CL_DEVICE_TYPE_ALL, nd, ids.data(), nullptr) == CL_SUCCESS)
+        all.insert(all.end(), ids.begin(), ids.end());
     }
-    if (!device_) return unavailable("no OpenCL device");
+    if (all.empty()) return unavailable("no OpenCL device");
+    const char* pick = std::getenv("CLTRAIN_OPENCL_DEVICE");
+    const size_t index = pick && *pick ? std::strtoul(pick, nullptr, 10) : 0;
+    ASSERT_LT(index, all.size()) << "CLTRAIN_OPENCL_DEVICE=" << pick;
+    device_ = all[index];
     cl_int err = CL_SUCCESS;
     ctx_ = clCreateContext(nullptr, 1, &device_, nullptr, nullptr, &err);
     ASSERT_EQ(err, CL_SUCCESS);
