@@ -12,9 +12,9 @@
 // the k loop); each group computes an MB x NB block of C (mb, nb at run time, multiples of MR and
 // NR). Per KC-slice of k it packs B's block into local memory as NR-column panels, [kk][NR]
 // contiguous, which then stay in the L1 cache while the MR x NR register tiles of the block run
-// over them; A is read in place, one broadcast per row and k. When the host says so (direct: blocks
-// of few rows, where packing would cost about as much as the products), an untransposed B is read
-// in place instead and each tile runs over the whole of k at once.
+// over them; A is read in place, one broadcast per row and k. When the host says so (direct: most
+// untransposed Bs, gemm_native.h), B is read in place instead and each tile runs over the whole of
+// k at once.
 //
 // Numerics (cltrain_backend.h): each element of C is one chain acc = fma(A(i, k), B(k, j), acc)
 // from acc = 0 over k in increasing order. Between KC-slices the chain's value is kept in local
@@ -66,7 +66,7 @@
 // acc += the tile's products over kk < KN, B's row kk of the tile's columns at BPTR + kk BSTRIDE,
 // A's row r at ar[r][kk ASTEP].
 #define TILE_K_LOOP(BPTR, BSTRIDE, KN, ASTEP)                                              \
-  for (int kk = 0; kk < (KN); ++kk) {                                                     \
+  _Pragma("unroll 2") for (int kk = 0; kk < (KN); ++kk) {                                 \
     float8 b[NV];                                                                         \
     _Pragma("unroll") for (int v = 0; v < NV; ++v) b[v] = vload8(v, (BPTR) + kk * (BSTRIDE)); \
     _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                      \

@@ -65,7 +65,7 @@ NativeBlocks native_blocks(const NativeForm& f, size_t compute_units) {
       break;
     }
   }
-  b.direct = !f.b_nk && b.mb <= kNativeDirectRows;
+  b.direct = !f.b_nk && (b.mb <= kNativeDirectRows || f.ldb % kNativeAliasStride != 0);
   b.groups_m = (m + b.mb - 1) / b.mb;
   b.groups_n = (n + b.nb - 1) / b.nb;
   return b;

@@ -39,13 +39,15 @@ constexpr size_t kNativeMr = 4, kNativeNr = 16, kNativeNbMax = 128, kNativeMbMax
 
 // The block of C one work-group computes: the largest up to MB_MAX x NB_MAX that still gives
 // every compute unit about four groups (smaller blocks only where the product is small). direct:
-// whole panels of B are read in place rather than packed (an untransposed B and blocks of at
-// most kNativeDirectRows rows, which would pay for packing about as much as for the products).
+// an untransposed B is read in place rather than packed, and each register tile runs over the
+// whole of k. That is faster (measured with gemm_bench on POCL) except for blocks of many rows
+// over a B whose rows lie a multiple of kNativeAliasStride floats apart: those rows then share
+// few L1 sets, and the packed panels are faster.
 struct NativeBlocks {
   size_t mb = 0, nb = 0, groups_m = 0, groups_n = 0;
   bool direct = false;
 };
-constexpr size_t kNativeDirectRows = 16;
+constexpr size_t kNativeDirectRows = 32, kNativeAliasStride = 256;
 NativeBlocks native_blocks(const NativeForm& f, size_t compute_units);
 
 

@@ -183,9 +183,10 @@ TEST_F(NativeGemm, EveryLayoutAndTransposeAtEdgeShapesMatchesTheFmaChainBitForBi
     size_t m, n, k;
   };
   // 1x1x1; below one register tile; partial tiles and blocks; k over one packed slice (320);
-  // few rows and many k (blocks read in place); one narrow side (the product of the transposes).
-  const Shape shapes[] = {{1, 1, 1},   {3, 5, 2},    {17, 33, 40}, {70, 150, 9}, {33, 17, 700},
-                          {32, 7, 900}, {64, 58, 350}, {5, 200, 64}, {130, 16, 321}};
+  // few rows and many k (blocks read in place); one narrow side (the product of the transposes);
+  // rows 256 floats apart (an untransposed B packed rather than read in place).
+  const Shape shapes[] = {{1, 1, 1},     {3, 5, 2},    {17, 33, 40}, {70, 150, 9},  {33, 17, 700},
+                          {32, 7, 900},  {64, 58, 350}, {5, 200, 64}, {130, 16, 321}, {300, 256, 330}};
   for (Layout l : {Layout::kRowMajor, Layout::kColMajor})
     for (Transpose ta : {Transpose::kNo, Transpose::kYes})
       for (Transpose tb : {Transpose::kNo, Transpose::kYes})
