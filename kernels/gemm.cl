@@ -27,15 +27,8 @@
 #ifndef NV
 #define NV 2   // float8 vectors of a register tile's row: NR = 8 NV columns
 #endif
-#ifndef KC
-#define KC 320  // k per packed slice
-#endif
-#ifndef NB_MAX
-#define NB_MAX 128
-#endif
-#ifndef MB_MAX
-#define MB_MAX 64
-#endif
+// KC (k per packed slice), NB_MAX and MB_MAX (the largest block): from the device's local memory
+// (gemm_native.cc, native_limits).
 #define NR (8 * NV)
 
 #if A_KM

@@ -110,7 +110,8 @@ cltrain_status create(const cltrain_backend_config* config, cltrain_backend** ou
     apply_gemm_tuning(b->device);
     b->gemm_tile = gemm_tile(b->device);
     std::string gemm_error;
-    b->native_gemm = choose_gemm_engine(b->device.type, &gemm_error) == GemmEngine::kNative;
+    b->native_gemm = choose_gemm_engine(b->device.type, b->device.local_mem, &gemm_error) == GemmEngine::kNative;
+    b->gemm_limits = native_limits(b->device.local_mem);
     if (!gemm_error.empty()) fail(CLTRAIN_ERROR, gemm_error);
     b->scratch_cap = std::min<uint64_t>(8u << 20, std::max<uint64_t>(b->device.max_alloc / 8, 1u << 20));
     b->scratch_floor = std::min<uint64_t>(256u << 10, b->scratch_cap);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cl_headers.h"
+#include "gemm_native.h"
 #include "cltrain/cltrain_backend.h"
 #include "counters.h"
 #include "device.h"
@@ -95,8 +96,9 @@ struct cltrain_backend {
   uint64_t scratch_cap = 8u << 20, scratch_floor = 2u << 20;
   uint64_t gemm_tile = 64;  // CLBlast's Xgemm tile on this device (gemm_tuning.h); set by create
   // GEMMs run kernels/gemm.cl rather than CLBlast (gemm_native.h: CPU devices, or
-  // CLTRAIN_OPENCL_GEMM); set by create.
+  // CLTRAIN_OPENCL_GEMM), with its sizes from the device's local memory; set by create.
   bool native_gemm = false;
+  cltrain::ocl::NativeLimits gemm_limits;
   // CLTRAIN_OPENCL_TRACE: run() waits for each step and adds its wall time here (per global
   // step); destroy prints the totals to stderr.
   bool trace = false;

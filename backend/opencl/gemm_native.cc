@@ -5,15 +5,31 @@
 
 namespace cltrain::ocl {
 
-GemmEngine choose_gemm_engine(cl_device_type type, std::string* error) {
+NativeLimits native_limits(uint64_t local_mem_bytes) {
+  const uint64_t usable = local_mem_bytes > 1024 ? local_mem_bytes - 1024 : 0;  // a margin for the compiler's own
+  for (size_t nb = 128; nb >= 32; nb /= 2) {
+    const size_t mb = nb / 2;
+    const uint64_t partial = uint64_t{mb} * nb * 4;
+    if (usable < partial) continue;
+    const uint64_t kc = std::min<uint64_t>(320, (usable - partial) / (uint64_t{nb} * 4) / 8 * 8);
+    if (kc >= 64) return {static_cast<size_t>(kc), nb, mb};
+  }
+  return {};
+}
+
+GemmEngine choose_gemm_engine(cl_device_type type, uint64_t local_mem_bytes, std::string* error) {
+  const bool fits = native_limits(local_mem_bytes).kc > 0;
   if (const char* env = std::getenv("CLTRAIN_OPENCL_GEMM"); env && *env) {
     const std::string v = env;
-    if (v == "native") return GemmEngine::kNative;
     if (v == "clblast") return GemmEngine::kClblast;
-    if (error) *error = "CLTRAIN_OPENCL_GEMM is '" + v + "'; it takes native or clblast";
+    if (v == "native" && fits) return GemmEngine::kNative;
+    if (error)
+      *error = v == "native" ? "CLTRAIN_OPENCL_GEMM=native: the device's " + std::to_string(local_mem_bytes) +
+                                   " bytes of local memory are too few for kernels/gemm.cl"
+                             : "CLTRAIN_OPENCL_GEMM is '" + v + "'; it takes native or clblast";
     return GemmEngine::kClblast;
   }
-  return (type & CL_DEVICE_TYPE_CPU) ? GemmEngine::kNative : GemmEngine::kClblast;
+  return (type & CL_DEVICE_TYPE_CPU) && fits ? GemmEngine::kNative : GemmEngine::kClblast;
 }
 
 NativeForm native_form(clblast::Layout layout, clblast::Transpose ta, clblast::Transpose tb, size_t m, size_t n,
@@ -46,12 +62,12 @@ NativeForm native_form(clblast::Layout layout, clblast::Transpose ta, clblast::T
   return cost(t) < cost(given) ? t : given;
 }
 
-NativeBlocks native_blocks(const NativeForm& f, size_t compute_units) {
+NativeBlocks native_blocks(const NativeForm& f, size_t compute_units, const NativeLimits& limits) {
   const size_t m = f.m, n = f.n;
   auto round_up = [](size_t v, size_t unit) { return (v + unit - 1) / unit * unit; };
   NativeBlocks b;
-  b.mb = std::min(kNativeMbMax, round_up(std::max<size_t>(m, 1), kNativeMr));
-  b.nb = std::min(kNativeNbMax, round_up(std::max<size_t>(n, 1), kNativeNr));
+  b.mb = std::min(limits.mb_max, round_up(std::max<size_t>(m, 1), kNativeMr));
+  b.nb = std::min(limits.nb_max, round_up(std::max<size_t>(n, 1), kNativeNr));
   const size_t want = 4 * std::max<size_t>(compute_units, 1);
   auto groups = [&] { return ((m + b.mb - 1) / b.mb) * ((n + b.nb - 1) / b.nb); };
   while (groups() < want) {
@@ -69,6 +85,12 @@ NativeBlocks native_blocks(const NativeForm& f, size_t compute_units) {
   b.groups_m = (m + b.mb - 1) / b.mb;
   b.groups_n = (n + b.nb - 1) / b.nb;
   return b;
+}
+
+std::string native_defines(const NativeForm& f, const NativeLimits& limits) {
+  return std::string("-DA_KM=") + (f.a_km ? "1" : "0") + " -DB_NK=" + (f.b_nk ? "1" : "0") + " -DC_T=" +
+         (f.c_t ? "1" : "0") + " -DKC=" + std::to_string(limits.kc) + " -DNB_MAX=" + std::to_string(limits.nb_max) +
+         " -DMB_MAX=" + std::to_string(limits.mb_max);
 }
 
 }  // namespace cltrain::ocl

@@ -17,10 +17,20 @@ namespace cltrain::ocl {
 
 enum class GemmEngine { kClblast, kNative };
 
+// gemm.cl's compile-time sizes, from the device's local memory (CL_DEVICE_LOCAL_MEM_SIZE): the
+// packed slice of B (kc x nb_max floats) and the chains between slices (mb_max x nb_max floats)
+// live there. The largest of 128 x 64, 64 x 32 and 32 x 16 blocks whose slice can still be at
+// least 64 deep, kc up to 320; kc 0 where not even that fits.
+struct NativeLimits {
+  size_t kc = 0, nb_max = 0, mb_max = 0;
+};
+NativeLimits native_limits(uint64_t local_mem_bytes);
+
 // CLTRAIN_OPENCL_GEMM=native or =clblast chooses for every device; otherwise CPU devices
-// (CL_DEVICE_TYPE_CPU) get the native kernel and the others CLBlast. An unknown value is an error
-// (a message in *error, kClblast returned).
-GemmEngine choose_gemm_engine(cl_device_type type, std::string* error);
+// (CL_DEVICE_TYPE_CPU) get the native kernel and the others CLBlast, and so do CPU devices whose
+// local memory is too small for gemm.cl. An unknown value, or native where gemm.cl does not fit,
+// is an error (a message in *error, kClblast returned).
+GemmEngine choose_gemm_engine(cl_device_type type, uint64_t local_mem_bytes, std::string* error);
 
 // A GEMM in gemm.cl's form: C(i, j) of [m, n] at C[c_t ? j ldc + i : i ldc + j],
 // A(i, k) = A[a_km ? k lda + i : i lda + k], B(k, j) = B[b_nk ? j ldb + k : k ldb + j].
@@ -34,10 +44,10 @@ struct NativeForm {
 NativeForm native_form(clblast::Layout layout, clblast::Transpose ta, clblast::Transpose tb, size_t m, size_t n,
                        size_t k, size_t lda, size_t ldb, size_t ldc);
 
-// Register tile and block limits of gemm.cl (its MR, NV, NB_MAX, MB_MAX defaults).
-constexpr size_t kNativeMr = 4, kNativeNr = 16, kNativeNbMax = 128, kNativeMbMax = 64;
+// Register tile of gemm.cl (its MR and 8 NV).
+constexpr size_t kNativeMr = 4, kNativeNr = 16;
 
-// The block of C one work-group computes: the largest up to MB_MAX x NB_MAX that still gives
+// The block of C one work-group computes: the largest up to mb_max x nb_max that still gives
 // every compute unit about four groups (smaller blocks only where the product is small). direct:
 // an untransposed B is read in place rather than packed, and each register tile runs over the
 // whole of k. That is faster (measured with gemm_bench on POCL) except for blocks of many rows
@@ -48,7 +58,10 @@ struct NativeBlocks {
   bool direct = false;
 };
 constexpr size_t kNativeDirectRows = 32, kNativeAliasStride = 256;
-NativeBlocks native_blocks(const NativeForm& f, size_t compute_units);
+NativeBlocks native_blocks(const NativeForm& f, size_t compute_units, const NativeLimits& limits);
+
+// gemm.cl's -D definitions for f under limits: "-DA_KM=1 -DB_NK=0 -DC_T=0 -DKC=320 ...".
+std::string native_defines(const NativeForm& f, const NativeLimits& limits);
 
 
 }  // namespace cltrain::ocl

@@ -58,6 +58,11 @@ Defines& Defines::set_float(const char* name, float value) {
   return *this;
 }
 
+Defines& Defines::append(const std::string& definitions) {
+  if (!definitions.empty()) text_ += (text_.empty() ? "" : " ") + definitions;
+  return *this;
+}
+
 Kernel make_kernel(Backend& b, const std::string& family, const Defines& defs, const char* name) {
   Kernel k;
   k.name = name;
@@ -189,14 +194,14 @@ PreparedGemm prepare_native(Backend& b, const Gemm& g) {
     fail(CLTRAIN_INVALID, g.what + ": a matrix product with an empty dimension (m " + std::to_string(g.m) + ", n " +
                               std::to_string(g.n) + ", k " + std::to_string(g.k) + ")");
   const NativeForm f = native_form(g.layout, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc);
-  const NativeBlocks blocks = native_blocks(f, b.device.compute_units);
+  const NativeBlocks blocks = native_blocks(f, b.device.compute_units, b.gemm_limits);
   const uint64_t limit = 0x7fffffffu;  // gemm.cl indexes with int
   if ((f.a_km ? f.k : f.m) * f.lda > limit || (f.b_nk ? f.n : f.k) * f.ldb > limit || (f.c_t ? f.n : f.m) * f.ldc > limit)
     fail(CLTRAIN_ERROR, g.what + ": a matrix product over 2^31 elements");
   PreparedGemm p;
   p.g = g;
   p.launches = 1;
-  p.native = make_kernel(b, "gemm.cl", Defines().set("A_KM", f.a_km).set("B_NK", f.b_nk).set("C_T", f.c_t), "gemm");
+  p.native = make_kernel(b, "gemm.cl", Defines().append(native_defines(f, b.gemm_limits)), "gemm");
   const cl_uint a_off = elem_offset(b, g.a) + static_cast<cl_uint>(g.a_off);
   const cl_uint b_off = elem_offset(b, g.b) + static_cast<cl_uint>(g.b_off);
   const cl_uint c_off = elem_offset(b, g.c) + static_cast<cl_uint>(g.c_off);

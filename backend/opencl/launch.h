@@ -18,6 +18,7 @@ class Defines {
  public:
   Defines& set(const char* name, long long value);
   Defines& set_float(const char* name, float value);  // exact, as a hex float literal
+  Defines& append(const std::string& definitions);    // "-DA=1 -DB=2" as they are
   const std::string& str() const { return text_; }
 
  private:

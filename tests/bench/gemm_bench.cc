@@ -262,6 +262,7 @@ struct NativeGemm {
   cl_context ctx = nullptr;
   cl_device_id device = nullptr;
   size_t compute_units = 1;
+  cltrain::ocl::NativeLimits limits;
   cl_kernel kernels[8] = {};
 
   static std::string read(const std::string& name) {
@@ -280,8 +281,7 @@ struct NativeGemm {
     cl_int err = CL_SUCCESS;
     cl_program p = clCreateProgramWithSource(ctx, 1, &src, nullptr, &err);
     CLT_CHECK(err, "clCreateProgramWithSource", "gemm.cl");
-    const std::string opts = std::string("-cl-std=CL1.2 -DA_KM=") + (f.a_km ? "1" : "0") + " -DB_NK=" + (f.b_nk ? "1" : "0") +
-                             " -DC_T=" + (f.c_t ? "1" : "0");
+    const std::string opts = "-cl-std=CL1.2 " + cltrain::ocl::native_defines(f, limits);
     if (clBuildProgram(p, 1, &device, opts.c_str(), nullptr, nullptr) != CL_SUCCESS) {
       std::vector<char> log(1 << 16);
       clGetProgramBuildInfo(p, device, CL_PROGRAM_BUILD_LOG, log.size(), log.data(), nullptr);
@@ -296,7 +296,7 @@ struct NativeGemm {
   // c's call on one pool buffer holding A at a0, B at b0 and C at c0 (elements).
   void run(cl_command_queue q, cl_mem pool, const Call& c, size_t a0, size_t b0, size_t c0) {
     const auto f = cltrain::ocl::native_form(c.layout, c.ta, c.tb, c.m, c.n, c.k, c.lda, c.ldb, c.ldc);
-    const auto blocks = cltrain::ocl::native_blocks(f, compute_units);
+    const auto blocks = cltrain::ocl::native_blocks(f, compute_units, limits);
     cl_kernel k = kernel(f);
     const cl_uint a_off = cl_uint(a0 + c.a_off), b_off = cl_uint(b0 + c.b_off), c_off = cl_uint(c0 + c.c_off);
     const cl_int ints[9] = {cl_int(f.m),   cl_int(f.n),   cl_int(f.k),        cl_int(f.lda),        cl_int(f.ldb),
@@ -526,7 +526,8 @@ int main(int argc, char** argv) {
     const std::string applied = apply_gemm_tuning(dev);  // what the backend's create() does
     std::string engine_error;
     NativeGemm native_gemm;
-    if (choose_gemm_engine(dev.type, &engine_error) == GemmEngine::kNative) {
+    if (choose_gemm_engine(dev.type, dev.local_mem, &engine_error) == GemmEngine::kNative) {
+      native_gemm.limits = native_limits(dev.local_mem);
       native_gemm.ctx = ctx;
       native_gemm.device = dev.id;
       native_gemm.compute_units = dev.compute_units;

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -66,9 +67,13 @@ class NativeGemm : public ::testing::Test {
     queue_ = clCreateCommandQueue(ctx_, device_, 0, &err);
     ASSERT_EQ(err, CL_SUCCESS);
     ASSERT_EQ(clGetDeviceInfo(device_, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units_, &units_, nullptr), CL_SUCCESS);
+    cl_ulong local = 0;
+    ASSERT_EQ(clGetDeviceInfo(device_, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, nullptr), CL_SUCCESS);
+    limits_ = native_limits(local);
+    if (limits_.kc == 0) GTEST_SKIP() << "the device's local memory (" << local << " bytes) is too small for gemm.cl";
   }
   void TearDown() override {
-    for (cl_kernel k : kernels_)
+    for (auto& [defines, k] : kernels_)
       if (k) clReleaseKernel(k);
     if (queue_) clReleaseCommandQueue(queue_);
     if (ctx_) clReleaseContext(ctx_);
@@ -78,16 +83,15 @@ class NativeGemm : public ::testing::Test {
     GTEST_SKIP() << why;
   }
 
-  cl_kernel kernel(const NativeForm& f) {
-    cl_kernel& k = kernels_[(f.a_km ? 4 : 0) + (f.b_nk ? 2 : 0) + (f.c_t ? 1 : 0)];
+  cl_kernel kernel(const NativeForm& f, const NativeLimits& limits) {
+    const std::string opts = "-cl-std=CL1.2 " + native_defines(f, limits);
+    cl_kernel& k = kernels_[opts];
     if (k) return k;
     const std::string text = read_kernel("numerics.h") + "\n" + read_kernel("common.cl") + "\n" + read_kernel("gemm.cl");
     const char* src = text.c_str();
     cl_int err = CL_SUCCESS;
     cl_program p = clCreateProgramWithSource(ctx_, 1, &src, nullptr, &err);
     EXPECT_EQ(err, CL_SUCCESS);
-    const std::string opts = std::string("-cl-std=CL1.2 -DA_KM=") + (f.a_km ? "1" : "0") +
-                             " -DB_NK=" + (f.b_nk ? "1" : "0") + " -DC_T=" + (f.c_t ? "1" : "0");
     if (clBuildProgram(p, 1, &device_, opts.c_str(), nullptr, nullptr) != CL_SUCCESS) {
       std::vector<char> log(1 << 16);
       clGetProgramBuildInfo(p, device_, CL_PROGRAM_BUILD_LOG, log.size(), log.data(), nullptr);
@@ -100,8 +104,9 @@ class NativeGemm : public ::testing::Test {
   }
 
   // Runs c on the device and checks every element of C (and what lies around it) bit for bit.
-  void check(const Call& c, const std::string& what) {
-    SCOPED_TRACE(what);
+  void check(const Call& c, const std::string& what) { check(c, what, limits_); }
+  void check(const Call& c, const std::string& what, const NativeLimits& limits) {
+    SCOPED_TRACE(what + ", kc " + std::to_string(limits.kc));
     const bool row = c.layout == Layout::kRowMajor;
     const bool at = c.ta == Transpose::kYes, bt = c.tb == Transpose::kYes;
     // Stored shapes: op(A) [m, k] is A [k, m] when transposed; row-major lines are rows.
@@ -139,8 +144,8 @@ class NativeGemm : public ::testing::Test {
     cl_mem buf = clCreateBuffer(ctx_, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, pool.size() * 4, pool.data(), &err);
     ASSERT_EQ(err, CL_SUCCESS);
     const NativeForm f = native_form(c.layout, c.ta, c.tb, c.m, c.n, c.k, lda, ldb, ldc);
-    const NativeBlocks blocks = native_blocks(f, units_);
-    cl_kernel k = kernel(f);
+    const NativeBlocks blocks = native_blocks(f, units_, limits);
+    cl_kernel k = kernel(f, limits);
     ASSERT_NE(k, nullptr);
     const cl_uint a_off = static_cast<cl_uint>(c.a_off), b_off = static_cast<cl_uint>(na + c.b_off),
                   c_off = static_cast<cl_uint>(na + nb + c.c_off);
@@ -172,7 +177,8 @@ class NativeGemm : public ::testing::Test {
   cl_context ctx_ = nullptr;
   cl_command_queue queue_ = nullptr;
   cl_uint units_ = 1;
-  cl_kernel kernels_[8] = {};
+  NativeLimits limits_;
+  std::map<std::string, cl_kernel> kernels_;
 };
 
 const char* name(Layout l) { return l == Layout::kRowMajor ? "R" : "C"; }
@@ -194,8 +200,11 @@ TEST_F(NativeGemm, EveryLayoutAndTransposeAtEdgeShapesMatchesTheFmaChainBitForBi
           Call c{l, ta, tb, s.m, s.n, s.k};
           c.pad = s.m % 3;
           c.a_off = 1, c.b_off = 5, c.c_off = 3;
-          check(c, std::string(name(l)) + name(ta) + name(tb) + " m" + std::to_string(s.m) + " n" +
-                       std::to_string(s.n) + " k" + std::to_string(s.k));
+          const std::string what = std::string(name(l)) + name(ta) + name(tb) + " m" + std::to_string(s.m) + " n" +
+                                   std::to_string(s.n) + " k" + std::to_string(s.k);
+          check(c, what);
+          // The sizes of a device with 32 KiB of local memory: shorter slices, smaller blocks.
+          check(c, what, native_limits(32 << 10));
           if (HasFailure()) return;
         }
 }
@@ -218,9 +227,22 @@ TEST_F(NativeGemm, BetaAddsToCAndAlphaScalesAsCLBlastDoes) {
 TEST(NativeGemmPlan, BlocksAndFormsFollowTheShape) {
   const NativeForm big = native_form(Layout::kRowMajor, Transpose::kNo, Transpose::kYes, 490, 1280, 320, 320, 320, 1280);
   EXPECT_FALSE(big.swapped);
-  const NativeBlocks bb = native_blocks(big, 2);
-  EXPECT_EQ(bb.mb, kNativeMbMax);
-  EXPECT_EQ(bb.nb, kNativeNbMax);
+  const NativeLimits pocl = native_limits(512 << 10);  // POCL's CPU device
+  EXPECT_EQ(pocl.kc, 320u);
+  EXPECT_EQ(pocl.nb_max, 128u);
+  EXPECT_EQ(pocl.mb_max, 64u);
+  const NativeLimits small = native_limits(32 << 10);
+  EXPECT_EQ(small.nb_max, 64u);
+  EXPECT_EQ(small.mb_max, 32u);
+  EXPECT_EQ(small.kc, 88u);  // (32 KiB - 1 KiB margin - 32 x 64 floats) / 64 floats, a multiple of 8
+  EXPECT_GE(small.kc * small.nb_max * 4 + small.mb_max * small.nb_max * 4 + 1024, 0u);
+  EXPECT_LE(small.kc * small.nb_max * 4 + small.mb_max * small.nb_max * 4 + 1024, 32u << 10);
+  EXPECT_EQ(native_limits(4 << 10).kc, 0u);  // too small: CLBlast instead
+  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_CPU, 4 << 10, nullptr) == GemmEngine::kNative,
+            std::getenv("CLTRAIN_OPENCL_GEMM") != nullptr && std::string(std::getenv("CLTRAIN_OPENCL_GEMM")) == "native");
+  const NativeBlocks bb = native_blocks(big, 2, pocl);
+  EXPECT_EQ(bb.mb, 64u);
+  EXPECT_EQ(bb.nb, 128u);
   EXPECT_FALSE(bb.direct);  // B [N, K]: packed
   // dW of a 32-channel conv over a 7-column panel: computed as the 7 x 32 transpose.
   const NativeForm narrow = native_form(Layout::kRowMajor, Transpose::kYes, Transpose::kNo, 32, 7, 25088, 32, 7, 7);
@@ -228,12 +250,12 @@ TEST(NativeGemmPlan, BlocksAndFormsFollowTheShape) {
   EXPECT_EQ(narrow.m, 7u);
   EXPECT_EQ(narrow.n, 32u);
   EXPECT_TRUE(narrow.c_t);
-  const NativeBlocks nb = native_blocks(narrow, 2);
+  const NativeBlocks nb = native_blocks(narrow, 2, pocl);
   EXPECT_EQ(nb.mb % kNativeMr, 0u);
   EXPECT_EQ(nb.nb % kNativeNr, 0u);
   EXPECT_TRUE(nb.direct);
   for (size_t units : {1, 2, 8, 64}) {
-    const NativeBlocks b = native_blocks(big, units);
+    const NativeBlocks b = native_blocks(big, units, pocl);
     EXPECT_GE(b.groups_m * b.groups_n, std::min<size_t>(4 * units, 8 * 80));
     EXPECT_EQ(b.groups_m, (big.m + b.mb - 1) / b.mb);
     EXPECT_EQ(b.groups_n, (big.n + b.nb - 1) / b.nb);
