@@ -81,7 +81,7 @@
         _Pragma("unroll") for (int v = 0; v < NV; ++v) {                                  \
           float out[8];                                                                   \
           vstore8(acc[r][v], 0, out);                                                     \
-          _Pragma("unroll") for (int l = 0; l < 8; ++l) {                                 \
+          _Pragma("unroll 1") for (int l = 0; l < 8; ++l) {                               \
             const int j = (CS) + 8 * v + l;                                               \
             if (j >= (FROM) && j < nb) {                                                  \
               __global float* c = C + C_AT(i, jb + j);                                    \

@@ -86,7 +86,8 @@ cl_program ProgramCache::get_program(const std::string& family, const std::strin
 
   std::string cache_path;
   KeyHash cache_key;
-  if (!cache_dir_.empty()) {
+  const bool source_only = source_only_.count(family) > 0;
+  if (!cache_dir_.empty() && !source_only) {
     cache_key.str(kCacheFormat).str(device_key_).str(full_options).str(text);
     cache_path = cache_dir_ + "/cltrain-ocl-program-" + cache_key.hex() + ".bin";
     if (cl_program p = load_binary(cache_path, cache_key)) {
@@ -111,7 +112,7 @@ cl_program ProgramCache::get_program(const std::string& family, const std::strin
     clReleaseProgram(program);
     CLT_CHECK(err, "clBuildProgram", where + ": " + log_excerpt(log));
   }
-  ++built_;
+  ++(source_only ? source_only_built_ : built_);
   programs_.emplace(key, program);
   if (!cache_path.empty()) save_binary(program, cache_path, cache_key);
   return program;

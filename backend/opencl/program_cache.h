@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -36,6 +37,11 @@ class ProgramCache {
   int programs_built() const { return built_; }      // compiled from source
   int programs_loaded() const { return loaded_; }    // loaded from the disk cache
   int entries_rejected() const { return rejected_; } // disk cache entries found invalid and rebuilt
+  int programs_from_source() const { return source_only_built_; }  // of families kept out of the cache
+  // Programs of this family are never saved to (nor loaded from) the cache directory: each
+  // process builds them from source. For kernels whose binaries cost the driver far more to
+  // produce than a rebuild costs (gemm.cl on POCL: see backend.cc).
+  void keep_source_only(const std::string& family) { source_only_.insert(family); }
   // With trace on, each rejected entry and each failed write is one line on stderr.
   void set_trace(bool on) { trace_ = on; }
 
@@ -51,7 +57,8 @@ class ProgramCache {
   std::string cache_dir_;
   std::string device_options_;
   std::map<std::pair<std::string, std::string>, cl_program> programs_;
-  int built_ = 0, loaded_ = 0, rejected_ = 0;
+  int built_ = 0, loaded_ = 0, rejected_ = 0, source_only_built_ = 0;
+  std::set<std::string> source_only_;
   bool trace_ = false;
 };
 
