@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -63,6 +64,19 @@ class Cli : public ::testing::Test {
     std::vector<float> y(4 * 10, 0.0f);
     for (int i = 0; i < 4; ++i) y[i * 10 + i] = 1.0f;
     write_floats(path("y.raw"), y);
+  }
+  // Each test's files go with it (a failing test's stay, to look at); tests that take
+  // permissions away get them back first.
+  void TearDown() override {
+    if (dir_.empty() || HasFailure()) return;
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(
+             dir_, std::filesystem::directory_options::skip_permission_denied, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+      std::filesystem::permissions(it->path(), std::filesystem::perms::owner_all, std::filesystem::perm_options::add,
+                                   ec);
+    std::filesystem::permissions(dir_, std::filesystem::perms::owner_all, std::filesystem::perm_options::add, ec);
+    std::filesystem::remove_all(dir_, ec);
   }
   std::string path(const std::string& f) const { return dir_ + "/" + f; }
   static void write_floats(const std::string& p, const std::vector<float>& v) {
