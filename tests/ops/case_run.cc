@@ -14,16 +14,17 @@ namespace {
 
 constexpr uint32_t kGuardBits = 0xA5A55A5Au;
 
-float guard_value() {
-  float f;
-  std::memcpy(&f, &kGuardBits, sizeof(f));
-  return f;
-}
-
 uint64_t bytes_of(const cltrain_tensor_desc& t) {
   uint64_t n = 1;
   for (int i = 0; i < t.rank; ++i) n *= static_cast<uint64_t>(t.dims[i]);
-  return n * sizeof(float);
+  return n * (t.dtype == CLTRAIN_UINT8 ? 1 : sizeof(float));
+}
+
+// A guard's bytes: kGuardBits repeated, little-endian (a float guard holds those bits in every element).
+std::vector<uint8_t> guard_bytes(uint64_t n) {
+  std::vector<uint8_t> b(n);
+  for (uint64_t i = 0; i < n; ++i) b[i] = static_cast<uint8_t>(kGuardBits >> (8 * (i % 4)));
+  return b;
 }
 
 }  // namespace
@@ -71,7 +72,7 @@ CaseGraph::CaseGraph(const OpCase& c, const CaseInputs* in) {
     d.name = names[i].c_str();
     d.rank = static_cast<int32_t>(e.spec->dims.size());
     std::copy(e.spec->dims.begin(), e.spec->dims.end(), d.dims);
-    d.dtype = CLTRAIN_FLOAT32;
+    d.dtype = e.spec->dtype;
     d.role = e.case_id < 0 ? CLTRAIN_ROLE_NON_CONST : e.spec->role;
     d.first_step = 0;
     d.last_step = last;
@@ -119,12 +120,20 @@ CaseRun::CaseRun(const OpCase& c, Backend& b, const CaseInputs& in, bool is_cpu)
     if (c.tensors[t].fill == Fill::Output)
       write(t, std::vector<float>(element_count(c.tensors[t].dims), std::numeric_limits<float>::quiet_NaN()));
   for (const auto& gd : g_.guarded)
-    for (int32_t guard : {gd.before, gd.after})
-      write_graph(guard, std::vector<float>(bytes_of(g_.tensors[guard]) / sizeof(float), guard_value()));
+    for (int32_t guard : {gd.before, gd.after}) {
+      const std::vector<uint8_t> bytes = guard_bytes(bytes_of(g_.tensors[guard]));
+      b_.write(guard, bytes.data(), bytes.size());
+    }
 }
 
 std::vector<float> CaseRun::read(int32_t t) {
   std::vector<float> v(element_count(c_.tensors[t].dims));
+  if (c_.tensors[t].dtype == CLTRAIN_UINT8) {
+    std::vector<uint8_t> bytes(v.size());
+    b_.read(g_.id[t], bytes.data(), bytes.size());
+    std::copy(bytes.begin(), bytes.end(), v.begin());
+    return v;
+  }
   b_.read(g_.id[t], v.data(), v.size() * sizeof(float));
   return v;
 }
@@ -149,23 +158,29 @@ void CaseRun::expect_unchanged(const Checkpoint& before, const Checkpoint& after
 void CaseRun::expect_guards_intact(const std::string& when) {
   for (const auto& gd : g_.guarded)
     for (int32_t guard : {gd.before, gd.after}) {
-      std::vector<float> v(bytes_of(g_.tensors[guard]) / sizeof(float));
-      b_.read(guard, v.data(), v.size() * sizeof(float));
+      const std::vector<uint8_t> want = guard_bytes(bytes_of(g_.tensors[guard]));
+      std::vector<uint8_t> got(want.size());
+      b_.read(guard, got.data(), got.size());
       size_t bad = 0, first = 0;
-      for (size_t i = 0; i < v.size(); ++i) {
-        uint32_t bits;
-        std::memcpy(&bits, &v[i], sizeof(bits));
-        if (bits != kGuardBits && bad++ == 0) first = i;
-      }
+      for (size_t i = 0; i < got.size(); ++i)
+        if (got[i] != want[i] && bad++ == 0) first = i;
       if (bad)
-        ADD_FAILURE() << b_.name() << ": " << bad << " of " << v.size() << " elements of "
-                      << g_.names[guard] << " were overwritten " << when << " (first at [" << first
-                      << "] = " << v[first] << "): an out-of-bounds write next to "
-                      << g_.names[gd.output];
+        ADD_FAILURE() << b_.name() << ": " << bad << " of " << got.size() << " bytes of " << g_.names[guard]
+                      << " were overwritten " << when << " (first at byte " << first << " = "
+                      << static_cast<int>(got[first]) << "): an out-of-bounds write next to " << g_.names[gd.output];
     }
 }
 
-void CaseRun::write_graph(int32_t gid, const std::vector<float>& v) { b_.write(gid, v.data(), v.size() * sizeof(float)); }
+void CaseRun::write_graph(int32_t gid, const std::vector<float>& v) {
+  if (g_.tensors[gid].dtype == CLTRAIN_UINT8) {  // NaN (an output's fill) and anything out of range: 255
+    std::vector<uint8_t> bytes(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      bytes[i] = v[i] >= 0.0f && v[i] <= 255.0f ? static_cast<uint8_t>(v[i]) : uint8_t{255};
+    b_.write(gid, bytes.data(), bytes.size());
+    return;
+  }
+  b_.write(gid, v.data(), v.size() * sizeof(float));
+}
 
 void CaseRun::check_report(const cltrain_memory_report& r, bool exact) {
   uint64_t role_bytes[CLTRAIN_ROLE_COUNT] = {};

@@ -1,4 +1,5 @@
-// MAX_POOL_2D (backward in [x, dy]) and AVERAGE_POOL_2D (backward in [dy]): SAME and VALID
+// MAX_POOL_2D (backward in [x, dy], or [-, dy, argmax] after a forward that also writes the UINT8
+// argmax) and AVERAGE_POOL_2D (backward in [dy]): SAME and VALID
 // padding, strides, overlapping windows (an element taken by several windows sums their dy),
 // and border windows with fewer inside positions (the average divides by their count).
 #include "op_case.h"
@@ -16,10 +17,12 @@ struct PoolSpec {
   int32_t fh, fw, padding, stride_h, stride_w;
 };
 
-OpCase pool_case(const PoolSpec& s, bool max) {
+// argmax (max only): the forward also writes one UINT8 window position per output, and the
+// backward reads that instead of x (what the host plans for a max pool: inputs x, dy, argmax, y).
+OpCase pool_case(const PoolSpec& s, bool max, bool argmax = false) {
   OpCase c;
   c.op = max ? CLTRAIN_OP_MAX_POOL_2D : CLTRAIN_OP_AVERAGE_POOL_2D;
-  c.name = std::string(max ? "MaxPool2D_" : "AveragePool2D_") + s.tag;
+  c.name = std::string(max ? "MaxPool2D_" : "AveragePool2D_") + (argmax ? "argmax_" : "") + s.tag;
   cltrain_op_params p{};
   p.padding = s.padding;
   p.filter_h = s.fh;
@@ -37,11 +40,22 @@ OpCase pool_case(const PoolSpec& s, bool max) {
   const int32_t dy = c.input("dy", ydims);
   c.tensors[dy].role = CLTRAIN_ROLE_BACK_PROP;
   const int32_t dx = c.output("dx", s.x, CLTRAIN_ROLE_BACK_PROP);
-  c.step(c.op, CLTRAIN_PHASE_FORWARD, {x}, {y}, p);
-  if (max)
-    c.step(c.op, CLTRAIN_PHASE_BACKWARD, {x, dy}, {dx}, p);
-  else
-    c.step(c.op, CLTRAIN_PHASE_BACKWARD, {dy}, {dx}, p);
+  if (argmax) {
+    TensorSpec am;
+    am.name = "argmax";
+    am.dims = ydims;
+    am.fill = Fill::Output;
+    am.dtype = CLTRAIN_UINT8;
+    const int32_t a = c.add(am);
+    c.step(c.op, CLTRAIN_PHASE_FORWARD, {x}, {y, a}, p);
+    c.step(c.op, CLTRAIN_PHASE_BACKWARD, {-1, dy, a, -1}, {dx}, p);
+  } else {
+    c.step(c.op, CLTRAIN_PHASE_FORWARD, {x}, {y}, p);
+    if (max)
+      c.step(c.op, CLTRAIN_PHASE_BACKWARD, {x, dy}, {dx}, p);
+    else
+      c.step(c.op, CLTRAIN_PHASE_BACKWARD, {dy}, {dx}, p);
+  }
   c.y = y;
   c.dy = dy;
   c.grads = {{x, dx}};
@@ -63,6 +77,12 @@ std::vector<OpCase> make_cases() {
       pool_case({"same_k2_s2_n2_h6w6_c3", {2, 6, 6, 3}, 2, 2, SAME, 2, 2}, true),
       pool_case({"valid_k3_s2_n2_h7w8_c2", {2, 7, 8, 2}, 3, 3, VALID, 2, 2}, true),
       pool_case({"same_k3_s1_overlap_n1_h5w7_c3", {1, 5, 7, 3}, 3, 3, SAME, 1, 1}, true),
+      // The argmax path: windows that tile x (the backward scatters, one work-item per window on
+      // OpenCL), overlapping ones (it gathers), and VALID windows with a remainder.
+      pool_case({"same_k2_s2_n2_h6w6_c3", {2, 6, 6, 3}, 2, 2, SAME, 2, 2}, true, true),
+      pool_case({"same_k3_s1_overlap_n1_h5w7_c3", {1, 5, 7, 3}, 3, 3, SAME, 1, 1}, true, true),
+      pool_case({"valid_k3_s2_n2_h7w8_c2", {2, 7, 8, 2}, 3, 3, VALID, 2, 2}, true, true),
+      pool_case({"same_k2x3_s2x3_n1_h5w7_c4", {1, 5, 7, 4}, 2, 3, SAME, 2, 3}, true, true),
       pool_case({"same_k3_s2_border_n2_h5w6_c3", {2, 5, 6, 3}, 3, 3, SAME, 2, 2}, false),
       pool_case({"valid_k2x3_s2x1_n2_h6w6_c2", {2, 6, 6, 2}, 2, 3, VALID, 2, 1}, false),
       pool_case({"same_k3_s1_overlap_n1_h5w5_c4", {1, 5, 5, 4}, 3, 3, SAME, 1, 1}, false),

@@ -33,6 +33,9 @@ struct TensorSpec {
   Fill fill = Fill::Uniform;
   float scale = 1.0f;
   std::vector<float> values;
+  // CLTRAIN_UINT8: a max pool's argmax, an output the harness reads back as floats 0..255
+  // (written as 255 where it fills outputs with NaN).
+  int32_t dtype = CLTRAIN_FLOAT32;
 };
 
 // How close a backend must be, stated once per case. Errors are relative to
