@@ -13,6 +13,7 @@
 #include "cltrain/cltrain_backend.h"
 #include "counters.h"
 #include "device.h"
+#include "disk_cache.h"
 #include "gemm_native.h"
 #include "gemm_tuning.h"
 #include "launch.h"
@@ -246,9 +247,24 @@ void report_caches(const cltrain_backend& b) {
                  rejected == 1 ? "entry" : "entries", b.cache_dir.c_str());
 }
 
+// The cache directory stays within cache_max_bytes(): the least recently used entries of other
+// graphs go first, this prepare's never.
+void trim_cache_dir(const cltrain_backend& b, std::filesystem::file_time_type prepare_started) {
+  if (b.cache_dir.empty()) return;
+  std::string error;
+  const uint64_t max_bytes = cache_max_bytes(&error);
+  if (!error.empty()) std::fprintf(stderr, "cltrain: warning: %s; keeping the cache under %llu bytes\n", error.c_str(),
+                                   static_cast<unsigned long long>(max_bytes));
+  const int deleted = trim_cache(b.cache_dir, max_bytes, prepare_started);
+  if (b.trace && deleted > 0)
+    std::fprintf(stderr, "cltrain opencl: cache: deleted the %d least recently used entries (bound %llu bytes)\n",
+                 deleted, static_cast<unsigned long long>(max_bytes));
+}
+
 cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltrain_memory_report* report) {
   if (!b) return CLTRAIN_INVALID;
   const CountingScope counting(b);
+  const auto prepare_started = CacheClock::now();
   return guarded(&b->last_error, [&] {
     if (b->prepared || !b->steps.empty()) fail(CLTRAIN_INVALID, "prepare: called more than once");
     if (!graph || graph->struct_size < sizeof(cltrain_graph_desc))
@@ -310,6 +326,7 @@ cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltr
     }
     CLT_CALL(clFinish, (b->queue), "end of prepare");
     report_caches(*b);
+    trim_cache_dir(*b, prepare_started);
     b->prepared = true;
     return CLTRAIN_OK;
   });

@@ -2,7 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -66,7 +68,57 @@ EntryRead read_entry(const std::string& path, const char* magic, const KeyHash& 
   if (r.get<uint64_t>() != fnv1a(f.data(), f.size() - 8)) return invalid("fails its checksum");
   if (key_first != key.first() || key_second != key.second()) return invalid("was made for another key");
   payload->assign(f.begin() + kHeaderBytes, f.end() - 8);
+  std::error_code ec;
+  std::filesystem::last_write_time(path, CacheClock::now(), ec);  // used now (trim_cache keeps it longer)
   return EntryRead::kLoaded;
+}
+
+int trim_cache(const std::string& dir, uint64_t max_bytes, std::filesystem::file_time_type keep_since) {
+  namespace fs = std::filesystem;
+  struct Entry {
+    fs::path path;
+    uint64_t bytes;
+    fs::file_time_type used;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("cltrain-ocl-", 0) != 0 || name.size() < 4 || name.compare(name.size() - 4, 4, ".bin") != 0)
+      continue;
+    std::error_code e;
+    const uint64_t bytes = it->file_size(e);
+    const fs::file_time_type used = it->last_write_time(e);
+    if (e || !it->is_regular_file(e)) continue;
+    entries.push_back({it->path(), bytes, used});
+    total += bytes;
+  }
+  if (total <= max_bytes) return 0;
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
+  int deleted = 0;
+  for (const Entry& e : entries) {
+    if (total <= max_bytes || e.used >= keep_since) break;
+    std::error_code rm;
+    if (fs::remove(e.path, rm)) {
+      total -= e.bytes;
+      ++deleted;
+    }
+  }
+  return deleted;
+}
+
+uint64_t cache_max_bytes(std::string* error) {
+  constexpr uint64_t kDefault = 512ull << 20;
+  const char* env = std::getenv("CLTRAIN_OPENCL_CACHE_MAX_BYTES");
+  if (!env || !*env) return kDefault;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(env, &end, 10);
+  if (end == env || *end != '\0') {
+    if (error) *error = std::string("CLTRAIN_OPENCL_CACHE_MAX_BYTES='") + env + "' is not a number of bytes";
+    return kDefault;
+  }
+  return v == 0 ? UINT64_MAX : v;
 }
 
 void write_entry(const std::string& path, const char* magic, const KeyHash& key, const std::vector<uint8_t>& payload) {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,17 @@ EntryRead read_entry(const std::string& path, const char* magic, const KeyHash& 
                      std::string* why);
 // Throws std::runtime_error (one line) when the file cannot be written.
 void write_entry(const std::string& path, const char* magic, const KeyHash& key, const std::vector<uint8_t>& payload);
+
+// Keeping the directory bounded: reading an entry marks it used (its modification time becomes
+// now), and trim_cache deletes the least recently used cltrain-ocl-*.bin entries of dir until
+// those total at most max_bytes, never one used at or after keep_since (this prepare's). Other
+// files are never touched; errors (an entry deleted meanwhile, a read-only directory) are
+// ignored. Returns how many entries it deleted.
+using CacheClock = std::filesystem::file_time_type::clock;
+int trim_cache(const std::string& dir, uint64_t max_bytes, std::filesystem::file_time_type keep_since);
+// The bound: CLTRAIN_OPENCL_CACHE_MAX_BYTES (0: none), else 512 MiB. *error: a value that is not a
+// number (the bound is then the default).
+uint64_t cache_max_bytes(std::string* error);
 
 // Identifies this build of the plugin (a hash of the plugin's own file, which embeds the kernel
 // sources and the planner): a cache entry made by another build is never looked up.

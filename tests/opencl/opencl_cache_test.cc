@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -257,6 +259,49 @@ TEST_F(OpenCLCache, neg_UnwritableCacheDirectoryStillPrepares) {
     EXPECT_TRUE(files_with(dir_, "cltrain-ocl-").empty());
     chmod(dir_.c_str(), 0755);
   }
+}
+
+// The directory stays under CLTRAIN_OPENCL_CACHE_MAX_BYTES: entries of other graphs go, least
+// recently used first (an entry a prepare reads counts as used then), this prepare's stay, and
+// files that are not cltrain entries are never touched.
+TEST_F(OpenCLCache, LeastRecentlyUsedEntriesGoWhenTheDirectoryIsOverItsBound) {
+  namespace fs = std::filesystem;
+  std::vector<int64_t> offsets;
+  prepare_and_run(dir_.c_str());
+  const std::vector<std::string> own = files_with(dir_, "cltrain-ocl-");
+  ASSERT_FALSE(own.empty());
+  uint64_t own_bytes = 0;
+  for (const std::string& f : own) own_bytes += fs::file_size(f);
+
+  // This graph's entries made long ago (the next prepare reads them), three other entries made
+  // after them, and a file of someone else's, all 100 KB.
+  const auto now = fs::file_time_type::clock::now();
+  for (const std::string& f : own) fs::last_write_time(f, now - std::chrono::hours(24 * 10));
+  const Bytes kb100(100 << 10, 7);
+  const std::string old1 = dir_ + "/cltrain-ocl-program-00000000000000000000000000000001.bin";
+  const std::string old2 = dir_ + "/cltrain-ocl-program-00000000000000000000000000000002.bin";
+  const std::string old3 = dir_ + "/cltrain-ocl-plan-00000000000000000000000000000003.bin";
+  const std::string other = dir_ + "/notes.txt";
+  int age = 4;
+  for (const std::string& f : {old1, old2, old3, other}) {
+    write_bytes(f, kb100);
+    fs::last_write_time(f, now - std::chrono::hours(24 * age--));
+  }
+  setenv("CLTRAIN_OPENCL_CACHE_MAX_BYTES", std::to_string(own_bytes + (150 << 10)).c_str(), 1);
+  offsets = prepare_and_run(dir_.c_str());
+  EXPECT_FALSE(fs::exists(old1)) << "the least recently used entry was kept";
+  EXPECT_FALSE(fs::exists(old2)) << "the cache is still over its bound";
+  EXPECT_TRUE(fs::exists(old3)) << "an entry went though the cache was within its bound";
+  EXPECT_TRUE(fs::exists(other)) << "a file that is not a cltrain entry was deleted";
+  for (const std::string& f : own) EXPECT_TRUE(fs::exists(f)) << f << ": an entry this prepare read was deleted";
+
+  // A bound below this graph's own entries deletes every other entry and none of these.
+  setenv("CLTRAIN_OPENCL_CACHE_MAX_BYTES", "1", 1);
+  prepare_and_run(dir_.c_str());
+  unsetenv("CLTRAIN_OPENCL_CACHE_MAX_BYTES");
+  EXPECT_FALSE(fs::exists(old3));
+  EXPECT_TRUE(fs::exists(other));
+  for (const std::string& f : own) EXPECT_TRUE(fs::exists(f)) << f;
 }
 
 }  // namespace
