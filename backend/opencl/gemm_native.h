@@ -60,6 +60,12 @@ struct NativeBlocks {
 constexpr size_t kNativeDirectRows = 32, kNativeAliasStride = 256;
 NativeBlocks native_blocks(const NativeForm& f, size_t compute_units, const NativeLimits& limits);
 
+// Sets every argument of gemm.cl's kernel for the call whose operands lie at element offsets
+// a_off, b_off and c_off of pool (as the call gives them: f.swapped trades A's and B's places
+// here). Returns the first error of clSetKernelArg, and its argument index in *failed_arg.
+cl_int set_native_args(cl_kernel kernel, cl_mem pool, cl_uint a_off, cl_uint b_off, cl_uint c_off, const NativeForm& f,
+                       const NativeBlocks& blocks, float alpha, float beta, cl_uint* failed_arg);
+
 // gemm.cl's -D definitions for f under limits: "-DA_KM=1 -DB_NK=0 -DC_T=0 -DKC=320 ...".
 std::string native_defines(const NativeForm& f, const NativeLimits& limits);
 

@@ -205,13 +205,9 @@ PreparedGemm prepare_native(Backend& b, const Gemm& g) {
   const cl_uint a_off = elem_offset(b, g.a) + static_cast<cl_uint>(g.a_off);
   const cl_uint b_off = elem_offset(b, g.b) + static_cast<cl_uint>(g.b_off);
   const cl_uint c_off = elem_offset(b, g.c) + static_cast<cl_uint>(g.c_off);
-  const cl_int ints[9] = {static_cast<cl_int>(f.m),   static_cast<cl_int>(f.n),   static_cast<cl_int>(f.k),
-                          static_cast<cl_int>(f.lda), static_cast<cl_int>(f.ldb), static_cast<cl_int>(f.ldc),
-                          static_cast<cl_int>(blocks.mb), static_cast<cl_int>(blocks.nb), blocks.direct ? 1 : 0};
-  set_args(p.native, b.pool, f.swapped ? b_off : a_off, f.swapped ? a_off : b_off, c_off);
-  for (cl_uint i = 0; i < 9; ++i) set_arg(p.native, 4 + i, sizeof(cl_int), &ints[i]);
-  set_arg(p.native, 13, sizeof(float), &g.alpha);
-  set_arg(p.native, 14, sizeof(float), &g.beta);
+  cl_uint failed = 0;
+  CLT_CHECK(set_native_args(p.native.handle, b.pool, a_off, b_off, c_off, f, blocks, g.alpha, g.beta, &failed),
+            "clSetKernelArg", "kernel gemm argument " + std::to_string(failed) + " (" + g.what + ")");
   p.groups[0] = blocks.groups_n;
   p.groups[1] = blocks.groups_m;
   return p;

@@ -299,16 +299,8 @@ struct NativeGemm {
     const auto blocks = cltrain::ocl::native_blocks(f, compute_units, limits);
     cl_kernel k = kernel(f);
     const cl_uint a_off = cl_uint(a0 + c.a_off), b_off = cl_uint(b0 + c.b_off), c_off = cl_uint(c0 + c.c_off);
-    const cl_int ints[9] = {cl_int(f.m),   cl_int(f.n),   cl_int(f.k),        cl_int(f.lda),        cl_int(f.ldb),
-                            cl_int(f.ldc), cl_int(blocks.mb), cl_int(blocks.nb), blocks.direct ? 1 : 0};
-    const float alpha = 1.0f, beta = 0.0f;
-    clSetKernelArg(k, 0, sizeof pool, &pool);
-    clSetKernelArg(k, 1, sizeof(cl_uint), f.swapped ? &b_off : &a_off);
-    clSetKernelArg(k, 2, sizeof(cl_uint), f.swapped ? &a_off : &b_off);
-    clSetKernelArg(k, 3, sizeof(cl_uint), &c_off);
-    for (cl_uint i = 0; i < 9; ++i) clSetKernelArg(k, 4 + i, sizeof(cl_int), &ints[i]);
-    clSetKernelArg(k, 13, sizeof(float), &alpha);
-    clSetKernelArg(k, 14, sizeof(float), &beta);
+    CLT_CHECK(cltrain::ocl::set_native_args(k, pool, a_off, b_off, c_off, f, blocks, 1.0f, 0.0f, nullptr),
+              "clSetKernelArg", "gemm");
     const size_t groups[2] = {blocks.groups_n, blocks.groups_m}, one[2] = {1, 1};
     CLT_CALL(clEnqueueNDRangeKernel, (q, k, 2, nullptr, groups, one, 0, nullptr, nullptr), "gemm");
   }
