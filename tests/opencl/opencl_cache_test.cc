@@ -304,4 +304,17 @@ TEST_F(OpenCLCache, LeastRecentlyUsedEntriesGoWhenTheDirectoryIsOverItsBound) {
   for (const std::string& f : own) EXPECT_TRUE(fs::exists(f)) << f;
 }
 
+// A bound that is not a number of bytes: one warning line naming it, and the default bound.
+TEST_F(OpenCLCache, neg_CacheBoundThatIsNotANumberWarnsAndKeepsTheDefault) {
+  setenv("CLTRAIN_OPENCL_CACHE_MAX_BYTES", "1G", 1);
+  ::testing::internal::CaptureStderr();
+  const std::vector<int64_t> offsets = prepare_and_run(dir_.c_str());
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  unsetenv("CLTRAIN_OPENCL_CACHE_MAX_BYTES");
+  EXPECT_NE(err.find("CLTRAIN_OPENCL_CACHE_MAX_BYTES='1G' is not a number of bytes"), std::string::npos) << err;
+  EXPECT_NE(err.find("under " + std::to_string(512ull << 20) + " bytes"), std::string::npos) << err;
+  EXPECT_FALSE(files_with(dir_, "cltrain-ocl-plan-").empty()) << "the entries went under the default bound";
+  EXPECT_EQ(offsets.size(), 3u);
+}
+
 }  // namespace

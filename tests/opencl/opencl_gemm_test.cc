@@ -149,15 +149,9 @@ class NativeGemm : public ::testing::Test {
     ASSERT_NE(k, nullptr);
     const cl_uint a_off = static_cast<cl_uint>(c.a_off), b_off = static_cast<cl_uint>(na + c.b_off),
                   c_off = static_cast<cl_uint>(na + nb + c.c_off);
-    const cl_int ints[9] = {cl_int(f.m),   cl_int(f.n),       cl_int(f.k),       cl_int(f.lda),        cl_int(f.ldb),
-                            cl_int(f.ldc), cl_int(blocks.mb), cl_int(blocks.nb), blocks.direct ? 1 : 0};
-    ASSERT_EQ(clSetKernelArg(k, 0, sizeof buf, &buf), CL_SUCCESS);
-    ASSERT_EQ(clSetKernelArg(k, 1, sizeof(cl_uint), f.swapped ? &b_off : &a_off), CL_SUCCESS);
-    ASSERT_EQ(clSetKernelArg(k, 2, sizeof(cl_uint), f.swapped ? &a_off : &b_off), CL_SUCCESS);
-    ASSERT_EQ(clSetKernelArg(k, 3, sizeof(cl_uint), &c_off), CL_SUCCESS);
-    for (cl_uint i = 0; i < 9; ++i) ASSERT_EQ(clSetKernelArg(k, 4 + i, sizeof(cl_int), &ints[i]), CL_SUCCESS);
-    ASSERT_EQ(clSetKernelArg(k, 13, sizeof(float), &c.alpha), CL_SUCCESS);
-    ASSERT_EQ(clSetKernelArg(k, 14, sizeof(float), &c.beta), CL_SUCCESS);
+    cl_uint failed = 0;
+    ASSERT_EQ(set_native_args(k, buf, a_off, b_off, c_off, f, blocks, c.alpha, c.beta, &failed), CL_SUCCESS)
+        << "argument " << failed;
     const size_t groups[2] = {blocks.groups_n, blocks.groups_m}, one[2] = {1, 1};
     ASSERT_EQ(clEnqueueNDRangeKernel(queue_, k, 2, nullptr, groups, one, 0, nullptr, nullptr), CL_SUCCESS);
     std::vector<float> got(nc);
@@ -260,6 +254,29 @@ TEST(NativeGemmPlan, BlocksAndFormsFollowTheShape) {
     EXPECT_EQ(b.groups_m, (big.m + b.mb - 1) / b.mb);
     EXPECT_EQ(b.groups_n, (big.n + b.nb - 1) / b.nb);
   }
+}
+
+// CLTRAIN_OPENCL_GEMM takes native or clblast; anything else, or native on a device whose local
+// memory gemm.cl does not fit, is an error that names the value (and CLBlast is what remains).
+TEST(NativeGemmPlan, neg_UnknownOrUnfittingEngineChoiceIsAnError) {
+  const char* before = std::getenv("CLTRAIN_OPENCL_GEMM");
+  const std::string saved = before ? before : "";
+  std::string error;
+  setenv("CLTRAIN_OPENCL_GEMM", "fast", 1);
+  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_CPU, 512 << 10, &error), GemmEngine::kClblast);
+  EXPECT_NE(error.find("CLTRAIN_OPENCL_GEMM is 'fast'"), std::string::npos) << error;
+  error.clear();
+  setenv("CLTRAIN_OPENCL_GEMM", "native", 1);
+  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_GPU, 512 << 10, &error), GemmEngine::kNative);
+  EXPECT_TRUE(error.empty()) << error;
+  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_CPU, 4 << 10, &error), GemmEngine::kClblast);
+  EXPECT_NE(error.find("too few for kernels/gemm.cl"), std::string::npos) << error;
+  error.clear();
+  unsetenv("CLTRAIN_OPENCL_GEMM");
+  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_CPU, 512 << 10, &error), GemmEngine::kNative);
+  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_GPU, 512 << 10, &error), GemmEngine::kClblast);
+  EXPECT_TRUE(error.empty()) << error;
+  if (before) setenv("CLTRAIN_OPENCL_GEMM", saved.c_str(), 1);
 }
 
 }  // namespace
