@@ -10,6 +10,7 @@
 #include "dataset.h"
 #include "model/builder.h"
 #include "model/model.h"
+#include "ops_command.h"
 #include "options.h"
 #include "train_command.h"
 #include "trainer.h"
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
       return args.empty() ? 2 : 0;
     }
     if (args[0] == "devices") return devices_command();
+    if (args[0] == "ops") return cltrain::run_ops();
     if (args[0] == "make-model") return make_model_command({args.begin() + 1, args.end()});
     if (args[0] == "plan") return cltrain::run_plan({args.begin() + 1, args.end()});
     if (args[0] == "bench") return cltrain::run_bench(cltrain::parse_bench_options({args.begin() + 1, args.end()}));

@@ -76,6 +76,7 @@ const char* train_usage() {
          "  --no-progress             no progress line while an epoch runs\n"
          "other commands:\n"
          "  cltrain devices                           list OpenCL platforms and devices\n"
+         "  cltrain ops                               the ops cltrain loads and trains\n"
          "  cltrain make-model NAME -o FILE [--batch_size B] [--format circle|tflite]\n"
          "                                            NAME: mlp, mnist-kaggle, mobilenetv2, branched, cnn-tiny\n"
          "  cltrain plan MODEL [training options] [--plan-json FILE] [--plan-svg FILE]\n"

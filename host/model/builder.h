@@ -70,6 +70,11 @@ class ModelBuilder {
   // Concatenation along axis (negative counts from the end). ("concatK")
   int concat(std::vector<int> inputs, int axis, std::string name = "");
 
+  // Any model op of the op list: its output gets the shape the op's descriptor computes from
+  // the inputs and params (std::invalid_argument where they do not fit). NAME defaults to the
+  // op's name in lower case and a number ("hardswish1").
+  int op(int32_t op, std::vector<int32_t> inputs, cltrain_op_params params = {}, std::string name = "");
+
   void output(int t);
 
   // Shape of tensor t.
@@ -85,10 +90,8 @@ class ModelBuilder {
   int glorot_tensor(std::string name, std::vector<int32_t> shape, int64_t fan_in, int64_t fan_out);
   int zeros_tensor(std::string name, int32_t n);
   int int32_tensor(std::string name, std::vector<int32_t> shape, const std::vector<int32_t>& values);
-  int pool(int32_t op, const char* prefix, int x, int fh, int fw, int stride, int padding, std::string name);
-  int binary(int32_t op, const char* prefix, int a, int b, int activation, std::string name);
-  int unary(int32_t op, const char* prefix, int x, std::string name);
-  int add_op(int32_t op, std::vector<int32_t> inputs, int output, cltrain_op_params params = {});
+  int pool(int32_t pool_op, const char* prefix, int x, int fh, int fw, int stride, int padding, std::string name);
+  int binary(int32_t binary_op, const char* prefix, int a, int b, int activation, std::string name);
   std::string auto_name(const std::string& given, const char* prefix);
   const Tensor& tensor(int t) const;
 
@@ -100,7 +103,8 @@ class ModelBuilder {
 // Serializes any Model, valid or not (tests write broken ones on purpose), as "circle" (CIR0)
 // or "tflite" (TFL3). Buffer 0 is the empty buffer; a constant tensor keeps its buffer index
 // (or gets a new one if it has none) and the buffer list is as long as the largest such index.
-// Each operator's builtin code comes from the op list; ops outside it throw std::invalid_argument.
+// Each operator's builtin code and options come from its descriptor; ops that are not model ops
+// throw std::invalid_argument.
 std::vector<uint8_t> write_model(const Model& m, const std::string& format);
 
 // Benchmark models by name, batch first (builder.cc describes each). Unknown names throw

@@ -1,6 +1,5 @@
 #include "model/builtin_names.h"
 
-#include "cltrain/cltrain_ops.h"
 
 namespace cltrain {
 namespace {
@@ -75,23 +74,6 @@ std::string describe_builtin(int32_t code) {
   const char* name = builtin_op_name(code);
   std::string s = "builtin " + std::to_string(code);
   return name ? std::string(name) + " (" + s + ")" : s;
-}
-
-int32_t builtin_to_op(int32_t code) {
-  if (code < 0) return -1;
-#define CLTRAIN_X_FROM(e, name, c, kind) \
-  if ((kind) == CLTRAIN_KIND_MODEL && (c) == code) return CLTRAIN_OP_##e;
-  CLTRAIN_OP_LIST(CLTRAIN_X_FROM)
-#undef CLTRAIN_X_FROM
-  return -1;
-}
-
-int32_t op_to_builtin(int32_t op) {
-#define CLTRAIN_X_TO(e, name, c, kind) \
-  if (op == CLTRAIN_OP_##e) return (kind) == CLTRAIN_KIND_MODEL ? (c) : -1;
-  CLTRAIN_OP_LIST(CLTRAIN_X_TO)
-#undef CLTRAIN_X_TO
-  return -1;
 }
 
 }  // namespace cltrain

@@ -1,4 +1,5 @@
-// Builtin operator codes of the circle/tflite format: names, and the mapping to cltrain ops.
+// Builtin operator codes of the circle/tflite format and their names (which cltrain op a code
+// loads as is its descriptor's, host/ops/op_descriptor.h).
 #pragma once
 
 #include <cstdint>
@@ -15,11 +16,5 @@ const char* builtin_op_name(int32_t code);
 
 // "CONV_2D (builtin 3)", or "builtin 999" for an unknown code.
 std::string describe_builtin(int32_t code);
-
-// The cltrain_op (a model op of CLTRAIN_OP_LIST) a builtin code maps to, or -1.
-int32_t builtin_to_op(int32_t code);
-
-// The builtin code of a cltrain_op, or -1 if the op is not a model op of the format.
-int32_t op_to_builtin(int32_t op);
 
 }  // namespace cltrain

@@ -13,6 +13,7 @@
 #include "model/builtin_names.h"
 #include "model/model.h"
 #include "model/model_internal.h"
+#include "ops/op_descriptor.h"
 
 namespace cltrain {
 
@@ -140,134 +141,52 @@ int32_t effective_code(const fb::OperatorCode* oc) {
   return std::max(dep, oc->builtin_code());
 }
 
-// The options table each op carries (NONE: the op has none).
-fb::BuiltinOptions expected_options(int32_t op) {
-  switch (op) {
-    case CLTRAIN_OP_FULLY_CONNECTED: return fb::BuiltinOptions::FullyConnectedOptions;
-    case CLTRAIN_OP_SOFTMAX: return fb::BuiltinOptions::SoftmaxOptions;
-    case CLTRAIN_OP_RESHAPE: return fb::BuiltinOptions::ReshapeOptions;
-    case CLTRAIN_OP_CONV_2D: return fb::BuiltinOptions::Conv2DOptions;
-    case CLTRAIN_OP_DEPTHWISE_CONV_2D: return fb::BuiltinOptions::DepthwiseConv2DOptions;
-    case CLTRAIN_OP_MAX_POOL_2D:
-    case CLTRAIN_OP_AVERAGE_POOL_2D: return fb::BuiltinOptions::Pool2DOptions;
-    case CLTRAIN_OP_MEAN: return fb::BuiltinOptions::ReducerOptions;
-    case CLTRAIN_OP_PAD: return fb::BuiltinOptions::PadOptions;
-    case CLTRAIN_OP_ADD: return fb::BuiltinOptions::AddOptions;
-    case CLTRAIN_OP_SUB: return fb::BuiltinOptions::SubOptions;
-    case CLTRAIN_OP_MUL: return fb::BuiltinOptions::MulOptions;
-    case CLTRAIN_OP_DIV: return fb::BuiltinOptions::DivOptions;
-    case CLTRAIN_OP_CONCATENATION: return fb::BuiltinOptions::ConcatenationOptions;
-    default: return fb::BuiltinOptions::NONE;
-  }
-}
-
-// Ops whose options carry values without a usable default (strides, filter sizes, the axis).
-bool options_required(int32_t op) {
-  switch (op) {
-    case CLTRAIN_OP_CONV_2D:
-    case CLTRAIN_OP_DEPTHWISE_CONV_2D:
-    case CLTRAIN_OP_MAX_POOL_2D:
-    case CLTRAIN_OP_AVERAGE_POOL_2D:
-    case CLTRAIN_OP_CONCATENATION: return true;
-    default: return false;
-  }
-}
-
-int32_t checked_activation(int8_t act, const std::string& what, const std::string& label) {
-  if (act < CLTRAIN_ACT_NONE || act > CLTRAIN_ACT_TANH)
-    fail(what, label + ": fused activation " + std::to_string(act) + " is not supported");
-  return act;
-}
-
-cltrain_op_params load_params(int32_t op, const fb::Operator* fo, const std::string& what,
+// The operator's options as its descriptor reads them into params; values are taken as they are
+// (the descriptor's check() checks ranges against the shapes).
+cltrain_op_params load_params(const OpDescriptor& d, const fb::Operator* fo, const std::string& what,
                               const std::string& label) {
   cltrain_op_params p{};
   const fb::BuiltinOptions type = fo->builtin_options_type();
-  const fb::BuiltinOptions want = expected_options(op);
-  if (type != fb::BuiltinOptions::NONE && type != want)
-    fail(what, label + ": has options of union type " + std::to_string(static_cast<int>(type)) +
-                   ", expected " + std::to_string(static_cast<int>(want)));
-  if (type != fb::BuiltinOptions::NONE && fo->builtin_options() == nullptr)
-    fail(what, label + ": options missing");
-  if (type == fb::BuiltinOptions::NONE && options_required(op))
+  if (type != fb::BuiltinOptions::NONE && type != d.options)
+    fail(what, label + ": has options of union type " + std::to_string(static_cast<int>(type)) + ", expected " +
+                   std::to_string(static_cast<int>(d.options)));
+  if (type != fb::BuiltinOptions::NONE && fo->builtin_options() == nullptr) fail(what, label + ": options missing");
+  if (type == fb::BuiltinOptions::NONE && d.options_required)
     fail(what, label + ": options missing (the operator needs its strides, filter size or axis)");
-  auto act = [&](fb::ActivationFunctionType a) {
-    return checked_activation(static_cast<int8_t>(a), what, label);
-  };
-  // Values are taken as they are; graph_check.cc checks ranges against the shapes.
-  switch (op) {
-    case CLTRAIN_OP_FULLY_CONNECTED:
-      if (auto* o = fo->builtin_options_as_FullyConnectedOptions()) {
-        p.activation = act(o->fused_activation_function());
-        if (o->weights_format() != fb::FullyConnectedOptionsWeightsFormat::DEFAULT)
-          fail(what, label + ": weights format " + std::to_string(static_cast<int>(o->weights_format())) +
-                         " is not supported");
-      }
-      break;
-    case CLTRAIN_OP_SOFTMAX: {
-      auto* o = fo->builtin_options_as_SoftmaxOptions();
-      p.beta = o ? o->beta() : 1.0f;
-      if (!(p.beta > -std::numeric_limits<float>::max() && p.beta < std::numeric_limits<float>::max()))
-        fail(what, label + ": softmax beta is not finite");
-      break;
-    }
-    case CLTRAIN_OP_CONV_2D: {
-      auto* o = fo->builtin_options_as_Conv2DOptions();
-      p.padding = static_cast<int32_t>(o->padding());
-      p.stride_h = o->stride_h();
-      p.stride_w = o->stride_w();
-      p.dilation_h = o->dilation_h_factor();
-      p.dilation_w = o->dilation_w_factor();
-      p.activation = act(o->fused_activation_function());
-      break;
-    }
-    case CLTRAIN_OP_DEPTHWISE_CONV_2D: {
-      auto* o = fo->builtin_options_as_DepthwiseConv2DOptions();
-      p.padding = static_cast<int32_t>(o->padding());
-      p.stride_h = o->stride_h();
-      p.stride_w = o->stride_w();
-      p.dilation_h = o->dilation_h_factor();
-      p.dilation_w = o->dilation_w_factor();
-      p.depth_multiplier = o->depth_multiplier();  // 0 (not set): taken from the weights' shape
-      p.activation = act(o->fused_activation_function());
-      break;
-    }
-    case CLTRAIN_OP_MAX_POOL_2D:
-    case CLTRAIN_OP_AVERAGE_POOL_2D: {
-      auto* o = fo->builtin_options_as_Pool2DOptions();
-      p.padding = static_cast<int32_t>(o->padding());
-      p.stride_h = o->stride_h();
-      p.stride_w = o->stride_w();
-      p.filter_h = o->filter_height();
-      p.filter_w = o->filter_width();
-      p.activation = act(o->fused_activation_function());
-      break;
-    }
-    case CLTRAIN_OP_CONCATENATION: {
-      auto* o = fo->builtin_options_as_ConcatenationOptions();
-      p.axis = o->axis();
-      p.activation = act(o->fused_activation_function());
-      break;
-    }
-    case CLTRAIN_OP_MEAN:
-      if (auto* o = fo->builtin_options_as_ReducerOptions()) p.keep_dims = o->keep_dims() ? 1 : 0;
-      break;
-    case CLTRAIN_OP_ADD:
-      if (auto* o = fo->builtin_options_as_AddOptions()) p.activation = act(o->fused_activation_function());
-      break;
-    case CLTRAIN_OP_SUB:
-      if (auto* o = fo->builtin_options_as_SubOptions()) p.activation = act(o->fused_activation_function());
-      break;
-    case CLTRAIN_OP_MUL:
-      if (auto* o = fo->builtin_options_as_MulOptions()) p.activation = act(o->fused_activation_function());
-      break;
-    case CLTRAIN_OP_DIV:
-      if (auto* o = fo->builtin_options_as_DivOptions()) p.activation = act(o->fused_activation_function());
-      break;
-    default: break;
-  }
+  OptionReader reader(what, label);
+  if (d.read_options) d.read_options(*fo, reader, p);
   return p;
 }
+
+// The operators no descriptor knows, by name in order of first use, with their counts: one line
+// for the whole model.
+class Unsupported {
+ public:
+  void add(const std::string& name, uint32_t op) {
+    for (auto& [n, uses] : seen_)
+      if (n == name) {
+        uses.push_back(op);
+        return;
+      }
+    seen_.push_back({name, {op}});
+  }
+  void fail_if_any(const std::string& what) const {
+    if (seen_.empty()) return;
+    if (seen_.size() == 1 && seen_[0].second.size() == 1)
+      fail(what, "operator " + std::to_string(seen_[0].second[0]) + ": " + seen_[0].first + " is not supported");
+    size_t total = 0;
+    std::string list;
+    for (const auto& [name, uses] : seen_) {
+      total += uses.size();
+      list += (list.empty() ? "" : ", ") + name + " x" + std::to_string(uses.size());
+    }
+    fail(what, std::to_string(total) + " operators are not supported: " + list + " (the first is operator " +
+                   std::to_string(seen_[0].second[0]) + ")");
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::vector<uint32_t>>> seen_;
+};
 
 std::vector<int32_t> index_list(const flatbuffers::Vector<int32_t>* v) {
   return v ? std::vector<int32_t>(v->begin(), v->end()) : std::vector<int32_t>{};
@@ -330,28 +249,34 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   const uint32_t ncodes = codes ? codes->size() : 0;
   const auto* ops = sg->operators();
   if (!ops || ops->size() == 0) fail(what, "model has no operators");
+  Unsupported unsupported;
   for (uint32_t i = 0; i < ops->size(); ++i) {
     const fb::Operator* fo = ops->Get(i);
     std::string label = "operator " + std::to_string(i);
     if (fo->opcode_index() >= ncodes)
-      fail(what, label + ": opcode index " + std::to_string(fo->opcode_index()) +
-                     " out of range (model has " + std::to_string(ncodes) + " operator codes)");
+      fail(what, label + ": opcode index " + std::to_string(fo->opcode_index()) + " out of range (model has " +
+                     std::to_string(ncodes) + " operator codes)");
     const fb::OperatorCode* oc = codes->Get(fo->opcode_index());
     const int32_t code = effective_code(oc);
-    if (code == kBuiltinCustom)
-      fail(what, label + ": custom operator '" +
-                     printable(oc->custom_code() ? oc->custom_code()->str() : "") + "' is not supported");
+    const OpDescriptor* d = find_builtin(code);
+    if (!d) {
+      unsupported.add(code == kBuiltinCustom
+                          ? "custom operator '" + printable(oc->custom_code() ? oc->custom_code()->str() : "") + "'"
+                          : describe_builtin(code),
+                      i);
+      continue;
+    }
     Operator op;
-    op.op = builtin_to_op(code);
-    if (op.op < 0) fail(what, label + ": " + describe_builtin(code) + " is not supported");
-    label += std::string(" (") + cltrain_op_name(op.op) + ")";
+    op.op = d->op;
+    label += std::string(" (") + d->name + ")";
     op.inputs = index_list(fo->inputs());
     op.outputs = index_list(fo->outputs());
     check_indices(op.inputs, nt, true, what, label, ": input ");
     check_indices(op.outputs, nt, false, what, label, ": output ");
-    op.params = load_params(op.op, fo, what, label);
+    op.params = load_params(*d, fo, what, label);
     m.operators.push_back(std::move(op));
   }
+  unsupported.fail_if_any(what);
 
   // Metadata entries keep their bytes (the training info of circle+ files is one of them).
   if (const auto* md = fm->metadata()) {
@@ -429,12 +354,8 @@ void set_batch_size(Model& model, int32_t batch) {
   // every activation, from the input to the outputs.
   for (size_t i = 0; i < model.operators.size(); ++i) {
     const Operator& op = model.operators[i];
-    const char* why = nullptr;
-    if (op.op == CLTRAIN_OP_MEAN && (op.params.axes_mask & 1)) why = "averages over the batch axis";
-    if (op.op == CLTRAIN_OP_PAD && (op.params.pad_before[0] != 0 || op.params.pad_after[0] != 0))
-      why = "pads the batch axis";
-    if (op.op == CLTRAIN_OP_CONCATENATION && op.params.axis == 0) why = "concatenates along the batch axis";
-    if (why)
+    const OpDescriptor* d = find_op(op.op);
+    if (const char* why = d && d->fixed_batch ? d->fixed_batch(op) : nullptr)
       detail::fail(what, detail::operator_label(model, i) + ": " + why + ", so the batch size cannot change");
   }
   // Keep what changes, to restore it if the model does not check out afterwards.
@@ -443,10 +364,12 @@ void set_batch_size(Model& model, int32_t batch) {
   std::vector<std::pair<Tensor*, int32_t>> old_targets;
   for (Tensor& t : model.tensors)
     if (!t.is_constant()) t.shape[0] = batch;
-  // A Reshape's constant target shape carries the batch too, unless it says -1 (inferred).
+  // A constant target shape (Reshape's) carries the batch too, unless it says -1 (inferred).
   for (const Operator& op : model.operators) {
-    if (op.op != CLTRAIN_OP_RESHAPE || op.inputs.size() < 2 || op.inputs[1] < 0) continue;
-    Tensor& s = model.tensors[static_cast<size_t>(op.inputs[1])];
+    const ConstantOperand& c = find_op(op.op)->constant;
+    const size_t slot = static_cast<size_t>(c.slot);
+    if (!c.carries_batch || op.inputs.size() <= slot || op.inputs[slot] < 0) continue;
+    Tensor& s = model.tensors[static_cast<size_t>(op.inputs[slot])];
     if (s.dtype != CLTRAIN_INT32 || s.data.size() < 4) continue;
     int32_t first;
     std::memcpy(&first, s.data.data(), 4);

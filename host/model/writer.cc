@@ -6,6 +6,7 @@
 #include "circle_generated.h"
 #include "model/builder.h"
 #include "model/builtin_names.h"
+#include "ops/op_descriptor.h"
 
 namespace cltrain {
 namespace {
@@ -31,66 +32,6 @@ Offset<flatbuffers::Vector<uint8_t>> data_vector(FlatBufferBuilder& fbb, const s
   for (size_t i = 0; i + 4 <= le.size(); i += 4) std::swap(le[i], le[i + 3]), std::swap(le[i + 1], le[i + 2]);
   return fbb.CreateVector(le);
 #endif
-}
-
-// ReshapeOptions.new_shape: the shape operand if there is one, else the output's shape.
-std::vector<int32_t> reshape_target(const Model& m, const Operator& op) {
-  auto valid = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t) < m.tensors.size(); };
-  if (op.inputs.size() > 1 && valid(op.inputs[1])) {
-    const Tensor& s = m.tensors[static_cast<size_t>(op.inputs[1])];
-    if (s.dtype == CLTRAIN_INT32 && !s.data.empty()) {
-      std::vector<int32_t> v(s.data.size() / 4);
-      std::memcpy(v.data(), s.data.data(), v.size() * 4);
-      return v;
-    }
-  }
-  if (!op.outputs.empty() && valid(op.outputs[0])) return m.tensors[static_cast<size_t>(op.outputs[0])].shape;
-  return {};
-}
-
-std::pair<fb::BuiltinOptions, Offset<void>> options(FlatBufferBuilder& fbb, const Model& m,
-                                                    const Operator& op) {
-  const cltrain_op_params& p = op.params;
-  const auto act = static_cast<fb::ActivationFunctionType>(p.activation);
-  switch (op.op) {
-    case CLTRAIN_OP_FULLY_CONNECTED:
-      return {
-          fb::BuiltinOptions::FullyConnectedOptions,
-          fb::CreateFullyConnectedOptions(fbb, static_cast<fb::ActivationFunctionType>(op.params.activation))
-              .Union()};
-    case CLTRAIN_OP_SOFTMAX:
-      return {fb::BuiltinOptions::SoftmaxOptions, fb::CreateSoftmaxOptions(fbb, op.params.beta).Union()};
-    case CLTRAIN_OP_RESHAPE:
-      return {fb::BuiltinOptions::ReshapeOptions,
-              fb::CreateReshapeOptions(fbb, fbb.CreateVector(reshape_target(m, op))).Union()};
-    case CLTRAIN_OP_CONV_2D:
-      return {fb::BuiltinOptions::Conv2DOptions,
-              fb::CreateConv2DOptions(fbb, static_cast<fb::Padding>(p.padding), p.stride_w, p.stride_h, act,
-                                      p.dilation_w, p.dilation_h)
-                  .Union()};
-    case CLTRAIN_OP_DEPTHWISE_CONV_2D:
-      return {fb::BuiltinOptions::DepthwiseConv2DOptions,
-              fb::CreateDepthwiseConv2DOptions(fbb, static_cast<fb::Padding>(p.padding), p.stride_w, p.stride_h,
-                                               p.depth_multiplier, act, p.dilation_w, p.dilation_h)
-                  .Union()};
-    case CLTRAIN_OP_MAX_POOL_2D:
-    case CLTRAIN_OP_AVERAGE_POOL_2D:
-      return {fb::BuiltinOptions::Pool2DOptions,
-              fb::CreatePool2DOptions(fbb, static_cast<fb::Padding>(p.padding), p.stride_w, p.stride_h, p.filter_w,
-                                      p.filter_h, act)
-                  .Union()};
-    case CLTRAIN_OP_MEAN:
-      return {fb::BuiltinOptions::ReducerOptions, fb::CreateReducerOptions(fbb, p.keep_dims != 0).Union()};
-    case CLTRAIN_OP_PAD: return {fb::BuiltinOptions::PadOptions, fb::CreatePadOptions(fbb).Union()};
-    case CLTRAIN_OP_ADD: return {fb::BuiltinOptions::AddOptions, fb::CreateAddOptions(fbb, act).Union()};
-    case CLTRAIN_OP_SUB: return {fb::BuiltinOptions::SubOptions, fb::CreateSubOptions(fbb, act).Union()};
-    case CLTRAIN_OP_MUL: return {fb::BuiltinOptions::MulOptions, fb::CreateMulOptions(fbb, act).Union()};
-    case CLTRAIN_OP_DIV: return {fb::BuiltinOptions::DivOptions, fb::CreateDivOptions(fbb, act).Union()};
-    case CLTRAIN_OP_CONCATENATION:
-      return {fb::BuiltinOptions::ConcatenationOptions,
-              fb::CreateConcatenationOptions(fbb, p.axis, act).Union()};
-    default: return {fb::BuiltinOptions::NONE, 0};
-  }
 }
 
 }  // namespace
@@ -133,17 +74,18 @@ std::vector<uint8_t> write_model(const Model& m, const std::string& format) {
   std::vector<Offset<fb::Operator>> ops;
   for (size_t i = 0; i < m.operators.size(); ++i) {
     const Operator& op = m.operators[i];
-    const int32_t code = op_to_builtin(op.op);
-    if (code < 0)
-      throw std::invalid_argument("write_model: operator " + std::to_string(i) + " (" +
-                                  cltrain_op_name(op.op) + ") has no builtin code");
+    const OpDescriptor* d = find_op(op.op);
+    if (!d || d->kind != CLTRAIN_KIND_MODEL || d->builtin_codes.empty())
+      throw std::invalid_argument("write_model: operator " + std::to_string(i) + " (" + cltrain_op_name(op.op) +
+                                  ") has no builtin code");
+    const int32_t code = d->builtin_codes[0];
     auto it = code_index.find(code);
     if (it == code_index.end()) {
       it = code_index.emplace(code, static_cast<uint32_t>(codes.size())).first;
       const int8_t dep = static_cast<int8_t>(std::min(code, kBuiltinPlaceholderForGreaterOpCodes));
       codes.push_back(fb::CreateOperatorCode(fbb, dep, 0, 1, code));
     }
-    auto [type, opts] = options(fbb, m, op);
+    auto [type, opts] = d->write_options ? d->write_options(fbb, m, op) : WrittenOptions{fb::BuiltinOptions::NONE, 0};
     ops.push_back(fb::CreateOperator(fbb, it->second, fbb.CreateVector(op.inputs),
                                      fbb.CreateVector(op.outputs), type, opts));
   }

@@ -1,5 +1,5 @@
 // Floating-point operations of a training step, counted from the op's definition (the step
-// conventions and Numerics of cltrain_backend.h), not from any backend's implementation.
+// conventions and Numerics of cltrain_ops.h), not from any backend's implementation.
 //
 // Convention
 //  - A multiply-add (one term of a dot product) counts 2.
@@ -11,14 +11,8 @@
 //  - A fused activation counts 1 per output element forward (ReLU6 2, Tanh 5) and its derivative
 //    1 per element backward (Tanh 3); so does a producer's derivative that a backward step applies
 //    (params.dx_activation: per element of dx for convolutions, per window for max pools).
-//  - Element-wise per element: ReLU 1 / 1, ReLU6 2 / 1, Tanh 5 / 3, Logistic 3 / 3 (fwd / bwd);
-//    Softmax 6 / 5; MSE 3 / 4 (3 with SUM); CCE 5 / 4 (3 with SUM); Accumulate 1; SGD 2; Adam 12
-//    (per updated element); Add/Sub/Mul/Div 1 forward, backward per element of y and gradient
-//    asked for: Add, Sub 1, Mul 2, Div 2 (da) and 4 (db).
-//  - Mean: one add per input element, one divide per output element; backward one divide per
-//    element. Average pool: one add per inside tap, one divide per output; backward one divide
-//    per output and one add per inside tap. Max pool: one comparison per inside tap; backward
-//    one add per output element.
+//  - Each op's own figures stand beside its descriptor's flops() (host/ops/): for example ReLU 1
+//    forward and 1 backward per element, Softmax 6 / 5, Adam 12 per updated element.
 #pragma once
 
 #include <cstdint>

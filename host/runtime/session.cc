@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "memory_plan.h"
+#include "ops/op_descriptor.h"
 
 namespace cltrain {
 namespace {
@@ -42,17 +43,15 @@ void Session::place() {
   for (size_t s = 0; s < steps.size(); ++s) {
     const cltrain_step_desc& step = steps[s];
     const int32_t owner = graph_.owner_step[s];
-    if (step.phase == CLTRAIN_PHASE_BACKWARD && step.model_op >= 0 && owner < 0) {
+    const int kind = find_op(step.op)->kind;
+    if (kind == CLTRAIN_KIND_MODEL && step.phase == CLTRAIN_PHASE_BACKWARD) {
       // A model op's backward runs where its forward runs.
       for (size_t f = 0; f < static_cast<size_t>(graph_.num_forward); ++f)
         if (steps[f].model_op == step.model_op) step_backend_[s] = step_backend_[f];
       continue;
     }
-    if (owner >= 0 && step.op == CLTRAIN_OP_ACCUMULATE) {
-      step_backend_[s] = step_backend_[static_cast<size_t>(owner)];
-      continue;
-    }
-    if (step.op == (graph_.steps[static_cast<size_t>(graph_.loss_step)].op) && owner == graph_.loss_step) {
+    // An accumulation runs where the step it follows runs, the loss's backward where its forward does.
+    if (owner >= 0 && (kind == CLTRAIN_KIND_GRAPH || kind == CLTRAIN_KIND_LOSS)) {
       step_backend_[s] = step_backend_[static_cast<size_t>(owner)];
       continue;
     }
@@ -73,7 +72,7 @@ void Session::place() {
     }
     if (step_backend_[s] < 0) {
       std::ostringstream m;
-      m << "no backend can train " << cltrain_op_name(step.op);
+      m << "no backend can train " << find_op(step.op)->name;
       if (step.model_op >= 0) m << " (operator " << step.model_op << ")";
       throw BackendError(m.str());
     }
@@ -142,36 +141,10 @@ void Session::compute_lifetimes() {
 
 namespace {
 
-// In-place pairs (cltrain_backend.h): for a step, the output that may share the bytes of an
-// input, as (output slot, input slot); (-1, -1) for none. `dead` is whether the input must be
-// dead after the step (it is overwritten), not only read.
-struct InPlacePair {
-  int out = -1, in = -1;
-  bool dead = true;
-};
-
+// The output of a step that may share the bytes of an input, as its descriptor says.
 InPlacePair in_place_pair(const cltrain_step_desc& s) {
-  const bool fwd = s.phase == CLTRAIN_PHASE_FORWARD, bwd = s.phase == CLTRAIN_PHASE_BACKWARD;
-  switch (s.op) {
-    case CLTRAIN_OP_RESHAPE:
-      if (fwd) return {0, 0, false};  // both only read from then on
-      if (bwd) return {0, 0, true};
-      break;
-    case CLTRAIN_OP_CONV_2D:
-    case CLTRAIN_OP_DEPTHWISE_CONV_2D:
-      if (bwd && s.params.dx_activation != CLTRAIN_ACT_NONE) return {0, 0, true};
-      break;
-    case CLTRAIN_OP_RELU:
-    case CLTRAIN_OP_RELU6:
-    case CLTRAIN_OP_TANH:
-    case CLTRAIN_OP_LOGISTIC:
-      if (fwd) return {0, 0, true};
-      if (bwd) return {0, 1, true};
-      break;
-    default:
-      break;
-  }
-  return {};
+  const OpDescriptor* d = find_op(s.op);
+  return d && d->in_place ? d->in_place(s) : InPlacePair{};
 }
 
 }  // namespace

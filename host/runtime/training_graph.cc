@@ -5,10 +5,21 @@
 #include <set>
 
 #include "memory_plan.h"
+#include "ops/op_descriptor.h"
 #include "window_geometry.h"
 
 namespace cltrain {
 namespace {
+
+// "FullyConnected and Conv2D": the ops onert-micro's half-weight ranks apply to.
+std::string half_weight_op_names() {
+  std::vector<std::string> names;
+  for (const OpDescriptor* d : all_ops())
+    if (d->half_weight_ranks) names.push_back(d->name);
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return s;
+}
 
 class GraphBuilder {
  public:
@@ -81,6 +92,7 @@ class GraphBuilder {
   int32_t producer_activation(int32_t x, size_t consumer) const;
   void forward_step(size_t i);
   void backward_step(size_t i);
+  friend class OperatorStep;
   void update_steps_after(int32_t step, const std::vector<int32_t>& weights_done);
 
   const Model& model_;
@@ -93,7 +105,7 @@ class GraphBuilder {
   std::vector<bool> fused_;
   std::vector<std::vector<size_t>> consumers_;  // per model tensor, the operators reading it
   std::vector<int32_t> producer_;               // per model tensor, its operator or -1
-  std::map<size_t, int32_t> argmax_;            // max pool operator -> its argmax tensor
+  std::map<size_t, int32_t> kept_;              // operator -> the tensor its forward keeps for its backward
   std::set<int32_t> act_applied_;               // outputs whose activation derivative a consumer applied
   TrainingGraph g_;
   std::vector<bool> needs_grad_;
@@ -125,8 +137,7 @@ void GraphBuilder::fuse_pads() {
     const auto& users = consumers_[static_cast<size_t>(padded)];
     if (users.size() != 1 || padded == g_.prediction) continue;
     Operator& conv = ops_[users[0]];
-    if ((conv.op != CLTRAIN_OP_CONV_2D && conv.op != CLTRAIN_OP_DEPTHWISE_CONV_2D) || conv.inputs[0] != padded ||
-        conv.params.padding != CLTRAIN_PADDING_VALID)
+    if (!find_op(conv.op)->folds_pad || conv.inputs[0] != padded || conv.params.padding != CLTRAIN_PADDING_VALID)
       continue;
     const Tensor& xt = model_.tensors[static_cast<size_t>(x)];
     const Tensor& wt = model_.tensors[static_cast<size_t>(conv.inputs[1])];
@@ -163,145 +174,82 @@ int32_t GraphBuilder::producer_activation(int32_t x, size_t consumer) const {
   if (p < 0 || consumers_[static_cast<size_t>(x)].size() != 1 || consumers_[static_cast<size_t>(x)][0] != consumer)
     return CLTRAIN_ACT_NONE;
   const Operator& prod = ops_[static_cast<size_t>(p)];
-  if (prod.outputs.size() != 1) return CLTRAIN_ACT_NONE;
-  switch (prod.op) {
-    case CLTRAIN_OP_FULLY_CONNECTED:
-    case CLTRAIN_OP_CONV_2D:
-    case CLTRAIN_OP_DEPTHWISE_CONV_2D:
-    case CLTRAIN_OP_ADD:
-    case CLTRAIN_OP_SUB:
-    case CLTRAIN_OP_MUL:
-    case CLTRAIN_OP_DIV:
-      break;
-    default:
-      return CLTRAIN_ACT_NONE;
-  }
+  if (prod.outputs.size() != 1 || find_op(prod.op)->fused_activation != FusedActivation::kAny) return CLTRAIN_ACT_NONE;
   const int32_t act = prod.params.activation;
   const bool from_output = act == CLTRAIN_ACT_RELU || act == CLTRAIN_ACT_RELU6 || act == CLTRAIN_ACT_RELU_N1_TO_1 ||
                            act == CLTRAIN_ACT_TANH;
   return from_output ? act : CLTRAIN_ACT_NONE;
 }
 
+// One operator's step as its descriptor makes it (op_descriptor.h's StepBuilder).
+class OperatorStep : public StepBuilder {
+ public:
+  OperatorStep(GraphBuilder& g, size_t index, const cltrain_op_params& params)
+      : StepBuilder(g.ops_[index], params), g_(g), index_(index) {}
+
+  int32_t dy() const override { return g_.grad_.at(y()); }
+  bool needs_grad(int32_t t) const override { return g_.needs_grad(t); }
+  int32_t grad_of(int32_t t) override {
+    if (!g_.needs_grad(t)) return -1;
+    if (g_.is_weight(t)) weights_done.push_back(t);
+    return g_.grad_target(t, &accumulate);
+  }
+  int32_t producer_activation(int32_t x) override {
+    const int32_t act = g_.producer_activation(x, index_);
+    if (act != CLTRAIN_ACT_NONE) g_.act_applied_.insert(x);
+    return act;
+  }
+  uint64_t elements(int32_t t) const override { return tensor_elements(g_.g_.tensors[static_cast<size_t>(t)]); }
+  int32_t add_tensor(const std::string& name, int32_t like, int32_t dtype, int32_t role) override {
+    const int32_t t = g_.add_tensor(name, g_.shape_of(like), role, false);
+    g_.g_.tensors[static_cast<size_t>(t)].dtype = dtype;
+    return t;
+  }
+  const char* name_of(int32_t t) const override { return g_.g_.name_of(t); }
+  void keep(int32_t t) override { g_.kept_[index_] = t; }
+  int32_t kept() const override {
+    const auto it = g_.kept_.find(index_);
+    return it == g_.kept_.end() ? -1 : it->second;
+  }
+
+  std::vector<std::pair<int32_t, int32_t>> accumulate;  // (disposable, target) after the step
+  std::vector<int32_t> weights_done;                    // weights whose gradient the step writes
+
+ private:
+  GraphBuilder& g_;
+  size_t index_;
+};
+
+// The step reads the operator's inputs less its constant operand (the graph check made that into
+// params), absent optional ones as -1, and writes its outputs and whatever its descriptor adds.
 void GraphBuilder::forward_step(size_t i) {
   if (fused_[i]) return;
-  const Operator& op = ops_[i];
-  std::vector<int32_t> in;
-  switch (op.op) {
-    case CLTRAIN_OP_RESHAPE:  // shape, axes and paddings operands are constants the loader has
-    case CLTRAIN_OP_MEAN:     // already turned into params
-    case CLTRAIN_OP_PAD:
-      in = {op.inputs[0]};
-      break;
-    case CLTRAIN_OP_FULLY_CONNECTED:
-    case CLTRAIN_OP_CONV_2D:
-    case CLTRAIN_OP_DEPTHWISE_CONV_2D:
-      in = {op.inputs[0], op.inputs[1], op.inputs.size() > 2 ? op.inputs[2] : -1};
-      break;
-    default:
-      in = op.inputs;
+  const OpDescriptor& d = *find_op(ops_[i].op);
+  OperatorStep s(*this, i, ops_[i].params);
+  for (int k = 0; k < d.max_inputs; ++k) {
+    if (k == d.constant.slot) continue;
+    if (static_cast<size_t>(k) < s.op.inputs.size()) s.in.push_back(s.op.inputs[static_cast<size_t>(k)]);
+    else if (d.optional_from < d.max_inputs) s.in.push_back(-1);
   }
-  std::vector<int32_t> out = {op.outputs[0]};
-  if (op.op == CLTRAIN_OP_MAX_POOL_2D && needs_grad(op.inputs[0]) && op.params.filter_h * op.params.filter_w <= 256) {
-    // Backward then needs the argmax (one byte per output) instead of the input, when smaller.
-    const auto y_shape = shape_of(op.outputs[0]);
-    const cltrain_tensor_desc& x = g_.tensors[static_cast<size_t>(op.inputs[0])];
-    if (tensor_elements(g_.tensors[static_cast<size_t>(op.outputs[0])]) < tensor_elements(x) * 4) {
-      const int32_t am = add_tensor(std::string("argmax/") + g_.name_of(op.outputs[0]), y_shape, CLTRAIN_ROLE_NON_CONST, false);
-      g_.tensors[static_cast<size_t>(am)].dtype = CLTRAIN_UINT8;
-      argmax_[i] = am;
-      out.push_back(am);
-    }
-  }
-  add_step(op.op, CLTRAIN_PHASE_FORWARD, static_cast<int32_t>(i), in, out, op.params, -1);
+  s.out = {s.op.outputs[0]};
+  if (d.forward) d.forward(s);
+  add_step(s.op.op, CLTRAIN_PHASE_FORWARD, static_cast<int32_t>(i), s.in, s.out, s.params, -1);
 }
 
 void GraphBuilder::backward_step(size_t i) {
   const Operator& op = ops_[i];
-  cltrain_op_params params = op.params;
-  const int32_t y = op.outputs[0];
-  const int32_t dy = grad_.at(y);
-  std::vector<std::pair<int32_t, int32_t>> acc;
-  std::vector<int32_t> in, out, weights_done;
-  const int32_t fwd = static_cast<int32_t>(i);
-  auto grad_of = [&](int32_t t) {
-    if (!needs_grad(t)) return -1;
-    if (is_weight(t)) weights_done.push_back(t);
-    return grad_target(t, &acc);
-  };
+  const OpDescriptor& d = *find_op(op.op);
+  if (!d.backward)
+    throw ModelError(std::string("operator ") + std::to_string(i) + " (" + d.name + ") has no backward step");
+  OperatorStep s(*this, i, op.params);
   // A consumer that applied this op's activation derivative leaves it none to apply.
-  if (act_applied_.count(y)) params.activation = CLTRAIN_ACT_NONE;
-  const int32_t y_if_act = params.activation != CLTRAIN_ACT_NONE ? y : -1;
-  switch (op.op) {
-    case CLTRAIN_OP_FULLY_CONNECTED:
-    case CLTRAIN_OP_CONV_2D:
-    case CLTRAIN_OP_DEPTHWISE_CONV_2D: {
-      const int32_t x = op.inputs[0], w = op.inputs[1];
-      const int32_t b = op.inputs.size() > 2 ? op.inputs[2] : -1;
-      const int32_t dx = grad_of(x), dw = grad_of(w), db = grad_of(b);
-      // The producer's activation derivative, applied to dx where x dies (dx may take its bytes).
-      if (op.op != CLTRAIN_OP_FULLY_CONNECTED && dx >= 0) params.dx_activation = producer_activation(x, i);
-      if (params.dx_activation != CLTRAIN_ACT_NONE) act_applied_.insert(x);
-      const bool read_x = dw >= 0 || params.dx_activation != CLTRAIN_ACT_NONE;
-      in = {read_x ? x : -1, w, y_if_act, dy};  // W is persistent: passing it costs nothing
-      out = {dx, dw, db};
-      break;
-    }
-    case CLTRAIN_OP_RELU:
-    case CLTRAIN_OP_RELU6:
-    case CLTRAIN_OP_TANH:
-    case CLTRAIN_OP_LOGISTIC:
-    case CLTRAIN_OP_SOFTMAX:
-      in = {y, dy};
-      out = {grad_of(op.inputs[0])};
-      break;
-    case CLTRAIN_OP_MAX_POOL_2D: {
-      const int32_t x = op.inputs[0];
-      const auto am = argmax_.find(i);
-      if (am != argmax_.end()) {
-        // With the argmax, y equals x at each window's maximum: the producer's derivative
-        // comes from y, and x dies after the forward.
-        params.dx_activation = producer_activation(x, i);
-        if (params.dx_activation != CLTRAIN_ACT_NONE) act_applied_.insert(x);
-        in = {-1, dy, am->second, params.dx_activation != CLTRAIN_ACT_NONE ? y : -1};
-      } else {
-        in = {x, dy};
-      }
-      out = {grad_of(x)};
-      break;
-    }
-    case CLTRAIN_OP_RESHAPE:
-    case CLTRAIN_OP_AVERAGE_POOL_2D:
-    case CLTRAIN_OP_MEAN:
-    case CLTRAIN_OP_PAD:
-      in = {dy};
-      out = {grad_of(op.inputs[0])};
-      break;
-    case CLTRAIN_OP_ADD:
-    case CLTRAIN_OP_SUB:
-    case CLTRAIN_OP_MUL:
-    case CLTRAIN_OP_DIV: {
-      const int32_t a = op.inputs[0], b = op.inputs[1];
-      const int32_t da = grad_of(a), db = grad_of(b);
-      // What each backward reads (cltrain_backend.h): MUL both operands, DIV b and (for db) a.
-      const bool mul = op.op == CLTRAIN_OP_MUL, div = op.op == CLTRAIN_OP_DIV;
-      const int32_t read_a = (mul && db >= 0) || (div && db >= 0) ? a : -1;
-      const int32_t read_b = (mul && da >= 0) || div ? b : -1;
-      in = {read_a, read_b, y_if_act, dy};
-      out = {da, db};
-      break;
-    }
-    case CLTRAIN_OP_CONCATENATION:
-      in = {dy};
-      for (int32_t x : op.inputs) out.push_back(grad_of(x));
-      break;
-    default:
-      throw ModelError(std::string("operator ") + std::to_string(i) + " (" + cltrain_op_name(op.op) +
-                       ") has no backward step");
-  }
-  const int32_t step = add_step(op.op, CLTRAIN_PHASE_BACKWARD, fwd, in, out, params, -1);
-  for (const auto& [disposable, target] : acc)
+  if (act_applied_.count(op.outputs[0])) s.params.activation = CLTRAIN_ACT_NONE;
+  d.backward(s);
+  const int32_t fwd = static_cast<int32_t>(i);
+  const int32_t step = add_step(op.op, CLTRAIN_PHASE_BACKWARD, fwd, s.in, s.out, s.params, -1);
+  for (const auto& [disposable, target] : s.accumulate)
     add_step(CLTRAIN_OP_ACCUMULATE, CLTRAIN_PHASE_BACKWARD, fwd, {disposable}, {target}, {}, step);
-  update_steps_after(step, weights_done);
+  update_steps_after(step, s.weights_done);
 }
 
 // A weight is updated right after the last backward step that contributes to its gradient, so
@@ -357,13 +305,13 @@ void GraphBuilder::select_trainable() {
       if (t < 0) continue;
       const Tensor& tensor = model_.tensors[static_cast<size_t>(t)];
       if (!tensor.is_constant() || tensor.dtype != CLTRAIN_FLOAT32) continue;
-      const bool is_bias = k == 2 && (op.op == CLTRAIN_OP_FULLY_CONNECTED || op.op == CLTRAIN_OP_CONV_2D ||
-                                      op.op == CLTRAIN_OP_DEPTHWISE_CONV_2D);
+      const OpDescriptor& d = *find_op(op.op);
+      const bool is_bias = static_cast<int>(k) == d.bias_slot;
       if (rank == kRankAll || (rank == kRankOnlyBias && is_bias)) trainable_[static_cast<size_t>(t)] = true;
       if (rank == kRankUpperHalf || rank == kRankLowerHalf) {
-        if (op.op != CLTRAIN_OP_FULLY_CONNECTED && op.op != CLTRAIN_OP_CONV_2D)
-          throw ModelError("operator " + std::to_string(i) + " (" + cltrain_op_name(op.op) +
-                           "): the half-weight ranks apply to FullyConnected and Conv2D only");
+        if (!d.half_weight_ranks)
+          throw ModelError("operator " + std::to_string(i) + " (" + d.name + "): the half-weight ranks apply to " +
+                           half_weight_op_names() + " only");
         const int32_t rows = tensor.shape.empty() ? 1 : tensor.shape[0];
         const int32_t per_row = static_cast<int32_t>(tensor.elements() / static_cast<uint64_t>(rows));
         const int32_t half = rows / 2;

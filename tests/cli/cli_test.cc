@@ -15,6 +15,7 @@
 
 #include "model/builder.h"
 #include "model/model.h"
+#include "ops/op_descriptor.h"
 
 namespace cltrain {
 namespace {
@@ -106,6 +107,18 @@ class Cli : public ::testing::Test {
   std::string dir_;
   bool mkdir_ok_ = false;
 };
+
+// `cltrain ops` lists every model op of the descriptors, with the builtin code it loads from.
+TEST_F(Cli, OpsListsEveryModelOpWithItsBuiltinCode) {
+  const Result r = run_cli_stdout("ops");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const OpDescriptor* d : all_ops()) {
+    if (d->kind != CLTRAIN_KIND_MODEL) continue;
+    const std::string line = line_with(r.err, std::string(d->name) + " ");
+    EXPECT_NE(line.find("(builtin " + std::to_string(d->builtin_codes.at(0)) + ")"), std::string::npos)
+        << d->name << ": " << line;
+  }
+}
 
 TEST_F(Cli, TrainsOnRawData) {
   const Result r = run_cli(train_args(model_file(make_named_model("mlp", 2), "mlp.circle")));

@@ -119,10 +119,35 @@ TEST(ModelLoad, neg_UnsupportedOp) {
       m.operator_codes[0]->builtin_code = code;
     });
     const std::string name = code == 92 ? "SQUARE" : code == 39 ? "TRANSPOSE" : "GELU";
-    const std::string expected =
-        "operator 0: " + name + " (builtin " + std::to_string(code) + ") is not supported";
+    // The mlp's two FullyConnected share the operator code.
+    const std::string expected = "2 operators are not supported: " + name + " (builtin " + std::to_string(code) +
+                                 ") x2 (the first is operator 0)";
     EXPECT_LOAD_ERROR(b, expected.c_str());
   }
+}
+
+// One operator no descriptor knows: named with its index.
+TEST(ModelLoad, neg_OneUnsupportedOperator) {
+  const std::vector<uint8_t> b = edit_raw(mlp_bytes(), [&](fb::ModelT& m) {
+    m.operator_codes.push_back(std::make_unique<fb::OperatorCodeT>());
+    m.operator_codes.back()->deprecated_builtin_code = 77;
+    m.operator_codes.back()->builtin_code = 77;
+    m.subgraphs[0]->operators[1]->opcode_index = static_cast<uint32_t>(m.operator_codes.size() - 1);
+  });
+  EXPECT_LOAD_ERROR(b, "operator 1: SHAPE (builtin 77) is not supported");
+}
+
+// Every operator no descriptor knows is in the one line, by name and count, in order of first use.
+TEST(ModelLoad, neg_EveryUnsupportedOperatorIsNamedWithItsCount) {
+  const std::vector<uint8_t> b = edit_raw(mlp_bytes(), [&](fb::ModelT& m) {
+    for (auto& code : m.operator_codes) {
+      const int32_t c = code->builtin_code == 9 ? 77 : 45;  // FULLY_CONNECTED -> SHAPE, the other -> STRIDED_SLICE
+      code->deprecated_builtin_code = static_cast<int8_t>(c);
+      code->builtin_code = c;
+    }
+  });
+  EXPECT_LOAD_ERROR(b, "3 operators are not supported: SHAPE (builtin 77) x2, STRIDED_SLICE (builtin 45) x1 "
+                       "(the first is operator 0)");
 }
 
 TEST(ModelLoad, neg_CustomOp) {
@@ -131,7 +156,7 @@ TEST(ModelLoad, neg_CustomOp) {
     m.operator_codes[0]->builtin_code = 32;
     m.operator_codes[0]->custom_code = "MyOp";
   });
-  EXPECT_LOAD_ERROR(b, "operator 0: custom operator 'MyOp' is not supported");
+  EXPECT_LOAD_ERROR(b, "2 operators are not supported: custom operator 'MyOp' x2 (the first is operator 0)");
 }
 
 TEST(ModelLoad, neg_OpcodeIndexOutOfRange) {

@@ -81,7 +81,7 @@ TEST_P(RoundTrip, EveryOp) {
   std::vector<bool> seen(CLTRAIN_OP_COUNT);
   for (const Operator& op : loaded.operators) seen[static_cast<size_t>(op.op)] = true;
   for (int32_t op = 0; op < CLTRAIN_OP_COUNT; ++op)
-    if (op_to_builtin(op) >= 0) {
+    if (find_op(op)->kind == CLTRAIN_KIND_MODEL) {
       EXPECT_TRUE(seen[static_cast<size_t>(op)]) << cltrain_op_name(op);
     }
 }
@@ -179,9 +179,10 @@ TEST(Model, NamedModelsAndBuiltinNames) {
   EXPECT_STREQ(builtin_op_name(161), "RIGHT_SHIFT");
   EXPECT_STREQ(builtin_op_name(-2), "INSTANCE_NORM");
   EXPECT_EQ(builtin_op_name(5000), nullptr);
-  EXPECT_EQ(builtin_to_op(9), CLTRAIN_OP_FULLY_CONNECTED);
-  EXPECT_EQ(op_to_builtin(CLTRAIN_OP_SOFTMAX), 25);
-  EXPECT_EQ(op_to_builtin(CLTRAIN_OP_LOSS_MSE), -1);
+  EXPECT_EQ(find_builtin(9)->op, CLTRAIN_OP_FULLY_CONNECTED);
+  EXPECT_EQ(find_op(CLTRAIN_OP_SOFTMAX)->builtin_codes, std::vector<int32_t>{25});
+  EXPECT_TRUE(find_op(CLTRAIN_OP_LOSS_MSE)->builtin_codes.empty());
+  EXPECT_EQ(find_builtin(77), nullptr);  // SHAPE
 }
 
 TEST(Model, SaveAndLoadFile) {

@@ -10,6 +10,7 @@
 #include "circle_generated.h"
 #include "model/builder.h"
 #include "model/model.h"
+#include "ops/op_descriptor.h"
 
 namespace cltrain {
 namespace test {
@@ -48,6 +49,13 @@ inline Model every_op_model() {
   int y = b.reshape(r6, {2, -1}, "flat");                                                            // [2,72]
   y = b.fully_connected(y, 5, CLTRAIN_ACT_TANH, true, "fc");
   y = b.relu(y, "relu");
+  // Every other element-wise op without options, once each: an op added to the list is in here.
+  for (const OpDescriptor* op : all_ops()) {
+    const bool used = op->op == CLTRAIN_OP_RELU || op->op == CLTRAIN_OP_RELU6 || op->op == CLTRAIN_OP_TANH ||
+                      op->op == CLTRAIN_OP_LOGISTIC;
+    if (op->kind == CLTRAIN_KIND_MODEL && op->max_inputs == 1 && op->options == fb::BuiltinOptions::NONE && !used)
+      y = b.op(op->op, {y});
+  }
   b.output(b.softmax(y, 0.5f, "out"));
   return b.build();
 }

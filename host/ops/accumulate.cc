@@ -1,0 +1,12 @@
+// ACCUMULATE: acc += a, the step that sums a disposable back-prop contribution into its tensor.
+#include "ops/op_descriptor.h"
+
+namespace cltrain {
+
+const OpDescriptor kOpDesc_ACCUMULATE = [] {
+  OpDescriptor d = descriptor_of(CLTRAIN_OP_ACCUMULATE);
+  d.flops = [](const StepTensors& s) { return s.elements(s.in(0)); };
+  return d;
+}();
+
+}  // namespace cltrain

@@ -1,0 +1,125 @@
+// ADD, SUB, MUL, DIV: y = act(a op b) with numpy broadcasting between equal ranks.
+#include <algorithm>
+
+#include "model/model_internal.h"
+#include "ops/op_descriptor.h"
+
+namespace cltrain {
+namespace {
+
+using detail::shape_str;
+
+template <class Options>
+void read_activation(const Options* o, OptionReader& r, cltrain_op_params& p) {
+  if (o) p.activation = r.activation(o->fused_activation_function());
+}
+
+fb::ActivationFunctionType act(const Operator& op) {
+  return static_cast<fb::ActivationFunctionType>(op.params.activation);
+}
+
+void check(OperandCheck& c) {
+  c.require_float(0);
+  c.require_float(1);
+  const std::vector<int32_t>& a = c.in(0).shape;
+  const std::vector<int32_t>& b = c.in(1).shape;
+  if (a.size() != b.size())
+    c.bad("operand shapes " + shape_str(a) + " and " + shape_str(b) + " differ in rank (broadcasting needs equal ranks)");
+  std::vector<int64_t> y;
+  for (size_t d = 0; d < a.size(); ++d) {
+    if (a[d] != b[d] && a[d] != 1 && b[d] != 1)
+      c.bad("cannot broadcast " + shape_str(a) + " with " + shape_str(b) + " (dimension " + std::to_string(d) + ": " +
+            std::to_string(a[d]) + " vs " + std::to_string(b[d]) + "; each must be equal or 1)");
+    y.push_back(std::max(a[d], b[d]));
+  }
+  c.expect_output(y);
+}
+
+// What each backward reads (cltrain_ops.h): ADD and SUB neither operand, MUL both, DIV b and
+// (for db) a.
+void backward(StepBuilder& s) {
+  const int32_t a = s.input(0), b = s.input(1);
+  const int32_t da = s.grad_of(a), db = s.grad_of(b);
+  const bool mul = s.op.op == CLTRAIN_OP_MUL, div = s.op.op == CLTRAIN_OP_DIV;
+  const int32_t read_a = (mul || div) && db >= 0 ? a : -1;
+  const int32_t read_b = (mul && da >= 0) || div ? b : -1;
+  s.in = {read_a, read_b, s.y_if_activation(), s.dy()};
+  s.out = {da, db};
+}
+
+// Forward one op per element of y; backward per element of y and gradient asked for: Add, Sub 1,
+// Mul 2, Div 2 (da) and 4 (db).
+uint64_t flops(const StepTensors& s, uint64_t da_cost, uint64_t db_cost) {
+  const int32_t activation = s.step.params.activation;
+  if (s.forward()) {
+    const uint64_t ys = s.elements(s.out(0));
+    return ys + activation_forward_flops(activation) * ys;
+  }
+  const uint64_t ys = s.elements(s.in(3));
+  uint64_t f = s.in(2) >= 0 ? activation_backward_flops(activation) * ys : 0;
+  if (s.out(0) >= 0) f += da_cost * ys;
+  if (s.out(1) >= 0) f += db_cost * ys;
+  return f;
+}
+
+OpDescriptor binary(int32_t op, fb::BuiltinOptions options) {
+  OpDescriptor d = descriptor_of(op);
+  d.min_inputs = d.max_inputs = d.optional_from = 2;
+  d.fused_activation = FusedActivation::kAny;
+  d.options = options;
+  d.check = check;
+  d.backward = backward;
+  return d;
+}
+
+}  // namespace
+
+const OpDescriptor kOpDesc_ADD = [] {
+  OpDescriptor d = binary(CLTRAIN_OP_ADD, fb::BuiltinOptions::AddOptions);
+  d.read_options = [](const fb::Operator& fo, OptionReader& r, cltrain_op_params& p) {
+    read_activation(fo.builtin_options_as_AddOptions(), r, p);
+  };
+  d.write_options = [](flatbuffers::FlatBufferBuilder& fbb, const Model&, const Operator& op) -> WrittenOptions {
+    return {fb::BuiltinOptions::AddOptions, fb::CreateAddOptions(fbb, act(op)).Union()};
+  };
+  d.flops = [](const StepTensors& s) { return flops(s, 1, 1); };
+  return d;
+}();
+
+const OpDescriptor kOpDesc_SUB = [] {
+  OpDescriptor d = binary(CLTRAIN_OP_SUB, fb::BuiltinOptions::SubOptions);
+  d.read_options = [](const fb::Operator& fo, OptionReader& r, cltrain_op_params& p) {
+    read_activation(fo.builtin_options_as_SubOptions(), r, p);
+  };
+  d.write_options = [](flatbuffers::FlatBufferBuilder& fbb, const Model&, const Operator& op) -> WrittenOptions {
+    return {fb::BuiltinOptions::SubOptions, fb::CreateSubOptions(fbb, act(op)).Union()};
+  };
+  d.flops = [](const StepTensors& s) { return flops(s, 1, 1); };
+  return d;
+}();
+
+const OpDescriptor kOpDesc_MUL = [] {
+  OpDescriptor d = binary(CLTRAIN_OP_MUL, fb::BuiltinOptions::MulOptions);
+  d.read_options = [](const fb::Operator& fo, OptionReader& r, cltrain_op_params& p) {
+    read_activation(fo.builtin_options_as_MulOptions(), r, p);
+  };
+  d.write_options = [](flatbuffers::FlatBufferBuilder& fbb, const Model&, const Operator& op) -> WrittenOptions {
+    return {fb::BuiltinOptions::MulOptions, fb::CreateMulOptions(fbb, act(op)).Union()};
+  };
+  d.flops = [](const StepTensors& s) { return flops(s, 2, 2); };
+  return d;
+}();
+
+const OpDescriptor kOpDesc_DIV = [] {
+  OpDescriptor d = binary(CLTRAIN_OP_DIV, fb::BuiltinOptions::DivOptions);
+  d.read_options = [](const fb::Operator& fo, OptionReader& r, cltrain_op_params& p) {
+    read_activation(fo.builtin_options_as_DivOptions(), r, p);
+  };
+  d.write_options = [](flatbuffers::FlatBufferBuilder& fbb, const Model&, const Operator& op) -> WrittenOptions {
+    return {fb::BuiltinOptions::DivOptions, fb::CreateDivOptions(fbb, act(op)).Union()};
+  };
+  d.flops = [](const StepTensors& s) { return flops(s, 2, 4); };
+  return d;
+}();
+
+}  // namespace cltrain

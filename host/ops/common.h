@@ -1,0 +1,27 @@
+// What several op families share on the host: the operand checks and FLOPs of the window ops
+// (Conv2D, DepthwiseConv2D, MaxPool2D, AveragePool2D; FLOPs over the (output position, filter
+// tap) pairs inside the input), and the backward of the ops with a weight and a bias.
+#pragma once
+
+#include "ops/op_descriptor.h"
+
+namespace cltrain {
+
+// x [N,H,W,C], W [O,KH,KW,I] (depthwise: [1,KH,KW,C*M]), optional bias [O]; completes
+// depth_multiplier from the weights' shape.
+void check_convolution(OperandCheck& c, bool depthwise);
+// x [N,H,W,C] pooled over filter_h x filter_w windows.
+void check_pool(OperandCheck& c);
+
+// CONV_2D and DEPTHWISE_CONV_2D: in [x, W, b] -> [y]; backward in [x, W, y, dy] -> [dx, dW, db].
+uint64_t convolution_flops(const StepTensors& s, bool depthwise);
+uint64_t pool_flops(const StepTensors& s, bool average);
+
+// The backward step of an op read as [x, W, b] that writes [dx, dW, db]: FullyConnected and the
+// convolutions (which also take over the derivative of x's producer's activation).
+void weighted_backward(StepBuilder& s, bool applies_dx_activation);
+
+// Convolution backward with params.dx_activation: dx may take x's bytes (cltrain_ops.h).
+InPlacePair convolution_in_place(const cltrain_step_desc& step);
+
+}  // namespace cltrain
