@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <memory>
 #include <new>
 #include <sstream>
@@ -90,23 +92,24 @@ cltrain_status guarded(CpuBackend* b, const char* what, F&& f) {
   }
 }
 
-std::string tensor_label(const cltrain_tensor_desc* tensors, int32_t id) {
-  const char* n = tensors[id].name;
-  return "tensor " + std::to_string(id) + (n && *n ? " (" + std::string(n) + ")" : "");
+// The tensor descriptors a step refers to: the backend's own copy of the table after prepare, or
+// the host's graph (read by its element size) in supports().
+using TensorAt = std::function<const cltrain_tensor_desc*(int32_t id)>;
+
+std::string tensor_label(const cltrain_tensor_desc& t, int32_t id) {
+  return "tensor " + std::to_string(id) + (t.name && *t.name ? " (" + std::string(t.name) + ")" : "");
 }
 
-TensorRef make_ref(const cltrain_tensor_desc* tensors, int32_t id, uint8_t* pool,
-                   const int64_t* offsets) {
+TensorRef make_ref(const TensorAt& tensors, int32_t id, uint8_t* pool, const int64_t* offsets) {
   TensorRef r;
   if (id < 0) return r;
-  r.desc = &tensors[id];
-  r.elements = tensor_elements(tensors[id]);
+  r.desc = tensors(id);
+  r.elements = tensor_elements(*r.desc);
   if (pool && offsets) r.data = reinterpret_cast<float*>(pool + offsets[id]);
   return r;
 }
 
-StepView make_view(const cltrain_step_desc& step, const cltrain_tensor_desc* tensors,
-                   uint8_t* pool, const int64_t* offsets) {
+StepView make_view(const cltrain_step_desc& step, const TensorAt& tensors, uint8_t* pool, const int64_t* offsets) {
   StepView v;
   v.step = &step;
   for (int i = 0; i < step.num_inputs; ++i) v.in[i] = make_ref(tensors, step.inputs[i], pool, offsets);
@@ -115,9 +118,7 @@ StepView make_view(const cltrain_step_desc& step, const cltrain_tensor_desc* ten
 }
 
 // Everything about a step except its lifetimes and placement: op, phase, slots, dtypes, shapes.
-// num_tensors < 0 when the caller does not know the table's size (supports()).
-std::string check_step(const cltrain_step_desc& step, const cltrain_tensor_desc* tensors,
-                       int32_t num_tensors) {
+std::string check_step(const cltrain_step_desc& step, const TensorAt& tensors, int32_t num_tensors) {
   if (step.op < 0 || step.op >= CLTRAIN_OP_COUNT) return "op " + std::to_string(step.op) + " is unknown";
   std::string where = std::string(cltrain_op_name(step.op)) + " " + phase_name(step.phase) + ": ";
   if (step.phase < 0 || step.phase > CLTRAIN_PHASE_UPDATE || !kOps[step.op]->phase[step.phase].run)
@@ -130,17 +131,16 @@ std::string check_step(const cltrain_step_desc& step, const cltrain_tensor_desc*
     const int32_t* ids = side ? step.outputs : step.inputs;
     for (int i = 0; i < count; ++i) {
       const int32_t id = ids[i];
-      if (id < -1 || (num_tensors >= 0 && id >= num_tensors))
+      if (id < -1 || id >= num_tensors)
         return where + (side ? "output " : "input ") + std::to_string(i) + " is tensor " +
                std::to_string(id) + ", outside the tensor table";
       if (id < 0) continue;
-      const cltrain_tensor_desc& t = tensors[id];
+      const cltrain_tensor_desc& t = *tensors(id);
       if (t.dtype != cltrain_slot_dtype(&step, side, i))
-        return where + tensor_label(tensors, id) + " is not " + (t.dtype == CLTRAIN_FLOAT32 ? "uint8" : "float32");
-      if (t.rank < 0 || t.rank > CLTRAIN_MAX_RANK)
-        return where + tensor_label(tensors, id) + " has rank " + std::to_string(t.rank);
+        return where + tensor_label(t, id) + " is not " + (t.dtype == CLTRAIN_FLOAT32 ? "uint8" : "float32");
+      if (t.rank < 0 || t.rank > CLTRAIN_MAX_RANK) return where + tensor_label(t, id) + " has rank " + std::to_string(t.rank);
       for (int d = 0; d < t.rank; ++d)
-        if (t.dims[d] < 0) return where + tensor_label(tensors, id) + " has a negative dimension";
+        if (t.dims[d] < 0) return where + tensor_label(t, id) + " has a negative dimension";
     }
   }
   if (std::string e = kOps[step.op]->phase[step.phase].check(make_view(step, tensors, nullptr, nullptr));
@@ -149,10 +149,9 @@ std::string check_step(const cltrain_step_desc& step, const cltrain_tensor_desc*
   return {};
 }
 
-std::string check_tensor(const cltrain_tensor_desc* tensors, int32_t id, int32_t last_step) {
-  const cltrain_tensor_desc& t = tensors[id];
+std::string check_tensor(const cltrain_tensor_desc& t, int32_t id, int32_t last_step) {
   std::ostringstream m;
-  m << tensor_label(tensors, id) << ": ";
+  m << tensor_label(t, id) << ": ";
   if (t.rank < 0 || t.rank > CLTRAIN_MAX_RANK) {
     m << "rank " << t.rank << " is outside [0, " << CLTRAIN_MAX_RANK << "]";
   } else if (std::any_of(t.dims, t.dims + t.rank, [](int32_t d) { return d < 0; })) {
@@ -172,36 +171,29 @@ std::string check_tensor(const cltrain_tensor_desc* tensors, int32_t id, int32_t
   return m.str();
 }
 
-cltrain_status prepare(CpuBackend* b, const cltrain_graph_desc* g, cltrain_memory_report* report) {
+cltrain_status prepare(CpuBackend* b, const cltrain_graph_desc* graph, cltrain_memory_report* report) {
   if (b->prepared) return fail(b, CLTRAIN_INVALID, "prepare was already called on this backend");
-  if (!g) return fail(b, CLTRAIN_INVALID, "prepare: no graph");
-  if (g->struct_size < sizeof(cltrain_graph_desc))
-    return fail(b, CLTRAIN_INVALID, "prepare: graph struct_size " + std::to_string(g->struct_size) +
-                                        " is smaller than this backend's " +
-                                        std::to_string(sizeof(cltrain_graph_desc)));
-  if (g->num_tensors < 0 || g->num_steps < 0 || (g->num_tensors > 0 && !g->tensors) ||
-      (g->num_steps > 0 && (!g->steps || !g->assigned)))
-    return fail(b, CLTRAIN_INVALID, "prepare: the graph's tables are missing or have negative sizes");
-
+  HostGraph g;
+  if (const std::string e = read_graph(graph, &g); !e.empty()) return fail(b, CLTRAIN_INVALID, "prepare: " + e);
   // Own copies of everything the host's pointers reach.
-  b->names.resize(static_cast<size_t>(g->num_tensors));
-  b->tensors.assign(g->tensors, g->tensors + g->num_tensors);
+  const std::vector<cltrain_tensor_desc>& host = g.tensors;
+  b->names.resize(host.size());
+  b->tensors = host;
   for (size_t i = 0; i < b->tensors.size(); ++i) {
     b->names[i] = b->tensors[i].name ? b->tensors[i].name : "";
     b->tensors[i].name = b->names[i].c_str();
     b->tensors[i].data = nullptr;
   }
-  b->steps.assign(g->steps, g->steps + g->num_steps);
-  b->assigned.assign(g->assigned, g->assigned + g->num_steps);
-  const cltrain_tensor_desc* tensors = b->tensors.data();
-  const int32_t last_step = std::max(g->num_steps, 1) - 1;
+  b->steps = g.steps;
+  b->assigned = g.assigned;
+  const TensorAt tensors = [b](int32_t id) { return &b->tensors[static_cast<size_t>(id)]; };
+  const int32_t last_step = std::max(g.num_steps(), 1) - 1;
 
   std::vector<PlanItem> items;
-  for (int32_t id = 0; id < g->num_tensors; ++id) {
-    const cltrain_tensor_desc& t = g->tensors[id];
+  for (int32_t id = 0; id < g.num_tensors(); ++id) {
+    const cltrain_tensor_desc& t = host[static_cast<size_t>(id)];
     if (t.first_step < 0) continue;
-    if (std::string e = check_tensor(g->tensors, id, last_step); !e.empty())
-      return fail(b, CLTRAIN_INVALID, "prepare: " + e);
+    if (std::string e = check_tensor(t, id, last_step); !e.empty()) return fail(b, CLTRAIN_INVALID, "prepare: " + e);
     PlanItem it;
     it.id = id;
     it.bytes = tensor_bytes(t);
@@ -213,29 +205,28 @@ cltrain_status prepare(CpuBackend* b, const cltrain_graph_desc* g, cltrain_memor
     items.push_back(it);
   }
 
-  for (int32_t s = 0; s < g->num_steps; ++s) {
+  for (int32_t s = 0; s < g.num_steps(); ++s) {
     if (!b->assigned[s]) continue;
     const cltrain_step_desc& step = b->steps[s];
     const std::string where = "prepare: step " + std::to_string(s) + ": ";
-    if (std::string e = check_step(step, tensors, g->num_tensors); !e.empty())
+    if (std::string e = check_step(step, tensors, g.num_tensors()); !e.empty())
       return fail(b, CLTRAIN_INVALID, where + e);
     for (int side = 0; side < 2; ++side) {
       const int32_t count = side ? step.num_outputs : step.num_inputs;
       const int32_t* ids = side ? step.outputs : step.inputs;
       for (int i = 0; i < count; ++i) {
         if (ids[i] < 0) continue;
-        const cltrain_tensor_desc& t = tensors[ids[i]];
-        const bool keep = t.persistent != 0 || g->tensors[ids[i]].data != nullptr;
+        const cltrain_tensor_desc& t = b->tensors[ids[i]];
+        const bool keep = t.persistent != 0 || host[static_cast<size_t>(ids[i])].data != nullptr;
         if (t.first_step < 0 || (!keep && (s < t.first_step || s > t.last_step)))
           return fail(b, CLTRAIN_INVALID,
-                      where + cltrain_op_name(step.op) + " uses " + tensor_label(tensors, ids[i]) +
-                          " outside its lifetime [" + std::to_string(t.first_step) + ", " +
-                          std::to_string(t.last_step) + "]");
+                      where + cltrain_op_name(step.op) + " uses " + tensor_label(t, ids[i]) + " outside its lifetime [" +
+                          std::to_string(t.first_step) + ", " + std::to_string(t.last_step) + "]");
       }
     }
   }
 
-  if (std::string e = link_aliases(items, g->tensors, static_cast<size_t>(g->num_tensors)); !e.empty())
+  if (std::string e = link_aliases(items, host.data(), host.size()); !e.empty())
     return fail(b, CLTRAIN_INVALID, "prepare: " + e);
   MemoryPlan plan = plan_memory(items, kPoolAlignment);
   if (std::string e = check_plan(items, plan, kPoolAlignment); !e.empty())
@@ -256,7 +247,7 @@ cltrain_status prepare(CpuBackend* b, const cltrain_graph_desc* g, cltrain_memor
   for (size_t i = 0; i < items.size(); ++i) b->offsets[items[i].id] = static_cast<int64_t>(plan.offsets[i]);
 
   for (const PlanItem& it : items) {
-    const cltrain_tensor_desc& t = g->tensors[it.id];
+    const cltrain_tensor_desc& t = host[static_cast<size_t>(it.id)];
     uint8_t* dst = b->pool.get() + b->offsets[it.id];
     if (t.role == CLTRAIN_ROLE_OPTIMIZER) std::memset(dst, 0, it.bytes);
     if (t.data) std::memcpy(dst, t.data, it.bytes);
@@ -308,12 +299,12 @@ uint8_t* tensor_address(CpuBackend* b, int32_t id, uint64_t bytes, const char* w
     return nullptr;
   }
   if (b->offsets[id] < 0) {
-    b->error = std::string(what) + ": " + tensor_label(b->tensors.data(), id) + " is not planned on the cpu backend";
+    b->error = std::string(what) + ": " + tensor_label(b->tensors[id], id) + " is not planned on the cpu backend";
     return nullptr;
   }
   const uint64_t size = tensor_bytes(b->tensors[id]);
   if (bytes != size) {
-    b->error = std::string(what) + ": " + tensor_label(b->tensors.data(), id) + " has " +
+    b->error = std::string(what) + ": " + tensor_label(b->tensors[id], id) + " has " +
                std::to_string(size) + " bytes, not " + std::to_string(bytes);
     return nullptr;
   }
@@ -354,16 +345,23 @@ void iface_destroy(cltrain_backend* backend) { delete self(backend); }
 
 const char* iface_device_name(cltrain_backend*) { return kDeviceName; }
 
-int iface_supports(cltrain_backend* backend, const cltrain_step_desc* step,
-                   const cltrain_tensor_desc* tensors, int training) {
+int iface_supports(cltrain_backend* backend, const cltrain_graph_desc* graph, int32_t index, int training) {
   CpuBackend* b = self(backend);
-  if (!step || !tensors) return 0;
+  if (!graph || index < 0 || index >= graph->num_steps || !graph->steps || (graph->num_tensors > 0 && !graph->tensors))
+    return 0;
   try {
-    std::string e = check_step(*step, tensors, -1);  // also checks that op is in the list
-    if (e.empty() && training && step->phase == CLTRAIN_PHASE_FORWARD &&
-        (kOpKinds[step->op] == CLTRAIN_KIND_MODEL || kOpKinds[step->op] == CLTRAIN_KIND_LOSS) &&
-        !kOps[step->op]->phase[CLTRAIN_PHASE_BACKWARD].run)
-      e = std::string(cltrain_op_name(step->op)) + " has no backward step";
+    const cltrain_step_desc step = cltrain_graph_step(graph, index);
+    std::map<int32_t, cltrain_tensor_desc> read;  // the step's tensors, read by the host's element size
+    const TensorAt tensors = [&](int32_t id) {
+      auto it = read.find(id);
+      if (it == read.end()) it = read.emplace(id, cltrain_graph_tensor(graph, id)).first;
+      return &it->second;
+    };
+    std::string e = check_step(step, tensors, graph->num_tensors);  // also checks that op is in the list
+    if (e.empty() && training && step.phase == CLTRAIN_PHASE_FORWARD &&
+        (kOpKinds[step.op] == CLTRAIN_KIND_MODEL || kOpKinds[step.op] == CLTRAIN_KIND_LOSS) &&
+        !kOps[step.op]->phase[CLTRAIN_PHASE_BACKWARD].run)
+      e = std::string(cltrain_op_name(step.op)) + " has no backward step";
     if (!e.empty()) {
       if (b) b->error = "unsupported: " + e;
       return 0;
@@ -445,41 +443,45 @@ cltrain_status iface_set_profiling(cltrain_backend* backend, int on) {
   return CLTRAIN_OK;
 }
 
-cltrain_status iface_profile(cltrain_backend* backend, const cltrain_kernel_profile** rows, int32_t* num_rows) {
+cltrain_status iface_profile(cltrain_backend* backend, const void** rows, uint32_t* row_size, int32_t* num_rows) {
   CpuBackend* b = self(backend);
-  if (!rows || !num_rows) return fail(b, CLTRAIN_INVALID, "profile: rows or num_rows is NULL");
+  if (!rows || !row_size || !num_rows) return fail(b, CLTRAIN_INVALID, "profile: rows, row_size or num_rows is NULL");
   return guarded(b, "profile", [&] {
     b->profile_rows.clear();
     for (const cltrain_kernel_profile& t : b->step_times)
       if (t.calls > 0) b->profile_rows.push_back(t);
     *rows = b->profile_rows.data();
+    *row_size = sizeof(cltrain_kernel_profile);
     *num_rows = static_cast<int32_t>(b->profile_rows.size());
     return CLTRAIN_OK;
   });
 }
 
-const cltrain_backend_iface kIface = {
-    CLTRAIN_BACKEND_ABI_VERSION,
-    "cpu",
-    iface_probe,
-    iface_list_devices,
-    iface_create,
-    iface_destroy,
-    iface_device_name,
-    iface_supports,
-    iface_prepare,
-    iface_run,
-    iface_write_tensor,
-    iface_read_tensor,
-    iface_sync,
-    iface_last_error,
-    iface_plan_offsets,
-    iface_stats,
-    iface_reset_stats,
-    iface_set_profiling,
-    iface_profile,
-    nullptr,  // plan_private: the CPU backend plans no private tensors
-};
+const cltrain_backend_iface kIface = [] {
+  cltrain_backend_iface i{};
+  i.abi_version = CLTRAIN_BACKEND_ABI_VERSION;
+  i.struct_size = sizeof i;
+  i.name = "cpu";
+  i.create = iface_create;
+  i.destroy = iface_destroy;
+  i.supports = iface_supports;
+  i.prepare = iface_prepare;
+  i.run = iface_run;
+  i.write_tensor = iface_write_tensor;
+  i.read_tensor = iface_read_tensor;
+  i.sync = iface_sync;
+  i.last_error = iface_last_error;
+  i.probe = iface_probe;
+  i.list_devices = iface_list_devices;
+  i.device_name = iface_device_name;
+  i.plan_offsets = iface_plan_offsets;
+  i.stats = iface_stats;
+  i.reset_stats = iface_reset_stats;
+  i.set_profiling = iface_set_profiling;
+  i.profile = iface_profile;
+  i.plan_private = nullptr;  // the CPU backend plans no private tensors
+  return i;
+}();
 
 }  // namespace
 }  // namespace cpu

@@ -9,6 +9,7 @@
 #include <new>
 
 #include "abi_structs.h"
+#include <map>
 #include "cl_error.h"
 #include "cltrain/cltrain_backend.h"
 #include "counters.h"
@@ -177,16 +178,25 @@ std::string why_unsupported(const cltrain_backend* b, const StepView& s) {
   for (int i = 0; i < s.step.num_inputs + s.step.num_outputs; ++i) {
     const int32_t id = i < s.step.num_inputs ? s.step.inputs[i] : s.step.outputs[i - s.step.num_inputs];
     if (id < -1) return "refers to tensor " + std::to_string(id);
-    if (id >= 0 && s.tensors[id].dtype != cltrain_slot_dtype(&s.step, i >= s.step.num_inputs, i < s.step.num_inputs ? i : i - s.step.num_inputs))
-      return "tensor " + std::to_string(id) + " is not " + (s.tensors[id].dtype == CLTRAIN_FLOAT32 ? "uint8" : "float32");
+    const bool output = i >= s.step.num_inputs;
+    if (id >= 0 && s.tensor(id).dtype != cltrain_slot_dtype(&s.step, output, output ? i - s.step.num_inputs : i))
+      return "tensor " + std::to_string(id) + " is not " + (s.tensor(id).dtype == CLTRAIN_FLOAT32 ? "uint8" : "float32");
   }
   return family->check(s);
 }
 
-int supports(cltrain_backend* b, const cltrain_step_desc* step, const cltrain_tensor_desc* tensors, int training) {
-  if (!step || !tensors) return 0;
+int supports(cltrain_backend* b, const cltrain_graph_desc* graph, int32_t index, int training) {
+  if (!graph || index < 0 || index >= graph->num_steps || !graph->steps || (graph->num_tensors > 0 && !graph->tensors))
+    return 0;
   try {
-    return why_unsupported(b, StepView{*step, tensors, -1}).empty() ? 1 : 0;
+    const cltrain_step_desc step = cltrain_graph_step(graph, index);
+    std::map<int32_t, cltrain_tensor_desc> tensors;  // the step's own, read by the host's element size
+    for (int i = 0; i < step.num_inputs + step.num_outputs && i < 2 * CLTRAIN_MAX_STEP_IO; ++i) {
+      const int32_t id = i < step.num_inputs ? step.inputs[i] : step.outputs[i - step.num_inputs];
+      if (id >= graph->num_tensors) return 0;
+      if (id >= 0) tensors[id] = cltrain_graph_tensor(graph, id);
+    }
+    return why_unsupported(b, StepView{step, nullptr, -1, &tensors}).empty() ? 1 : 0;
   } catch (...) {
     return 0;
   }
@@ -208,9 +218,10 @@ void check_step_tensors(const cltrain_backend& b, const StepView& s) {
 
 // Per step, the bytes of the host's tensors planned here that are live at it (an alias group
 // counted once, over the span of its members).
-std::vector<uint64_t> live_bytes(const cltrain_graph_desc& g) {
-  const size_t n = static_cast<size_t>(g.num_tensors);
-  std::vector<uint64_t> live(static_cast<size_t>(std::max(g.num_steps, 1)) + 1, 0);
+std::vector<uint64_t> live_bytes(const HostGraph& g) {
+  const size_t n = g.tensors.size();
+  const int32_t num_steps = g.num_steps();
+  std::vector<uint64_t> live(static_cast<size_t>(std::max(num_steps, 1)) + 1, 0);
   std::vector<int32_t> first(n, -1), last(n, -1);
   std::vector<uint64_t> bytes(n, 0);
   auto root = [&](size_t t) {
@@ -222,13 +233,13 @@ std::vector<uint64_t> live_bytes(const cltrain_graph_desc& g) {
     const cltrain_tensor_desc& d = g.tensors[t];
     if (d.first_step < 0) continue;
     const size_t r = root(t);
-    const int32_t f = d.persistent ? 0 : d.first_step, l = d.persistent ? g.num_steps - 1 : d.last_step;
+    const int32_t f = d.persistent ? 0 : d.first_step, l = d.persistent ? num_steps - 1 : d.last_step;
     first[r] = first[r] < 0 ? f : std::min(first[r], f);
     last[r] = std::max(last[r], l);
     bytes[r] = std::max(bytes[r], tensor_bytes(d));
   }
   for (size_t t = 0; t < n; ++t)
-    for (int32_t s = std::max(first[t], 0); first[t] >= 0 && s <= last[t] && s < g.num_steps; ++s) live[s] += bytes[t];
+    for (int32_t s = std::max(first[t], 0); first[t] >= 0 && s <= last[t] && s < num_steps; ++s) live[s] += bytes[t];
   return live;
 }
 
@@ -261,21 +272,18 @@ void trim_cache_dir(const cltrain_backend& b, std::filesystem::file_time_type pr
                  deleted, static_cast<unsigned long long>(max_bytes));
 }
 
-cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltrain_memory_report* report) {
+cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* host_graph, cltrain_memory_report* report) {
   if (!b) return CLTRAIN_INVALID;
   const CountingScope counting(b);
   const auto prepare_started = CacheClock::now();
   return guarded(&b->last_error, [&] {
     if (b->prepared || !b->steps.empty()) fail(CLTRAIN_INVALID, "prepare: called more than once");
-    if (!graph || graph->struct_size < sizeof(cltrain_graph_desc))
-      fail(CLTRAIN_INVALID, "prepare: graph is NULL or its struct_size is smaller than this plugin's (" +
-                                std::to_string(sizeof(cltrain_graph_desc)) + ")");
-    if (graph->num_tensors < 0 || graph->num_steps < 0 || (graph->num_tensors > 0 && !graph->tensors) ||
-        (graph->num_steps > 0 && (!graph->steps || !graph->assigned)))
-      fail(CLTRAIN_INVALID, "prepare: graph has negative counts or NULL tables");
-    b->steps.assign(graph->steps, graph->steps + graph->num_steps);
-    b->assigned.assign(graph->assigned, graph->assigned + graph->num_steps);
-    b->runs.assign(graph->num_steps, StepRun{});
+    HostGraph g;
+    if (const std::string e = read_graph(host_graph, &g); !e.empty()) fail(CLTRAIN_INVALID, "prepare: " + e);
+    const HostGraph* graph = &g;
+    b->steps = g.steps;
+    b->assigned = g.assigned;
+    b->runs.assign(g.steps.size(), StepRun{});
 
     // Check every assigned step and collect the scratch tensors they need, then plan them all.
     // The peak is that of the host's tensors, or higher where a step's least scratch (at the
@@ -283,9 +291,9 @@ cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltr
     const std::vector<uint64_t> live = live_bytes(*graph);
     uint64_t peak = *std::max_element(live.begin(), live.end());
     std::vector<uint64_t> budgets(live.size(), b->scratch_cap);
-    for (int32_t i = 0; i < graph->num_steps && b->scratch_floor < b->scratch_cap; ++i) {
+    for (int32_t i = 0; i < graph->num_steps() && b->scratch_floor < b->scratch_cap; ++i) {
       const OpFamily* family = b->assigned[i] ? find_op_family(b->steps[i].op) : nullptr;
-      const StepView s{b->steps[i], graph->tensors, i};
+      const StepView s{b->steps[i], graph->tensors.data(), i};
       if (!family || !family->scratch || !why_unsupported(b, s).empty()) continue;  // refused below
       b->scratch_budget = b->scratch_floor;
       uint64_t least = 0;
@@ -295,16 +303,16 @@ cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltr
     for (size_t i = 0; i < live.size(); ++i)
       budgets[i] = std::clamp<uint64_t>(peak - std::min(peak, live[i]), b->scratch_floor, b->scratch_cap);
     std::vector<ScratchRequest> scratch;
-    for (int32_t i = 0; i < graph->num_steps; ++i) {
+    for (int32_t i = 0; i < graph->num_steps(); ++i) {
       if (!b->assigned[i]) continue;
       b->scratch_budget = budgets[static_cast<size_t>(i)];
-      const StepView s{b->steps[i], graph->tensors, i};
+      const StepView s{b->steps[i], graph->tensors.data(), i};
       const cltrain_step_desc& st = s.step;
       const bool counts_ok = st.num_inputs >= 0 && st.num_inputs <= CLTRAIN_MAX_STEP_IO && st.num_outputs >= 0 &&
                              st.num_outputs <= CLTRAIN_MAX_STEP_IO;
       for (int k = 0; counts_ok && k < st.num_inputs + st.num_outputs; ++k) {
         const int32_t id = k < st.num_inputs ? st.inputs[k] : st.outputs[k - st.num_inputs];
-        if (id >= graph->num_tensors)
+        if (id >= graph->num_tensors())
           fail(CLTRAIN_INVALID, s.what() + " refers to tensor " + std::to_string(id) + " outside the table");
       }
       if (const std::string why = why_unsupported(b, s); !why.empty())
@@ -317,7 +325,7 @@ cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltr
     }
     plan_pool(*b, *graph, scratch, report);
 
-    for (int32_t i = 0; i < graph->num_steps; ++i) {
+    for (int32_t i = 0; i < graph->num_steps(); ++i) {
       if (!b->assigned[i]) continue;
       const StepView s{b->steps[i], b->tensors.data(), i};
       b->scratch_budget = budgets[static_cast<size_t>(i)];
@@ -446,11 +454,11 @@ cltrain_status sync(cltrain_backend* b) {
 
 const char* last_error(cltrain_backend* b) { return b ? b->last_error.c_str() : "no backend object"; }
 
-cltrain_status plan_private(cltrain_backend* b, const cltrain_private_tensor** rows, int32_t* num_rows) {
+cltrain_status plan_private(cltrain_backend* b, const void** rows, uint32_t* row_size, int32_t* num_rows) {
   if (!b) return CLTRAIN_INVALID;
   return guarded(&b->last_error, [&] {
     if (!b->prepared) fail(CLTRAIN_INVALID, "plan_private: prepare has not succeeded");
-    if (!rows || !num_rows) fail(CLTRAIN_INVALID, "plan_private: NULL output");
+    if (!rows || !row_size || !num_rows) fail(CLTRAIN_INVALID, "plan_private: NULL output");
     b->private_rows.clear();
     for (size_t s = 0; s < b->step_scratch.size(); ++s)
       for (int32_t t : b->step_scratch[s])
@@ -458,6 +466,7 @@ cltrain_status plan_private(cltrain_backend* b, const cltrain_private_tensor** r
                                    static_cast<uint64_t>(b->offsets[static_cast<size_t>(t)]),
                                    tensor_bytes(b->tensors[static_cast<size_t>(t)])});
     *rows = b->private_rows.data();
+    *row_size = sizeof(cltrain_private_tensor);
     *num_rows = static_cast<int32_t>(b->private_rows.size());
     return CLTRAIN_OK;
   });
@@ -509,10 +518,10 @@ cltrain_status set_profiling(cltrain_backend* b, int on) {
   });
 }
 
-cltrain_status profile(cltrain_backend* b, const cltrain_kernel_profile** rows, int32_t* num_rows) {
+cltrain_status profile(cltrain_backend* b, const void** rows, uint32_t* row_size, int32_t* num_rows) {
   if (!b) return CLTRAIN_INVALID;
   return guarded(&b->last_error, [&] {
-    if (!rows || !num_rows) fail(CLTRAIN_INVALID, "profile: rows or num_rows is NULL");
+    if (!rows || !row_size || !num_rows) fail(CLTRAIN_INVALID, "profile: rows, row_size or num_rows is NULL");
     CLT_CALL(clFinish, (b->queue), "profile");  // not counted: no CountingScope here
     collect_times(*b);
     b->profile_rows.clear();
@@ -525,6 +534,7 @@ cltrain_status profile(cltrain_backend* b, const cltrain_kernel_profile** rows, 
       b->profile_rows.push_back(r);
     }
     *rows = b->profile_rows.data();
+    *row_size = sizeof(cltrain_kernel_profile);
     *num_rows = static_cast<int32_t>(b->profile_rows.size());
     return CLTRAIN_OK;
   });
@@ -535,10 +545,30 @@ cltrain_status profile(cltrain_backend* b, const cltrain_kernel_profile** rows, 
 
 extern "C" CLTRAIN_EXPORT const cltrain_backend_iface* cltrain_backend_entry(void) {
   using namespace cltrain::ocl;
-  static const cltrain_backend_iface iface = {
-      CLTRAIN_BACKEND_ABI_VERSION, "opencl", probe,  list_devices, create,     destroy,   device_name,
-      supports,                    prepare,  run,    write_tensor, read_tensor, sync,      last_error,
-      plan_offsets,                stats,    reset_stats, set_profiling, profile, plan_private,
-  };
+  static const cltrain_backend_iface iface = [] {
+    cltrain_backend_iface i{};
+    i.abi_version = CLTRAIN_BACKEND_ABI_VERSION;
+    i.struct_size = sizeof i;
+    i.name = "opencl";
+    i.create = create;
+    i.destroy = destroy;
+    i.supports = supports;
+    i.prepare = prepare;
+    i.run = run;
+    i.write_tensor = write_tensor;
+    i.read_tensor = read_tensor;
+    i.sync = sync;
+    i.last_error = last_error;
+    i.probe = probe;
+    i.list_devices = list_devices;
+    i.device_name = device_name;
+    i.plan_offsets = plan_offsets;
+    i.plan_private = plan_private;
+    i.stats = stats;
+    i.reset_stats = reset_stats;
+    i.set_profiling = set_profiling;
+    i.profile = profile;
+    return i;
+  }();
   return &iface;
 }

@@ -26,7 +26,7 @@ OpFilter OpFilter::from_env() {
   return f;
 }
 
-uint64_t StepView::count(int32_t id) const { return tensor_elements(tensors[id]); }
+uint64_t StepView::count(int32_t id) const { return tensor_elements(tensor(id)); }
 
 std::string phase_name(int32_t phase) {
   switch (phase) {

@@ -31,15 +31,17 @@ struct OpFilter {
   static OpFilter from_env();
 };
 
-// One step and the tensor table it refers to.
+// One step and the tensors it refers to: the whole table, or (in supports()) only the step's own
+// tensors by id.
 struct StepView {
   const cltrain_step_desc& step;
   const cltrain_tensor_desc* tensors;
   int32_t index;  // global step index; -1 in supports()
+  const std::map<int32_t, cltrain_tensor_desc>* step_tensors = nullptr;  // instead of tensors
 
   int32_t in(int i) const { return i < step.num_inputs ? step.inputs[i] : -1; }
   int32_t out(int i) const { return i < step.num_outputs ? step.outputs[i] : -1; }
-  const cltrain_tensor_desc& tensor(int32_t id) const { return tensors[id]; }
+  const cltrain_tensor_desc& tensor(int32_t id) const { return step_tensors ? step_tensors->at(id) : tensors[id]; }
   uint64_t count(int32_t id) const;  // elements
   std::string what() const;          // "step 5 (FullyConnected backward)"
 };

@@ -13,15 +13,15 @@ namespace {
 constexpr const char* kPlanFormat = "cltrain-ocl-plan-1";
 constexpr const char* kPlanMagic = "CLTPLAN1";
 
-KeyHash plan_key(const Backend& b, const cltrain_graph_desc& g, const std::vector<PlanItem>& items) {
+KeyHash plan_key(const Backend& b, const HostGraph& g, const std::vector<PlanItem>& items) {
   KeyHash h;
   h.str(kPlanFormat).str(plugin_build_id()).str(b.device_key).value(b.alignment);
   h.value(static_cast<uint64_t>(sizeof(cltrain_tensor_desc))).value(static_cast<uint64_t>(sizeof(cltrain_step_desc)));
-  h.value(g.num_tensors).value(g.num_steps);
+  h.value(g.num_tensors()).value(g.num_steps());
   // Members appended to cltrain_tensor_desc after data_bytes are hashed as bytes, so that a new
   // member (zero unless set: the host value-initializes its descs) changes the key too.
   constexpr size_t kTail = offsetof(cltrain_tensor_desc, data_bytes) + sizeof(uint64_t);
-  for (int32_t i = 0; i < g.num_tensors; ++i) {
+  for (int32_t i = 0; i < g.num_tensors(); ++i) {
     const cltrain_tensor_desc& t = g.tensors[i];
     h.value(t.rank);
     for (int32_t d = 0; d < std::clamp<int32_t>(t.rank, 0, CLTRAIN_MAX_RANK); ++d) h.value(t.dims[d]);
@@ -30,9 +30,9 @@ KeyHash plan_key(const Backend& b, const cltrain_graph_desc& g, const std::vecto
     h.bytes(reinterpret_cast<const uint8_t*>(&t) + kTail, sizeof(cltrain_tensor_desc) - kTail);
   }
   // A step desc is int32 and float members only (no padding): its bytes are its contents.
-  if (g.num_steps > 0) {
-    h.bytes(g.steps, sizeof(cltrain_step_desc) * static_cast<size_t>(g.num_steps));
-    h.bytes(g.assigned, static_cast<size_t>(g.num_steps));
+  if (g.num_steps() > 0) {
+    h.bytes(g.steps.data(), sizeof(cltrain_step_desc) * g.steps.size());
+    h.bytes(g.assigned.data(), g.assigned.size());
   }
   h.value(static_cast<uint64_t>(items.size()));
   for (const PlanItem& it : items) h.value(it.id).value(it.bytes).value(it.first).value(it.last).value(it.role);
@@ -91,7 +91,7 @@ std::string decode(const std::vector<uint8_t>& payload, const std::vector<PlanIt
 
 }  // namespace
 
-MemoryPlan load_or_plan(Backend& b, const cltrain_graph_desc& graph, const std::vector<PlanItem>& items) {
+MemoryPlan load_or_plan(Backend& b, const HostGraph& graph, const std::vector<PlanItem>& items) {
   if (b.cache_dir.empty()) {
     MemoryPlan plan = plan_memory(items, b.alignment);
     b.plan_source = "computed (" + plan.algorithm + "), no cache directory";

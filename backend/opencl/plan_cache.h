@@ -9,6 +9,8 @@
 // used: the plan is computed again and the entry rewritten.
 #pragma once
 
+#include "abi_structs.h"
+
 #include <vector>
 
 #include "backend_state.h"
@@ -19,6 +21,6 @@ namespace cltrain::ocl {
 // The plan of items (b.tensors' planned tensors) with b.alignment: loaded from b.cache_dir when a
 // valid entry is there, else plan_memory's, then saved there (best effort). Sets b.plan_source
 // and counts a rejected entry in b.cache_rejected. Throws only what plan_memory throws.
-MemoryPlan load_or_plan(Backend& b, const cltrain_graph_desc& graph, const std::vector<PlanItem>& items);
+MemoryPlan load_or_plan(Backend& b, const HostGraph& graph, const std::vector<PlanItem>& items);
 
 }  // namespace cltrain::ocl

@@ -34,11 +34,11 @@ uint64_t planned_bytes(const Backend& b, int32_t tensor) {
   return tensor_bytes(b.tensors[tensor]);
 }
 
-void plan_pool(Backend& b, const cltrain_graph_desc& graph, const std::vector<ScratchRequest>& scratch,
+void plan_pool(Backend& b, const HostGraph& graph, const std::vector<ScratchRequest>& scratch,
                cltrain_memory_report* report) {
-  const size_t host = static_cast<size_t>(graph.num_tensors);
-  b.num_host_tensors = graph.num_tensors;
-  b.tensors.assign(graph.tensors, graph.tensors + host);
+  const size_t host = static_cast<size_t>(graph.num_tensors());
+  b.num_host_tensors = graph.num_tensors();
+  b.tensors.assign(graph.tensors.begin(), graph.tensors.end());
   b.tensor_names.resize(host);
   for (size_t i = 0; i < host; ++i) {
     b.tensor_names[i] = graph.tensors[i].name ? graph.tensors[i].name : "";
@@ -46,9 +46,9 @@ void plan_pool(Backend& b, const cltrain_graph_desc& graph, const std::vector<Sc
     b.tensors[i].data = nullptr;
   }
   // Private scratch: a float tensor live during its one step.
-  b.step_scratch.assign(static_cast<size_t>(graph.num_steps), {});
+  b.step_scratch.assign(static_cast<size_t>(graph.num_steps()), {});
   for (const ScratchRequest& r : scratch) {
-    if (r.step < 0 || r.step >= graph.num_steps) fail(CLTRAIN_ERROR, "scratch for step " + std::to_string(r.step));
+    if (r.step < 0 || r.step >= graph.num_steps()) fail(CLTRAIN_ERROR, "scratch for step " + std::to_string(r.step));
     cltrain_tensor_desc t{};
     t.rank = 1;
     const uint64_t elems = (r.bytes + 3) / 4;
@@ -66,7 +66,7 @@ void plan_pool(Backend& b, const cltrain_graph_desc& graph, const std::vector<Sc
 
   // Persistent tensors (weights, optimizer variables) keep their bytes from one iteration to the
   // next, so they are planned as live over the whole step order whatever lifetime they carry.
-  int32_t last_step = graph.num_steps - 1;
+  int32_t last_step = graph.num_steps() - 1;
   for (const auto& t : b.tensors)
     if (t.first_step >= 0) last_step = std::max(last_step, t.last_step);
 
@@ -88,7 +88,7 @@ void plan_pool(Backend& b, const cltrain_graph_desc& graph, const std::vector<Sc
     items.push_back(it);
   }
 
-  if (const std::string e = link_aliases(items, graph.tensors, host); !e.empty()) fail(CLTRAIN_INVALID, "prepare: " + e);
+  if (const std::string e = link_aliases(items, graph.tensors.data(), host); !e.empty()) fail(CLTRAIN_INVALID, "prepare: " + e);
   b.alignment = std::max<uint64_t>(64, b.device.base_addr_align_bits / 8);
   const MemoryPlan plan = load_or_plan(b, graph, items);  // plan_cache.h: a saved plan, or a new one
   if (const std::string conflict = check_plan(items, plan, b.alignment); !conflict.empty())

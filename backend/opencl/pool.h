@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "abi_structs.h"
 #include "backend_state.h"
 
 namespace cltrain::ocl {
@@ -20,7 +21,7 @@ struct ScratchRequest {
 // step, in the order requested), plans all of them, allocates b.pool, uploads and fills the
 // report (may be NULL; the private tensors count as layer-scope). Throws Error: CLTRAIN_INVALID for a bad table, CLTRAIN_ERROR for a plan conflict,
 // CLTRAIN_OUT_OF_MEMORY when the pool does not fit.
-void plan_pool(Backend& b, const cltrain_graph_desc& graph, const std::vector<ScratchRequest>& scratch,
+void plan_pool(Backend& b, const HostGraph& graph, const std::vector<ScratchRequest>& scratch,
                cltrain_memory_report* report);
 
 // Bytes of a planned tensor of the host; throws CLTRAIN_INVALID for one that is not planned here.

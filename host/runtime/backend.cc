@@ -4,21 +4,28 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <sstream>
 
 namespace cltrain {
 
-Backend::Backend(const cltrain_backend_iface* iface, cltrain_backend* obj, void* dl_handle)
-    : iface_(iface), obj_(obj), dl_handle_(dl_handle), name_(iface->name ? iface->name : "?") {}
+cltrain_backend_iface sized_iface(const cltrain_backend_iface& plugin) {
+  cltrain_backend_iface own;
+  cltrain_read_sized(&own, sizeof own, &plugin, plugin.struct_size);
+  return own;
+}
+
+Backend::Backend(const cltrain_backend_iface& iface, cltrain_backend* obj, void* dl_handle)
+    : iface_(iface), obj_(obj), dl_handle_(dl_handle), name_(iface.name ? iface.name : "?") {}
 
 Backend::~Backend() {
-  if (obj_ && iface_->destroy) iface_->destroy(obj_);
+  if (obj_ && iface_.destroy) iface_.destroy(obj_);
   if (dl_handle_) dlclose(dl_handle_);
 }
 
 void Backend::fail(const char* what, cltrain_status status) const {
-  const char* msg = iface_->last_error ? iface_->last_error(obj_) : nullptr;
+  const char* msg = iface_.last_error ? iface_.last_error(obj_) : nullptr;
   std::ostringstream m;
   m << name_ << ": " << ((msg && *msg) ? msg : what);
   if (!(msg && *msg)) m << " failed (status " << static_cast<int>(status) << ")";
@@ -26,19 +33,43 @@ void Backend::fail(const char* what, cltrain_status status) const {
 }
 
 std::string Backend::device_name() const {
-  const char* d = iface_->device_name ? iface_->device_name(obj_) : nullptr;
+  const char* d = iface_.device_name ? iface_.device_name(obj_) : nullptr;
   return d ? d : name_;
 }
 
-bool Backend::supports(const cltrain_step_desc& step, const std::vector<cltrain_tensor_desc>& tensors,
-                       bool training) const {
-  return iface_->supports(obj_, &step, tensors.data(), training ? 1 : 0) != 0;
+bool Backend::supports(const cltrain_graph_desc& graph, int32_t step, bool training) const {
+  return iface_.supports(obj_, &graph, step, training ? 1 : 0) != 0;
 }
+
+bool Backend::supports(const std::vector<cltrain_tensor_desc>& tensors, const std::vector<cltrain_step_desc>& steps,
+                       int32_t step, bool training) const {
+  const cltrain_graph_desc g = graph_desc(tensors, steps, nullptr);
+  return supports(g, step, training);
+}
+
+cltrain_graph_desc graph_desc(const std::vector<cltrain_tensor_desc>& tensors,
+                              const std::vector<cltrain_step_desc>& steps, const uint8_t* assigned) {
+  return cltrain_graph(tensors.data(), static_cast<int32_t>(tensors.size()), steps.data(),
+                       static_cast<int32_t>(steps.size()), assigned);
+}
+
+namespace {
+
+// Rows a backend returned, row_size bytes apart, as this build's structs.
+template <class Row>
+std::vector<Row> sized_rows(const void* rows, uint32_t row_size, int32_t n) {
+  std::vector<Row> out(static_cast<size_t>(std::max<int32_t>(n, 0)));
+  for (size_t i = 0; i < out.size(); ++i)
+    cltrain_read_sized(&out[i], sizeof(Row), cltrain_element(rows, row_size, static_cast<int64_t>(i)), row_size);
+  return out;
+}
+
+}  // namespace
 
 cltrain_memory_report Backend::prepare(const cltrain_graph_desc& graph) {
   cltrain_memory_report report{};
   report.struct_size = sizeof(report);
-  const cltrain_status s = iface_->prepare(obj_, &graph, &report);
+  const cltrain_status s = iface_.prepare(obj_, &graph, &report);
   if (s != CLTRAIN_OK) fail("prepare", s);
   return report;
 }
@@ -46,72 +77,74 @@ cltrain_memory_report Backend::prepare(const cltrain_graph_desc& graph) {
 void Backend::run(const std::vector<int32_t>& steps, const cltrain_run_args& args) {
   if (steps.empty()) return;
   const cltrain_status s =
-      iface_->run(obj_, steps.data(), static_cast<int32_t>(steps.size()), &args);
+      iface_.run(obj_, steps.data(), static_cast<int32_t>(steps.size()), &args);
   if (s != CLTRAIN_OK) fail("run", s);
 }
 
 void Backend::write(int32_t tensor, const void* src, uint64_t bytes) {
-  const cltrain_status s = iface_->write_tensor(obj_, tensor, src, bytes);
+  const cltrain_status s = iface_.write_tensor(obj_, tensor, src, bytes);
   if (s != CLTRAIN_OK) fail("write_tensor", s);
 }
 
 void Backend::read(int32_t tensor, void* dst, uint64_t bytes) {
-  const cltrain_status s = iface_->read_tensor(obj_, tensor, dst, bytes);
+  const cltrain_status s = iface_.read_tensor(obj_, tensor, dst, bytes);
   if (s != CLTRAIN_OK) fail("read_tensor", s);
 }
 
 void Backend::sync() {
-  const cltrain_status s = iface_->sync(obj_);
+  const cltrain_status s = iface_.sync(obj_);
   if (s != CLTRAIN_OK) fail("sync", s);
 }
 
 std::optional<cltrain_run_stats> Backend::stats() {
-  if (!iface_->stats) return std::nullopt;
+  if (!iface_.stats) return std::nullopt;
   cltrain_run_stats out{};
   out.struct_size = sizeof(out);
-  const cltrain_status s = iface_->stats(obj_, &out);
+  const cltrain_status s = iface_.stats(obj_, &out);
   if (s != CLTRAIN_OK) fail("stats", s);
   return out;
 }
 
 void Backend::reset_stats() {
-  if (!iface_->reset_stats) return;
-  const cltrain_status s = iface_->reset_stats(obj_);
+  if (!iface_.reset_stats) return;
+  const cltrain_status s = iface_.reset_stats(obj_);
   if (s != CLTRAIN_OK) fail("reset_stats", s);
 }
 
 bool Backend::set_profiling(bool on) {
-  if (!iface_->set_profiling || !iface_->profile) return false;
-  const cltrain_status s = iface_->set_profiling(obj_, on ? 1 : 0);
+  if (!iface_.set_profiling || !iface_.profile) return false;
+  const cltrain_status s = iface_.set_profiling(obj_, on ? 1 : 0);
   if (s == CLTRAIN_UNAVAILABLE) return false;
   if (s != CLTRAIN_OK) fail("set_profiling", s);
   return true;
 }
 
 std::vector<cltrain_private_tensor> Backend::plan_private() {
-  if (!iface_->plan_private) return {};
-  const cltrain_private_tensor* rows = nullptr;
+  if (!iface_.plan_private) return {};
+  const void* rows = nullptr;
+  uint32_t row_size = 0;
   int32_t n = 0;
-  const cltrain_status s = iface_->plan_private(obj_, &rows, &n);
+  const cltrain_status s = iface_.plan_private(obj_, &rows, &row_size, &n);
   if (s != CLTRAIN_OK) fail("plan_private", s);
-  if (n > 0 && !rows) fail("plan_private (no rows)", CLTRAIN_ERROR);
-  return std::vector<cltrain_private_tensor>(rows, rows + std::max<int32_t>(n, 0));
+  if (n > 0 && (!rows || row_size == 0)) fail("plan_private (no rows)", CLTRAIN_ERROR);
+  return sized_rows<cltrain_private_tensor>(rows, row_size, n);
 }
 
 std::optional<std::vector<cltrain_kernel_profile>> Backend::profile() {
-  if (!iface_->profile) return std::nullopt;
-  const cltrain_kernel_profile* rows = nullptr;
+  if (!iface_.profile) return std::nullopt;
+  const void* rows = nullptr;
+  uint32_t row_size = 0;
   int32_t n = 0;
-  const cltrain_status s = iface_->profile(obj_, &rows, &n);
+  const cltrain_status s = iface_.profile(obj_, &rows, &row_size, &n);
   if (s != CLTRAIN_OK) fail("profile", s);
-  if (n > 0 && !rows) fail("profile (no rows)", CLTRAIN_ERROR);
-  return std::vector<cltrain_kernel_profile>(rows, rows + std::max<int32_t>(n, 0));
+  if (n > 0 && (!rows || row_size == 0)) fail("profile (no rows)", CLTRAIN_ERROR);
+  return sized_rows<cltrain_kernel_profile>(rows, row_size, n);
 }
 
 std::vector<int64_t> Backend::plan_offsets(int32_t num_tensors) {
-  if (!iface_->plan_offsets) return {};
+  if (!iface_.plan_offsets) return {};
   std::vector<int64_t> offsets(static_cast<size_t>(num_tensors), -1);
-  const cltrain_status s = iface_->plan_offsets(obj_, offsets.data(), num_tensors);
+  const cltrain_status s = iface_.plan_offsets(obj_, offsets.data(), num_tensors);
   if (s != CLTRAIN_OK) fail("plan_offsets", s);
   return offsets;
 }
@@ -137,12 +170,12 @@ std::string executable_dir() {
 
 bool file_exists(const std::string& p) { return access(p.c_str(), F_OK) == 0; }
 
-std::unique_ptr<Backend> create_from_iface(const cltrain_backend_iface* iface, void* handle,
+std::unique_ptr<Backend> create_from_iface(const cltrain_backend_iface& iface, void* handle,
                                            const cltrain_backend_config& config, std::string* why) {
-  const std::string name = iface->name ? iface->name : "?";
+  const std::string name = iface.name ? iface.name : "?";
   char err[512] = {0};
-  if (iface->probe) {
-    const cltrain_status s = iface->probe(err, sizeof(err));
+  if (iface.probe) {
+    const cltrain_status s = iface.probe(err, sizeof(err));
     if (s != CLTRAIN_OK) {
       *why = name + " backend not available: " + (err[0] ? err : "probe failed");
       if (handle) dlclose(handle);
@@ -151,7 +184,7 @@ std::unique_ptr<Backend> create_from_iface(const cltrain_backend_iface* iface, v
   }
   cltrain_backend* obj = nullptr;
   err[0] = 0;
-  const cltrain_status s = iface->create(&config, &obj, err, sizeof(err));
+  const cltrain_status s = iface.create(&config, &obj, err, sizeof(err));
   if (s != CLTRAIN_OK || !obj) {
     *why = name + " backend not available: " + (err[0] ? err : "create failed");
     if (handle) dlclose(handle);
@@ -161,6 +194,27 @@ std::unique_ptr<Backend> create_from_iface(const cltrain_backend_iface* iface, v
 }
 
 }  // namespace
+
+std::string unusable_iface(const cltrain_backend_iface& iface) {
+  if (iface.abi_version < CLTRAIN_BACKEND_ABI_OLDEST || iface.abi_version > CLTRAIN_BACKEND_ABI_VERSION) {
+    std::ostringstream m;
+    m << "has ABI version " << iface.abi_version << "; this cltrain serves version"
+      << (CLTRAIN_BACKEND_ABI_OLDEST == CLTRAIN_BACKEND_ABI_VERSION ? " " : "s ") << CLTRAIN_BACKEND_ABI_OLDEST;
+    if (CLTRAIN_BACKEND_ABI_OLDEST != CLTRAIN_BACKEND_ABI_VERSION) m << " to " << CLTRAIN_BACKEND_ABI_VERSION;
+    return m.str();
+  }
+  // The required functions run from create to last_error.
+  const size_t required = offsetof(cltrain_backend_iface, last_error) + sizeof iface.last_error;
+  if (iface.struct_size < required)
+    return "has a function table of " + std::to_string(iface.struct_size) + " bytes, shorter than the " +
+           std::to_string(required) + " that the required functions of ABI version " +
+           std::to_string(iface.abi_version) + " take";
+  const cltrain_backend_iface own = sized_iface(iface);
+  if (!own.create || !own.destroy || !own.supports || !own.prepare || !own.run || !own.write_tensor ||
+      !own.read_tensor || !own.sync || !own.last_error)
+    return "lacks a required function";
+  return {};
+}
 
 std::vector<std::string> plugin_search_dirs() {
   std::vector<std::string> dirs;
@@ -199,26 +253,18 @@ std::unique_ptr<Backend> open_plugin_file(const std::string& path, const cltrain
     dlclose(handle);
     return nullptr;
   }
-  if (iface->abi_version != CLTRAIN_BACKEND_ABI_VERSION) {
-    std::ostringstream m;
-    m << "backend plugin " << path << " has ABI version " << iface->abi_version
-      << ", this cltrain needs version " << CLTRAIN_BACKEND_ABI_VERSION;
-    *why = m.str();
+  const std::string problem = unusable_iface(*iface);
+  if (!problem.empty()) {
+    *why = "backend plugin " + path + " " + problem;
     dlclose(handle);
     return nullptr;
   }
-  if (!iface->create || !iface->destroy || !iface->supports || !iface->prepare || !iface->run ||
-      !iface->write_tensor || !iface->read_tensor || !iface->sync || !iface->last_error) {
-    *why = "backend plugin " + path + " lacks a required function";
-    dlclose(handle);
-    return nullptr;
-  }
-  return create_from_iface(iface, handle, config, why);
+  return create_from_iface(sized_iface(*iface), handle, config, why);
 }
 
 std::unique_ptr<Backend> open_backend(const std::string& name, const cltrain_backend_config& config,
                                       std::string* why) {
-  if (name == "cpu") return create_from_iface(cltrain_cpu_backend_iface(), nullptr, config, why);
+  if (name == "cpu") return create_from_iface(sized_iface(*cltrain_cpu_backend_iface()), nullptr, config, why);
   const std::string file = "libcltrain_" + name + ".so";
   for (const auto& dir : plugin_search_dirs()) {
     const std::string path = dir + "/" + file;
@@ -230,12 +276,13 @@ std::unique_ptr<Backend> open_backend(const std::string& name, const cltrain_bac
 }
 
 std::string list_backend_devices(const std::string& name, std::string* why) {
-  const cltrain_backend_iface* iface = nullptr;
+  cltrain_backend_iface iface{};
   void* handle = nullptr;
   if (name == "cpu") {
-    iface = cltrain_cpu_backend_iface();
+    iface = sized_iface(*cltrain_cpu_backend_iface());
   } else {
     const std::string file = "libcltrain_" + name + ".so";
+    bool found = false;
     for (const auto& dir : plugin_search_dirs()) {
       const std::string path = dir + "/" + file;
       if (!file_exists(path)) continue;
@@ -246,22 +293,29 @@ std::string list_backend_devices(const std::string& name, std::string* why) {
         return {};
       }
       auto entry = reinterpret_cast<cltrain_backend_entry_fn>(dlsym(handle, CLTRAIN_BACKEND_ENTRY_SYMBOL));
-      iface = entry ? entry() : nullptr;
+      const cltrain_backend_iface* plugin = entry ? entry() : nullptr;
+      const std::string problem = plugin ? unusable_iface(*plugin) : "has no usable " CLTRAIN_BACKEND_ENTRY_SYMBOL;
+      if (!problem.empty()) {
+        *why = "backend plugin " + path + " " + problem;
+        dlclose(handle);
+        return {};
+      }
+      iface = sized_iface(*plugin);
+      found = true;
       break;
     }
-    if (!iface || iface->abi_version != CLTRAIN_BACKEND_ABI_VERSION) {
-      *why = "backend plugin " + file + " not found or not usable";
-      if (handle) dlclose(handle);
+    if (!found) {
+      *why = "backend plugin " + file + " not found (looked in CLTRAIN_BACKEND_PATH and " + executable_dir() + ")";
       return {};
     }
   }
   std::string out;
-  if (!iface->list_devices) {
-    out = std::string(iface->name) + ": (no device list)\n";
+  if (!iface.list_devices) {
+    out = std::string(iface.name) + ": (no device list)\n";
   } else {
     std::vector<char> buf(1 << 16, 0);
-    if (iface->list_devices(buf.data(), buf.size()) != CLTRAIN_OK) {
-      *why = std::string(iface->name) + ": " + buf.data();
+    if (iface.list_devices(buf.data(), buf.size()) != CLTRAIN_OK) {
+      *why = std::string(iface.name) + ": " + buf.data();
       if (handle) dlclose(handle);
       return {};
     }

@@ -17,20 +17,27 @@ struct BackendError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The host's copy of a plugin's function table: the members the plugin's struct_size covers, the
+// others NULL (cltrain_backend.h's growth rules).
+cltrain_backend_iface sized_iface(const cltrain_backend_iface& plugin);
+
 class Backend {
  public:
-  Backend(const cltrain_backend_iface* iface, cltrain_backend* obj, void* dl_handle);
+  // iface: the host's copy (sized_iface) of the plugin's table.
+  Backend(const cltrain_backend_iface& iface, cltrain_backend* obj, void* dl_handle);
   ~Backend();
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
 
   const std::string& name() const { return name_; }
   std::string device_name() const;
-  const cltrain_backend_iface* iface() const { return iface_; }
+  const cltrain_backend_iface* iface() const { return &iface_; }
   cltrain_backend* object() const { return obj_; }
 
-  bool supports(const cltrain_step_desc& step, const std::vector<cltrain_tensor_desc>& tensors,
-                bool training) const;
+  // Whether the backend can run step `step` of the graph (for training: its backward too).
+  bool supports(const cltrain_graph_desc& graph, int32_t step, bool training) const;
+  bool supports(const std::vector<cltrain_tensor_desc>& tensors, const std::vector<cltrain_step_desc>& steps,
+                int32_t step, bool training) const;
   cltrain_memory_report prepare(const cltrain_graph_desc& graph);
   void run(const std::vector<int32_t>& steps, const cltrain_run_args& args);
   void write(int32_t tensor, const void* src, uint64_t bytes);
@@ -53,7 +60,7 @@ class Backend {
  private:
   [[noreturn]] void fail(const char* what, cltrain_status status) const;
 
-  const cltrain_backend_iface* iface_;
+  cltrain_backend_iface iface_;
   cltrain_backend* obj_;
   void* dl_handle_;
   std::string name_;
@@ -67,10 +74,15 @@ extern "C" const cltrain_backend_iface* cltrain_cpu_backend_iface(void);
 std::vector<std::string> plugin_search_dirs();
 
 // Opens a backend by name ("cpu" or a plugin libcltrain_<name>.so). Returns nullptr and sets
-// *why to one line when the backend cannot be used here (missing plugin, failed load, another
-// ABI version, no device, failed create).
+// *why to one line when the backend cannot be used here (missing plugin, failed load, an ABI
+// version outside [CLTRAIN_BACKEND_ABI_OLDEST, CLTRAIN_BACKEND_ABI_VERSION], a function table
+// without the required functions, no device, failed create).
 std::unique_ptr<Backend> open_backend(const std::string& name, const cltrain_backend_config& config,
                                       std::string* why);
+
+// Why the host cannot use a plugin's function table (an ABI version outside the range it serves, a
+// table too short for the required functions, one of them NULL), or "" when it can.
+std::string unusable_iface(const cltrain_backend_iface& iface);
 
 // Opens a plugin from an explicit file (used by open_backend and by tests).
 std::unique_ptr<Backend> open_plugin_file(const std::string& path, const cltrain_backend_config& config,
@@ -80,5 +92,9 @@ std::unique_ptr<Backend> open_plugin_file(const std::string& path, const cltrain
 std::string list_backend_devices(const std::string& name, std::string* why);
 
 cltrain_backend_config default_backend_config();
+
+// A graph descriptor over the host's tables (element sizes this build's).
+cltrain_graph_desc graph_desc(const std::vector<cltrain_tensor_desc>& tensors,
+                              const std::vector<cltrain_step_desc>& steps, const uint8_t* assigned);
 
 }  // namespace cltrain

@@ -39,6 +39,7 @@ uint64_t Session::prediction_elements() const {
 
 void Session::place() {
   const auto& steps = graph_.steps;
+  const cltrain_graph_desc whole = graph_desc(graph_.tensors, steps, nullptr);
   step_backend_.assign(steps.size(), -1);
   for (size_t s = 0; s < steps.size(); ++s) {
     const cltrain_step_desc& step = steps[s];
@@ -59,13 +60,13 @@ void Session::place() {
     // update prefers the backend of the op that owns the weight.
     if (step.phase == CLTRAIN_PHASE_UPDATE && owner >= 0) {
       const int32_t b = step_backend_[static_cast<size_t>(owner)];
-      if (backends_[static_cast<size_t>(b)]->supports(step, graph_.tensors, true)) {
+      if (backends_[static_cast<size_t>(b)]->supports(whole, static_cast<int32_t>(s), true)) {
         step_backend_[s] = b;
         continue;
       }
     }
     for (size_t b = 0; b < backends_.size(); ++b) {
-      if (backends_[b]->supports(step, graph_.tensors, true)) {
+      if (backends_[b]->supports(whole, static_cast<int32_t>(s), true)) {
         step_backend_[s] = static_cast<int32_t>(b);
         break;
       }
@@ -188,13 +189,7 @@ void Session::prepare() {
     for (size_t s = 0; s < graph_.steps.size(); ++s)
       if (step_backend_[s] == static_cast<int32_t>(b)) assigned[s] = 1, any = true;
     if (!any) continue;
-    cltrain_graph_desc g{};
-    g.struct_size = sizeof(g);
-    g.num_tensors = static_cast<int32_t>(tensors_[b].size());
-    g.tensors = tensors_[b].data();
-    g.num_steps = static_cast<int32_t>(graph_.steps.size());
-    g.steps = graph_.steps.data();
-    g.assigned = assigned.data();
+    const cltrain_graph_desc g = graph_desc(tensors_[b], graph_.steps, assigned.data());
     memory_.push_back({backends_[b]->name(), backends_[b]->prepare(g)});
   }
 }

@@ -236,7 +236,7 @@ class ConvOps : public OpenCLPlugin {
     for (int id : {tdx, tdw, tdb})
       if (id >= 0) reads.push_back(id);
     g_.set_lifetimes({tx, tdy}, reads);
-    for (const auto& s : g_.steps) ASSERT_TRUE(api_->supports(backend_, &s, g_.tensors.data(), 1));
+    ASSERT_TRUE(supports_all(g_.desc()));
     const cltrain_graph_desc desc = g_.desc();
     ASSERT_EQ(api_->prepare(backend_, &desc, report), CLTRAIN_OK) << api_->last_error(backend_);
     ASSERT_EQ(api_->write_tensor(backend_, tx, x.data(), x.size() * 4), CLTRAIN_OK);

@@ -158,7 +158,7 @@ TEST_F(OpenCLPlugin, SupportsTheListedOpsOnly) {
   EXPECT_EQ(supports_fc(5, t), 0);  // tflite's SIGN_BIT: not an activation cltrain knows
   cltrain_step_desc bad = fc_step(CLTRAIN_ACT_NONE);
   bad.op = CLTRAIN_OP_COUNT;
-  EXPECT_EQ(api_->supports(backend_, &bad, t.data(), 1), 0);
+  EXPECT_EQ(supports_step(bad, t), 0);
 }
 
 TEST_F(OpenCLPlugin, OpFilterRefusesMatchingOps) {
@@ -172,7 +172,7 @@ TEST_F(OpenCLPlugin, OpFilterRefusesMatchingOps) {
   relu.op = CLTRAIN_OP_RELU;
   relu.num_inputs = relu.num_outputs = 1;
   relu.inputs[0] = 3, relu.outputs[0] = 3;
-  EXPECT_EQ(api_->supports(backend_, &relu, t.data(), 1), 1);
+  EXPECT_EQ(supports_step(relu, t), 1);
 }
 
 TEST_F(OpenCLPlugin, neg_InvalidOpFilterFiltersNothing) {
@@ -230,7 +230,7 @@ TEST_F(OpenCLPlugin, TinyGraphMatchesDoubleReference) {
   g.step(CLTRAIN_OP_UPDATE_ADAM, CLTRAIN_PHASE_UPDATE, {tdb}, {tb, tmb, tvb}, adam);
   g.set_lifetimes({tx, te}, {tloss, tdx});
 
-  for (const auto& s : g.steps) EXPECT_EQ(api_->supports(backend_, &s, g.tensors.data(), 1), 1);
+  EXPECT_TRUE(supports_all(g.desc()));
   const cltrain_graph_desc desc = g.desc();
   cltrain_memory_report report{};
   report.struct_size = sizeof(report);
@@ -322,10 +322,13 @@ TEST_F(OpenCLPlugin, WriteIsNonBlockingAndCounted) {
   EXPECT_EQ(st.bytes_from_device, 3u * 4096);
   EXPECT_EQ(st.blocking_waits, 3u);  // the reads only
   EXPECT_EQ(st.buffer_allocations + st.program_builds, 0u);
-  const cltrain_kernel_profile* rows = nullptr;
+  const void* raw = nullptr;
+  uint32_t row_size = 0;
   int32_t n = 0;
-  ASSERT_EQ(api_->profile(backend_, &rows, &n), CLTRAIN_OK) << api_->last_error(backend_);
+  ASSERT_EQ(api_->profile(backend_, &raw, &row_size, &n), CLTRAIN_OK) << api_->last_error(backend_);
   ASSERT_EQ(n, 2);
+  ASSERT_EQ(row_size, sizeof(cltrain_kernel_profile));
+  const auto* rows = static_cast<const cltrain_kernel_profile*>(raw);
   EXPECT_EQ(rows[0].step, -1);  // the host's transfers: 3 writes, 3 reads
   EXPECT_EQ(rows[0].calls, 6);
   EXPECT_EQ(rows[1].step, 0);

@@ -65,10 +65,18 @@ class OpenCLPluginAbi : public ::testing::Test {
     // The plugin stays loaded: CLBlast and the OpenCL ICD do not all unload cleanly.
   }
 
-  int supports_fc(int activation, const std::vector<cltrain_tensor_desc>& t) {
-    const cltrain_step_desc s = fc_step(activation);
-    return api_->supports(backend_, &s, t.data(), 1);
+  // supports() of one step over a tensor table.
+  int supports_step(const cltrain_step_desc& s, const std::vector<cltrain_tensor_desc>& t) {
+    const cltrain_graph_desc g = cltrain_graph(t.data(), static_cast<int32_t>(t.size()), &s, 1, nullptr);
+    return api_->supports(backend_, &g, 0, 1);
   }
+  // Whether supports() takes every step of a graph.
+  bool supports_all(const cltrain_graph_desc& g) {
+    for (int32_t i = 0; i < g.num_steps; ++i)
+      if (!api_->supports(backend_, &g, i, 1)) return false;
+    return true;
+  }
+  int supports_fc(int activation, const std::vector<cltrain_tensor_desc>& t) { return supports_step(fc_step(activation), t); }
 
   cltrain_status create(int device_index, std::string* err = nullptr, const char* cache_dir = nullptr) {
     cltrain_backend_config config{};
@@ -154,14 +162,8 @@ struct TinyGraph {
       if (t.persistent) t.first_step = 0, t.last_step = last;
   }
   cltrain_graph_desc desc() const {
-    cltrain_graph_desc g{};
-    g.struct_size = sizeof g;
-    g.num_tensors = static_cast<int32_t>(tensors.size());
-    g.tensors = tensors.data();
-    g.num_steps = static_cast<int32_t>(steps.size());
-    g.steps = steps.data();
-    g.assigned = assigned.data();
-    return g;
+    return cltrain_graph(tensors.data(), static_cast<int32_t>(tensors.size()), steps.data(),
+                         static_cast<int32_t>(steps.size()), assigned.data());
   }
 };
 

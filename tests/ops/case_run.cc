@@ -100,14 +100,8 @@ CaseGraph::CaseGraph(const OpCase& c, const CaseInputs* in) {
 }
 
 cltrain_graph_desc CaseGraph::desc() const {
-  cltrain_graph_desc g{};
-  g.struct_size = sizeof(g);
-  g.num_tensors = static_cast<int32_t>(tensors.size());
-  g.tensors = tensors.data();
-  g.num_steps = static_cast<int32_t>(steps.size());
-  g.steps = steps.data();
-  g.assigned = assigned.data();
-  return g;
+  return cltrain_graph(tensors.data(), static_cast<int32_t>(tensors.size()), steps.data(),
+                       static_cast<int32_t>(steps.size()), assigned.data());
 }
 
 CaseRun::CaseRun(const OpCase& c, Backend& b, const CaseInputs& in, bool is_cpu) : c_(c), b_(b), g_(c, &in) {

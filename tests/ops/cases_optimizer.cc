@@ -130,7 +130,7 @@ void expect_outside_unchanged(const std::string& backend_name) {
       GTEST_SKIP() << skip;
     }
     const AbiGraph g = abi_graph(c);
-    if (!backend->supports(g.steps[0], g.tensors, true)) {
+    if (!backend->supports(g.tensors, g.steps, 0, true)) {
       const char* why = backend->iface()->last_error(backend->object());
       FAIL() << backend_name << " does not support " << c.name << ": " << (why ? why : "");
     }
@@ -192,7 +192,7 @@ TEST(PartialUpdate, SGD_Adam_BadRangesRefused) {
       if (b.adam)
         for (int k = 1; k < 3; ++k) c.tensors[c.steps[0].outputs[k]].dims = {b.mv};
       const AbiGraph g = abi_graph(c);
-      EXPECT_FALSE(backend->supports(g.steps[0], g.tensors, true))
+      EXPECT_FALSE(backend->supports(g.tensors, g.steps, 0, true))
           << name << (b.adam ? " Adam" : " SGD") << " offset " << b.offset << " count " << b.count << " m, v "
           << b.mv;
     }

@@ -45,14 +45,8 @@ struct TinyGraph {
     assigned.push_back(1);
   }
   cltrain_graph_desc desc() const {
-    cltrain_graph_desc g{};
-    g.struct_size = sizeof(g);
-    g.num_tensors = static_cast<int32_t>(tensors.size());
-    g.tensors = tensors.data();
-    g.num_steps = static_cast<int32_t>(steps.size());
-    g.steps = steps.data();
-    g.assigned = assigned.data();
-    return g;
+    return cltrain_graph(tensors.data(), static_cast<int32_t>(tensors.size()), steps.data(),
+                         static_cast<int32_t>(steps.size()), assigned.data());
   }
 };
 
@@ -144,17 +138,20 @@ TEST(CpuBackend, FillsOnlyWhatFitsAndCountsSteps) {
   EXPECT_EQ(st.steps_run, 3u);
   EXPECT_EQ(st.launches, 3u);
   EXPECT_EQ(st.bytes_to_device + st.bytes_from_device + st.blocking_waits + st.buffer_allocations, 0u);
-  const cltrain_kernel_profile* rows = nullptr;
+  const void* raw = nullptr;
+  uint32_t row_size = 0;
   int32_t n = 0;
-  ASSERT_EQ(iface()->profile(h.b, &rows, &n), CLTRAIN_OK);
+  ASSERT_EQ(iface()->profile(h.b, &raw, &row_size, &n), CLTRAIN_OK);
   ASSERT_EQ(n, 1);
+  ASSERT_EQ(row_size, sizeof(cltrain_kernel_profile));
+  const auto* rows = static_cast<const cltrain_kernel_profile*>(raw);
   EXPECT_EQ(rows[0].step, 0);
   EXPECT_EQ(rows[0].calls, 3);
   EXPECT_GE(rows[0].ms, 0.0);
   ASSERT_EQ(iface()->reset_stats(h.b), CLTRAIN_OK);
   ASSERT_EQ(iface()->stats(h.b, &st), CLTRAIN_OK);
   EXPECT_EQ(st.steps_run, 0u);
-  ASSERT_EQ(iface()->profile(h.b, &rows, &n), CLTRAIN_OK);
+  ASSERT_EQ(iface()->profile(h.b, &raw, &row_size, &n), CLTRAIN_OK);
   EXPECT_EQ(n, 0);
 }
 
@@ -205,7 +202,8 @@ TEST(CpuBackend, neg_BadShapes) {
   const cltrain_graph_desc d = g.desc();
   EXPECT_EQ(iface()->prepare(h.b, &d, nullptr), CLTRAIN_INVALID);
   EXPECT_NE(h.error().find("ReLU forward"), std::string::npos) << h.error();
-  EXPECT_EQ(iface()->supports(h.b, &g.steps[0], g.tensors.data(), 1), 0);
+  const cltrain_graph_desc whole = g.desc();
+  EXPECT_EQ(iface()->supports(h.b, &whole, 0, 1), 0);
 }
 
 TEST(CpuBackend, neg_UnassignedStepAndBadRunArgs) {
@@ -267,15 +265,20 @@ TEST(CpuBackend, SupportsEveryOpOfTheList) {
   // this per case; here only the rejection of what is outside the list.
   Handle h;
   TinyGraph g;
-  cltrain_step_desc s = g.steps[0];
-  EXPECT_EQ(iface()->supports(h.b, &s, g.tensors.data(), 1), 1);
+  const cltrain_step_desc step = g.steps[0];
+  auto supports = [&](const cltrain_step_desc& s) {
+    const cltrain_graph_desc d = cltrain_graph(g.tensors.data(), static_cast<int32_t>(g.tensors.size()), &s, 1, nullptr);
+    return iface()->supports(h.b, &d, 0, 1);
+  };
+  cltrain_step_desc s = step;
+  EXPECT_EQ(supports(s), 1);
   s.op = CLTRAIN_OP_COUNT;
-  EXPECT_EQ(iface()->supports(h.b, &s, g.tensors.data(), 1), 0);
-  s = g.steps[0];
+  EXPECT_EQ(supports(s), 0);
+  s = step;
   s.phase = CLTRAIN_PHASE_UPDATE;
-  EXPECT_EQ(iface()->supports(h.b, &s, g.tensors.data(), 1), 0);
+  EXPECT_EQ(supports(s), 0);
   g.tensors[0].dtype = CLTRAIN_INT32;
-  EXPECT_EQ(iface()->supports(h.b, &g.steps[0], g.tensors.data(), 1), 0);
+  EXPECT_EQ(supports(step), 0);
   EXPECT_NE(h.error().find("float32"), std::string::npos) << h.error();
 }
 

@@ -38,7 +38,8 @@ struct Step {
     cltrain_backend* b = nullptr;
     char err[256];
     EXPECT_EQ(i->create(nullptr, &b, err, sizeof(err)), CLTRAIN_OK);
-    const int ok = i->supports(b, &step, tensors.data(), 1);
+    const cltrain_graph_desc g = cltrain_graph(tensors.data(), static_cast<int32_t>(tensors.size()), &step, 1, nullptr);
+    const int ok = i->supports(b, &g, 0, 1);
     std::string why = ok ? "" : i->last_error(b);
     if (!ok && why.empty()) why = "(no reason)";
     i->destroy(b);

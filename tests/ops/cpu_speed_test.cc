@@ -175,13 +175,8 @@ TEST(CpuSpeed, MnistKaggleTrainingStep) {
     }
   }
   std::vector<uint8_t> assigned(g.steps.size(), 1);
-  cltrain_graph_desc desc{};
-  desc.struct_size = sizeof(desc);
-  desc.num_tensors = static_cast<int32_t>(g.tensors.size());
-  desc.tensors = g.tensors.data();
-  desc.num_steps = static_cast<int32_t>(g.steps.size());
-  desc.steps = g.steps.data();
-  desc.assigned = assigned.data();
+  const cltrain_graph_desc desc = cltrain_graph(g.tensors.data(), static_cast<int32_t>(g.tensors.size()),
+                                                 g.steps.data(), static_cast<int32_t>(g.steps.size()), assigned.data());
 
   std::string why;
   std::unique_ptr<Backend> cpu = open_backend("cpu", default_backend_config(), &why);

@@ -28,7 +28,7 @@ TEST_P(OpTest, Matches) {
   const CaseInputs in = make_inputs(c);
   try {
     const AbiGraph g = abi_graph(c);
-    if (!backend->supports(g.steps[0], g.tensors, true)) {
+    if (!backend->supports(g.tensors, g.steps, 0, true)) {
       const char* why = backend->iface()->last_error(backend->object());
       if (name == "cpu") FAIL() << "the cpu backend must support every case: " << (why ? why : "");
       GTEST_SKIP() << name << " does not support " << cltrain_op_name(c.op) << " here" << (why && *why ? ": " : "")

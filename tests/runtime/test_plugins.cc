@@ -6,6 +6,7 @@
 extern "C" CLTRAIN_EXPORT const cltrain_backend_iface* cltrain_backend_entry(void) {
   static cltrain_backend_iface iface{};
   iface.abi_version = CLTRAIN_BACKEND_ABI_VERSION + 1000;
+  iface.struct_size = sizeof iface;
   iface.name = "badabi";
   return &iface;
 }
@@ -13,6 +14,7 @@ extern "C" CLTRAIN_EXPORT const cltrain_backend_iface* cltrain_backend_entry(voi
 extern "C" CLTRAIN_EXPORT const cltrain_backend_iface* cltrain_backend_entry(void) {
   static cltrain_backend_iface iface{};
   iface.abi_version = CLTRAIN_BACKEND_ABI_VERSION;
+  iface.struct_size = sizeof iface;
   iface.name = "incomplete";
   return &iface;  // every function missing
 }

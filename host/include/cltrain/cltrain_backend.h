@@ -1,20 +1,33 @@
-/* cltrain — the backend plugin ABI.
+/* cltrain — the backend plugin ABI, version 3.
  *
  * A backend is a plugin that runs steps of a training graph on some device. A plugin is a shared
  * library exporting one C function, cltrain_backend_entry(), which returns a pointer to a static
- * cltrain_backend_iface. The host checks iface->abi_version == CLTRAIN_BACKEND_ABI_VERSION and
- * refuses a mismatch, naming both versions. The CPU backend implements the same interface and is
- * built into the host; it is always the last backend.
+ * cltrain_backend_iface. The CPU backend implements the same interface and is built into the
+ * host; it is always the last backend.
  *
  * Rules
  *  - Only C types cross this boundary: plain structs, enums, pointers. No C++ exceptions escape a
  *    plugin; every function that can fail returns cltrain_status and leaves a one-line message
  *    behind (last_error, or the err buffer of create/probe).
- *  - The ABI is extended only by appending members at the end of structs and values at the end of
- *    enums; any other change bumps CLTRAIN_BACKEND_ABI_VERSION.
  *  - Ownership: everything the host passes in is owned by the host and valid only during the call,
- *    unless a comment says otherwise. Everything a backend returns (strings, reports) is owned by
- *    the backend and valid until the next call on the same backend object, or until destroy.
+ *    unless a comment says otherwise. Everything a backend returns (strings, reports, rows) is
+ *    owned by the backend and valid until the next call on the same backend object, or until
+ *    destroy.
+ *
+ * Versions and growth (the rules both sides follow, so that either may be older)
+ *  - iface->abi_version is the version of this header that the plugin was built with. A host
+ *    serves the versions from CLTRAIN_BACKEND_ABI_OLDEST to CLTRAIN_BACKEND_ABI_VERSION of its
+ *    own header and refuses any other, naming the plugin's version and the range it serves.
+ *  - Within a version, structs grow only by members appended at their end, and every struct says
+ *    how long its writer's copy is: the function table and the single structs by a struct_size
+ *    member, arrays by an element size given next to them (cltrain_graph_desc.tensor_size and
+ *    step_size; the row_size of the rows a plugin returns). Readers index arrays by that size,
+ *    never by their own sizeof, and take the members a shorter struct lacks as zero (and a NULL
+ *    function as absent); cltrain_read_sized() and the cltrain_graph_*() accessors below do both.
+ *  - So an appended member's zero must mean "as before": a reader that does not know it behaves as
+ *    a writer that does not set it. Anything else (a member removed, reordered or given another
+ *    meaning, a required function added) is a new version.
+ *  - Enums grow by values at their end; a backend refuses in supports() the ops it does not know.
  *
  * The training graph (what prepare receives)
  *  - A table of tensors, indexed by a global tensor id. A tensor whose first_step is -1 is not used
@@ -27,126 +40,43 @@
  *    writes and cross-backend copies. Between its lifetimes (from one iteration to the next) only
  *    tensors with persistent != 0 keep their contents: weights and optimizer variables.
  *  - The backend plans all of its tensors into pooled memory from these lifetimes: two tensors whose
- *    lifetimes overlap never share a byte.
+ *    lifetimes overlap never share a byte, except the in-place pairs the host marks with
+ *    tensor_desc.alias (a backend that ignores alias plans them apart, which is as correct).
+ *  - Persistent tensors and tensors with initial data are planned over the whole step order.
  *
- * Step conventions (inputs / outputs are tensor ids, -1 where an optional tensor is absent)
- *  FULLY_CONNECTED forward:   in [x, W, b]          out [y]     y = act(x W^T + b); W is [M, K], x is
- *                                                               viewed as [N, K], y as [N, M].
- *  FULLY_CONNECTED backward:  in [x, W, y, dy]      out [dx, dW, db]   y is -1 when activation is NONE.
- *                             x is -1 when dW is -1. dx, dW, db may each be -1 (not needed).
- *  RELU forward:              in [x]                out [y]
- *  RELU backward:             in [y, dy]            out [dx]
- *  RESHAPE forward:           in [x]                out [y]     (same element count)
- *  RESHAPE backward:          in [dy]               out [dx]
- *  SOFTMAX forward:           in [x]                out [y]     over the last dimension, params.beta
- *  SOFTMAX backward:          in [y, dy]            out [dx]
- *  LOSS_* forward:            in [pred, expected]   out [loss]  loss has one element
- *  LOSS_* backward:           in [pred, expected]   out [dpred]
- *     MSE per sample: mean over the sample's elements of (pred - expected)^2.
- *     CCE per sample: -sum(expected * log(clamp(pred, 1e-7, 1 - 1e-7))); its derivative is
- *                     -expected / clamp(pred, 1e-7, 1 - 1e-7) (zero where pred was clamped).
- *     Reduction: SUM_OVER_BATCH_SIZE divides the sum over samples by the batch (first dimension),
- *                SUM does not. The backward includes the same scale.
- *  CONV_2D forward:           in [x, W, b]          out [y]     x [N,H,W,I], W [O,KH,KW,I], y [N,OH,OW,O]
- *  CONV_2D backward:          in [x, W, y, dy]      out [dx, dW, db]   as FULLY_CONNECTED; and
- *                             when params.dx_activation != NONE, x is the output of a producer
- *                             with that fused activation, and dx = act'(x) applied to the input
- *                             gradient (the producer's backward then gets activation NONE): x is
- *                             then given even when dW is -1.
- *  DEPTHWISE_CONV_2D:         as CONV_2D with W [1,KH,KW,I*M] (M = depth_multiplier); output
- *                             channel c*M + j reads input channel c.
- *  MAX_POOL_2D forward:       in [x]                out [y]     windows never read padding
- *  MAX_POOL_2D forward:       in [x]                out [y, argmax]  argmax (optional, UINT8, shaped
- *                                                               as y) = kh * filter_w + kw of the
- *                                                               window's first maximum
- *  MAX_POOL_2D backward:      in [x, dy, argmax, y] out [dx]    dy goes to the first maximum of
- *                             each window (in window order), found from x, or from argmax when x
- *                             is -1; with params.dx_activation != NONE (y given, the forward's
- *                             output), dx = act'(x) applied as well, computed as act'(y) of each
- *                             window (y = x at the window's maximum, so the two are the same)
- *  AVERAGE_POOL_2D:           fwd in [x] out [y]; bwd in [dy] out [dx]; the average is over the
- *                             window's positions inside the input
- *  MEAN:                      fwd in [x] out [y]; bwd in [dy] out [dx]; params.axes_mask, keep_dims
- *  PAD:                       fwd in [x] out [y] (zeros around); bwd in [dy] out [dx] (the crop)
- *  ADD, SUB, MUL, DIV fwd:    in [a, b]             out [y]     y = act(a op b), numpy broadcasting
- *                             (a, b, y of equal rank; a size-1 dimension broadcasts)
- *  ADD, SUB, MUL, DIV bwd:    in [a, b, y, dy]      out [da, db]   a and b are -1 where not read
- *                             (ADD, SUB read neither; MUL reads both; DIV reads b, and a for db);
- *                             y is -1 when activation is NONE; gradients are summed over the
- *                             axes their input was broadcast along.
- *  RELU6, TANH, LOGISTIC:     fwd in [x] out [y]; bwd in [y, dy] out [dx]
- *  CONCATENATION:             fwd in [x0, x1, ...] out [y] along params.axis; bwd in [dy]
- *                             out [dx0, dx1, ...] (each may be -1)
- *  ACCUMULATE (backward):     in [a]                out [acc]   acc += a (acc is read and written)
- *  UPDATE_SGD (update):       in [grad]             out [W]     W -= lr * grad
- *  UPDATE_ADAM (update):      in [grad]             out [W, m, v]
- *     m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
- *     W -= lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)     (t = run_args.iteration)
- *  A backward step may overwrite its dy input (the host guarantees that dy is dead after it).
- *  A backend may add private tensors of its own (kernel scratch) to its plan; they count as
- *  CLTRAIN_ROLE_LAYER_SCOPE, live only during the step that uses them, and are included in
- *  the memory report.
- *  Persistent tensors and tensors with initial data are planned over the whole step order.
- *  Output tensors of a step never alias its inputs, except where stated (ACCUMULATE, updates),
- *  or where the host makes them share bytes (tensor_desc.alias) for one of these pairs, which
- *  backends must compute correctly in place:
- *   - RESHAPE forward y with x, and RESHAPE backward dx with dy: the step then copies nothing;
- *   - CONV_2D / DEPTHWISE_CONV_2D backward dx with x, when params.dx_activation != NONE (every
- *     read of x, for dW and for the mask, comes before dx is written where it overlaps);
- *   - RELU, RELU6, TANH, LOGISTIC backward dx with dy; their forward y with x.
- *  The host only makes a pair share when the tensor read is dead after the step.
+ * Steps
+ *  - What each op's steps read and write, which of their pairs may be computed in place, and the
+ *    order of every rounding are in cltrain_ops.h, beside the op list.
+ *  - A backward step may overwrite its dy input (the host guarantees that dy is dead after it).
+ *  - Output tensors of a step never alias its inputs, except where cltrain_ops.h says so
+ *    (ACCUMULATE and the updates read and write their outputs) or where the host makes them share
+ *    bytes (tensor_desc.alias) for one of the in-place pairs cltrain_ops.h lists.
+ *  - A backend may add private tensors of its own (kernel scratch) to its plan; they count as
+ *    CLTRAIN_ROLE_LAYER_SCOPE, live only during the step that uses them, and are included in the
+ *    memory report.
  *
  * Numerics (float32 everywhere; the order of every rounding is part of the op's definition)
- *  The CPU backend computes exactly as stated here, and so do the OpenCL kernels, with no
- *  contraction of a*b+c into a fused multiply-add unless stated (OpenCL: FP_CONTRACT OFF), and
- *  with clt_exp / clt_log from kernels/numerics.h instead of a library's exp/log. On a device
- *  that rounds IEEE-754 single precision exactly (POCL) the two backends then agree bitwise, so
- *  whole training runs give the same losses; on other devices they agree within the op suite's
- *  tolerances.
+ *  The CPU backend computes exactly as stated here and in cltrain_ops.h, and so do the OpenCL
+ *  kernels, with no contraction of a*b+c into a fused multiply-add unless stated (OpenCL:
+ *  FP_CONTRACT OFF), and with clt_exp / clt_log from kernels/numerics.h instead of a library's
+ *  exp/log. On a device that rounds IEEE-754 single precision exactly (POCL) the two backends then
+ *  agree bitwise, so whole training runs give the same losses; on other devices they agree within
+ *  the op suite's tolerances. The general rules:
  *  - Dot products (matrix products): acc = 0; acc = fma(a_k, b_k, acc) for k = 0, 1, ... in
- *    increasing order (this is what CLBlast's GEMM kernels do per output element).
- *    FULLY_CONNECTED forward: y = act(acc + b). Backward: dz = act'(y) applied to dy (below);
- *    dx[n,k] = dot over m of dz[n,m] W[m,k]; dW[m,k] = dot over n of dz[n,m] x[n,k];
- *    db[m] = sum over n of dz[n,m].
+ *    increasing order (what CLBlast's GEMM kernels do per output element).
  *  - Sums: s = 0; s = s + v_i in increasing index order (plain adds).
+ *  - Fused activations: RELU y = z < 0 ? 0 : z; RELU_N1_TO_1 and RELU6 clamp as v = z < lo ? lo : z,
+ *    then y = v > hi ? hi : v; TANH as the TANH op (cltrain_ops.h).
  *  - Activation derivatives select, never multiply by 0/1: RELU dz = y > 0 ? dy : 0; RELU6
- *    dz = (y > 0 && y < 6) ? dy : 0; TANH dz = dy * (1 - y * y); LOGISTIC dz = dy * (y * (1 - y)).
- *    TANH forward: e = clt_exp(-2|x|), t = (1 - e) / (1 + e), y = x < 0 ? -t : t. LOGISTIC
- *    forward: y = 1 / (1 + clt_exp(-x)).
- *  - CONV_2D forward: acc = dot over (kh, kw, i) in that nesting (i fastest) of
- *    x[n,ih,iw,i] * W[o,kh,kw,i], positions outside x skipped; y = act(acc + b[o]).
- *    dW[o,kh,kw,i] = dot over (n, oh, ow) of dz[n,oh,ow,o] * x[n,ih,iw,i] (outside: skipped);
- *    db[o] = sum over (n, oh, ow) of dz; dx[n,ih,iw,i] = sum over (kh, kw) in order, for the
- *    (oh, ow) that reach (ih, iw) with them, of (dot over o of dz[n,oh,ow,o] * W[o,kh,kw,i]).
- *    DEPTHWISE_CONV_2D likewise with the channel sum replaced by the one channel (forward: dot
- *    over (kh, kw)); dx[n,ih,iw,c] = sum over (kh, kw) of (dot over j of dz[.., c*M+j] * W[.., c*M+j]).
- *  - Pools: max over the window in (kh, kw) order, the first maximum wins; average = (sum over
- *    the window's inside positions) / count. Backward: dx[n,ih,iw,c] = sum over windows (oh, ow)
- *    in increasing order that take (ih, iw) (max: as their first maximum) of dy (max) or of
- *    (dy / count) (average).
- *  - MEAN: y = (sum in increasing flat index order) / count; dx = dy / count.
- *  - ADD/SUB/MUL/DIV backward, per element of y with g = dz: ADD da += g, db += g; SUB da += g,
- *    db += -g; MUL da += g * b, db += g * a; DIV da += g / b, db += -((g * a) / (b * b)); each
- *    gradient element sums its contributions in increasing flat index of y.
- *  - SOFTMAX forward, per row: t_i = beta * x_i; mx = max_i t_i; e_i = clt_exp(t_i - mx);
- *    s = sum of e_i; y_i = e_i / s. Backward: d = sum of (dy_i * y_i) (products rounded, then
- *    summed); dx_i = beta * (y_i * (dy_i - d)).
- *  - LOSS_CCE forward: l = sum over all elements, batch-major, of (-e * clt_log(pc)) where
- *    pc = min(max(p, 1e-7), 1 - 1e-7); loss = l / N for SUM_OVER_BATCH_SIZE (N = dims[0] of pred),
- *    loss = l for SUM. Backward: dpred = (-e / pc) / N, or (-e / pc) for SUM; 0 where p != pc.
- *  - LOSS_MSE forward, per sample of K elements: q = sum of (d * d) with d = p - e; then
- *    l = sum over samples of (q / K); loss = l / N or l. Backward: dpred = (2 * d) / K, then / N
- *    for SUM_OVER_BATCH_SIZE.
- *  - UPDATE_SGD: W = W - lr * g.
- *  - UPDATE_ADAM: step = (float)((double)lr * sqrt(1 - b2^t) / (1 - b1^t)) computed in double;
- *    m = b1 * m + (1 - b1) * g; v = b2 * v + (1 - b2) * (g * g) (with (1 - b1), (1 - b2)
- *    rounded to float first); W = W - (step * m) / (sqrt(v) + eps).
+ *    dz = (y > 0 && y < 6) ? dy : 0; RELU_N1_TO_1 dz = (y > -1 && y < 1) ? dy : 0; TANH
+ *    dz = dy * (1 - y * y).
  */
 #ifndef CLTRAIN_BACKEND_H
 #define CLTRAIN_BACKEND_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cltrain/cltrain_ops.h"
 
@@ -154,7 +84,9 @@
 extern "C" {
 #endif
 
-#define CLTRAIN_BACKEND_ABI_VERSION 2u
+/* The version of this header, and the oldest version a host built with it serves. */
+#define CLTRAIN_BACKEND_ABI_VERSION 3u
+#define CLTRAIN_BACKEND_ABI_OLDEST 3u
 
 #define CLTRAIN_MAX_RANK 6
 #define CLTRAIN_MAX_STEP_IO 8
@@ -204,9 +136,9 @@ typedef struct cltrain_tensor_desc {
   int32_t persistent; /* keeps its contents across iterations (weights, optimizer variables) */
   const void* data;   /* initial contents (weights) or NULL; host-owned, valid during prepare */
   uint64_t data_bytes;
-  /* 0: the tensor has bytes of its own. k > 0: it shares the bytes of tensor k - 1 (same byte
-   * size, same backend), which the backend plans as one block live over both lifetimes; only
-   * for the in-place pairs listed above. */
+  /* 0: the tensor has bytes of its own. k > 0: it may share the bytes of tensor k - 1 (same byte
+   * size, same backend), which the backend then plans as one block live over both lifetimes; only
+   * for the in-place pairs of cltrain_ops.h. */
   int32_t alias;
 } cltrain_tensor_desc;
 
@@ -231,11 +163,11 @@ typedef struct cltrain_op_params {
    * belonging to W[update_offset + i]. 0: the whole tensor. (onert-micro's half-weight ranks.) */
   int32_t update_offset, update_count;
   /* CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D backward: the fused activation of the producer of
-   * x, whose derivative this step applies to dx (see the step conventions); 0 (NONE) for none. */
+   * x, whose derivative this step applies to dx (cltrain_ops.h); 0 (NONE) for none. */
   int32_t dx_activation;
-  int32_t reserved[5];            /* zero */
 } cltrain_op_params;
 
+/* One step. Its last member is params, and the struct grows only there (new params). */
 typedef struct cltrain_step_desc {
   int32_t op;       /* cltrain_op */
   int32_t phase;    /* cltrain_phase */
@@ -247,13 +179,18 @@ typedef struct cltrain_step_desc {
   cltrain_op_params params;
 } cltrain_step_desc;
 
+/* The training graph. tensors and steps are arrays whose elements are tensor_size and step_size
+ * bytes apart (the sizeof of the host's structs): read them with cltrain_graph_tensor() and
+ * cltrain_graph_step(), never by indexing. */
 typedef struct cltrain_graph_desc {
   uint32_t struct_size; /* sizeof(cltrain_graph_desc) as the host knows it */
+  uint32_t tensor_size; /* sizeof(cltrain_tensor_desc) as the host knows it */
+  uint32_t step_size;   /* sizeof(cltrain_step_desc) as the host knows it */
   int32_t num_tensors;
-  const cltrain_tensor_desc* tensors;
+  const void* tensors; /* num_tensors cltrain_tensor_desc, tensor_size bytes apart */
   int32_t num_steps;
-  const cltrain_step_desc* steps;
-  const uint8_t* assigned; /* num_steps flags: 1 where the step runs on this backend */
+  const void* steps;        /* num_steps cltrain_step_desc, step_size bytes apart */
+  const uint8_t* assigned;  /* num_steps flags: 1 where the step runs on this backend (NULL in supports) */
 } cltrain_graph_desc;
 
 /* What prepare reports about the backend's memory plan (bytes). */
@@ -278,8 +215,8 @@ typedef struct cltrain_run_args {
   float learning_rate; /* overrides params.learning_rate of update steps when > 0 */
 } cltrain_run_args;
 
-/* What a backend did since create or the last reset_stats (ABI version 2). The host sets
- * struct_size; the backend fills the members that fit in it and leaves the rest alone. */
+/* What a backend did since create or the last reset_stats. The host sets struct_size; the
+ * backend fills the members that fit in it and leaves the rest alone. */
 typedef struct cltrain_run_stats {
   uint32_t struct_size;        /* sizeof(cltrain_run_stats) as the host knows it */
   uint32_t reserved;           /* zero */
@@ -295,8 +232,8 @@ typedef struct cltrain_run_stats {
   uint64_t steps_run;          /* steps that run() executed */
 } cltrain_run_stats;
 
-/* Device time of one step since the last reset_stats (ABI version 2), from the device's own
- * timestamps (OpenCL event profiling) or, for a host backend, the host's clock. */
+/* Device time of one step since the last reset_stats, from the device's own timestamps (OpenCL
+ * event profiling) or, for a host backend, the host's clock. A row of profile(). */
 typedef struct cltrain_kernel_profile {
   int32_t step;    /* global step index; -1: the host's transfers (write_tensor, read_tensor) */
   int32_t reserved;
@@ -304,7 +241,8 @@ typedef struct cltrain_kernel_profile {
   double ms;       /* their summed execution time (end - start of each), milliseconds */
 } cltrain_kernel_profile;
 
-/* A private tensor of a backend's plan (kernel scratch), for drawing and checking plans. */
+/* A private tensor of a backend's plan (kernel scratch), for drawing and checking plans. A row of
+ * plan_private(). */
 typedef struct cltrain_private_tensor {
   int32_t step;    /* the one step it lives in */
   int32_t role;    /* cltrain_role (CLTRAIN_ROLE_LAYER_SCOPE) */
@@ -314,30 +252,23 @@ typedef struct cltrain_private_tensor {
 
 typedef struct cltrain_backend cltrain_backend; /* opaque, owned by the plugin */
 
+/* The function table. Members up to last_error are required (the host refuses a plugin whose
+ * table is shorter or has one of them NULL); the others are optional: NULL, or beyond the
+ * plugin's struct_size, means the backend does not have it. */
 typedef struct cltrain_backend_iface {
   uint32_t abi_version; /* CLTRAIN_BACKEND_ABI_VERSION of the plugin's build */
+  uint32_t struct_size; /* sizeof(cltrain_backend_iface) of the plugin's build */
   const char* name;     /* "opencl", "cpu"; static */
-
-  /* Optional (may be NULL). CLTRAIN_OK if the backend can run here, CLTRAIN_UNAVAILABLE with a
-   * reason in err if not (no driver, no device). */
-  cltrain_status (*probe)(char* err, size_t err_len);
-
-  /* Optional. Writes a human-readable list of devices (one per line, with their limits) into buf,
-   * NUL-terminated and truncated to buf_len. */
-  cltrain_status (*list_devices)(char* buf, size_t buf_len);
 
   /* Creates a backend object on a device. On failure *out is NULL and err holds one line. */
   cltrain_status (*create)(const cltrain_backend_config* config, cltrain_backend** out, char* err,
                            size_t err_len);
   void (*destroy)(cltrain_backend* backend);
 
-  /* One line naming the device the backend runs on; owned by the backend. */
-  const char* (*device_name)(cltrain_backend* backend);
-
-  /* 1 if the backend can run this step (forward step of a model op; with training != 0, also its
-   * backward). tensors is the whole tensor table (lifetimes not yet set). */
-  int (*supports)(cltrain_backend* backend, const cltrain_step_desc* step,
-                  const cltrain_tensor_desc* tensors, int training);
+  /* 1 if the backend can run step `step` of the graph (a forward step of a model op; with
+   * training != 0, also its backward). The graph's tensors have no lifetimes yet and assigned is
+   * NULL. */
+  int (*supports)(cltrain_backend* backend, const cltrain_graph_desc* graph, int32_t step, int training);
 
   /* Plans memory for the assigned steps, allocates the pool, builds kernels and uploads initial
    * tensor data. Called once. report may be NULL. */
@@ -363,35 +294,87 @@ typedef struct cltrain_backend_iface {
   /* The last error as one line; owned by the backend. */
   const char* (*last_error)(cltrain_backend* backend);
 
-  /* Optional. Offsets of planned tensors: for each tensor id, its byte offset in the pool, or -1
-   * if not planned by this backend. offsets has num_tensors entries. */
+  /* --- optional --- */
+
+  /* CLTRAIN_OK if the backend can run here, CLTRAIN_UNAVAILABLE with a reason in err if not (no
+   * driver, no device). */
+  cltrain_status (*probe)(char* err, size_t err_len);
+
+  /* Writes a human-readable list of devices (one per line, with their limits) into buf,
+   * NUL-terminated and truncated to buf_len. */
+  cltrain_status (*list_devices)(char* buf, size_t buf_len);
+
+  /* One line naming the device the backend runs on; owned by the backend. */
+  const char* (*device_name)(cltrain_backend* backend);
+
+  /* Offsets of planned tensors: for each tensor id, its byte offset in the pool, or -1 if not
+   * planned by this backend. offsets has num_tensors entries. */
   cltrain_status (*plan_offsets)(cltrain_backend* backend, int64_t* offsets, int32_t num_tensors);
 
-  /* --- ABI version 2 --- */
+  /* The private tensors of the plan (after prepare): *num_rows cltrain_private_tensor rows,
+   * *row_size bytes apart, owned by the backend, valid until the next call on it. */
+  cltrain_status (*plan_private)(cltrain_backend* backend, const void** rows, uint32_t* row_size,
+                                 int32_t* num_rows);
 
-  /* Optional. Fills out (up to out->struct_size, which the host sets) with what the backend did
-   * since create or the last reset_stats. */
+  /* Fills out (up to out->struct_size, which the host sets) with what the backend did since
+   * create or the last reset_stats. */
   cltrain_status (*stats)(cltrain_backend* backend, cltrain_run_stats* out);
-  /* Optional (with stats). Sets every counter of stats and every profile row to zero. */
+  /* Sets every counter of stats and every profile row to zero. */
   cltrain_status (*reset_stats)(cltrain_backend* backend);
 
-  /* Optional. Turns timing of each step's device work on (on != 0) or off. Off (the default)
-   * costs nothing: no events, no waits. May be called between runs; turning it on may wait for
-   * queued work. CLTRAIN_UNAVAILABLE if this device cannot time its work. */
+  /* Turns timing of each step's device work on (on != 0) or off. Off (the default) costs
+   * nothing: no events, no waits. May be called between runs; turning it on may wait for queued
+   * work. CLTRAIN_UNAVAILABLE if this device cannot time its work. */
   cltrain_status (*set_profiling)(cltrain_backend* backend, int on);
-  /* Optional. The device time per step since the last reset_stats, collected while profiling
-   * was on: *num_rows rows, one per step that ran (and one with step -1 for the host's
-   * transfers), in step order. Waits for queued work (not counted in stats). The rows are owned
-   * by the backend, valid until its next call. The row layout never changes; a new one would
-   * come with a new function. */
-  cltrain_status (*profile)(cltrain_backend* backend, const cltrain_kernel_profile** rows,
+  /* The device time per step since the last reset_stats, collected while profiling was on:
+   * *num_rows cltrain_kernel_profile rows, *row_size bytes apart, one per step that ran (and one
+   * with step -1 for the host's transfers), in step order. Waits for queued work (not counted
+   * in stats). The rows are owned by the backend, valid until its next call. */
+  cltrain_status (*profile)(cltrain_backend* backend, const void** rows, uint32_t* row_size,
                             int32_t* num_rows);
-
-  /* Optional. The private tensors of the plan (after prepare): *num_rows rows, owned by the
-   * backend, valid until the next call on it. */
-  cltrain_status (*plan_private)(cltrain_backend* backend, const cltrain_private_tensor** rows,
-                                 int32_t* num_rows);
 } cltrain_backend_iface;
+
+/* Copies a struct that its writer made src_size bytes long into *dst (dst_size bytes, the
+ * reader's sizeof): members the writer's struct lacks read as zero, members the reader does not
+ * know are left out. */
+static inline void cltrain_read_sized(void* dst, size_t dst_size, const void* src, size_t src_size) {
+  memset(dst, 0, dst_size);
+  memcpy(dst, src, src_size < dst_size ? src_size : dst_size);
+}
+
+/* Element i of an array whose elements are elem_size bytes apart. */
+static inline const void* cltrain_element(const void* base, size_t elem_size, int64_t i) {
+  return (const char*)base + (size_t)i * elem_size;
+}
+
+/* A graph descriptor over this build's tables (what a host passes). */
+static inline cltrain_graph_desc cltrain_graph(const cltrain_tensor_desc* tensors, int32_t num_tensors,
+                                               const cltrain_step_desc* steps, int32_t num_steps,
+                                               const uint8_t* assigned) {
+  cltrain_graph_desc g;
+  memset(&g, 0, sizeof g);
+  g.struct_size = sizeof g;
+  g.tensor_size = sizeof(cltrain_tensor_desc);
+  g.step_size = sizeof(cltrain_step_desc);
+  g.num_tensors = num_tensors;
+  g.tensors = tensors;
+  g.num_steps = num_steps;
+  g.steps = steps;
+  g.assigned = assigned;
+  return g;
+}
+
+/* Tensor i and step i of a graph, as this build's structs. */
+static inline cltrain_tensor_desc cltrain_graph_tensor(const cltrain_graph_desc* g, int32_t i) {
+  cltrain_tensor_desc t;
+  cltrain_read_sized(&t, sizeof t, cltrain_element(g->tensors, g->tensor_size, i), g->tensor_size);
+  return t;
+}
+static inline cltrain_step_desc cltrain_graph_step(const cltrain_graph_desc* g, int32_t i) {
+  cltrain_step_desc s;
+  cltrain_read_sized(&s, sizeof s, cltrain_element(g->steps, g->step_size, i), g->step_size);
+  return s;
+}
 
 /* The dtype a step's slot holds: UINT8 for MAX_POOL_2D's argmax (forward output 1, backward
  * input 2), FLOAT32 everywhere else. */

@@ -1,8 +1,8 @@
-/* cltrain — the one op list.
+/* cltrain — the one op list, and what each op's steps are.
  *
- * Every op the runtime knows is one line of CLTRAIN_OP_LIST. The loader (builtin code -> op),
- * each backend's supports() and dispatch, and the op test suite are all driven from this list,
- * so they cannot drift apart.
+ * Every op the runtime knows is one line of CLTRAIN_OP_LIST. The host's op descriptors
+ * (host/ops/), each backend's supports() and dispatch, and the op test suite are all built from
+ * this list, so they cannot drift apart.
  *
  *   X(ENUM, "Name", tflite_builtin_code, kind)
  *     tflite_builtin_code: the BuiltinOperator value in tflite/circle models, -1 for ops that the
@@ -12,7 +12,86 @@
  *           CLTRAIN_KIND_GRAPH (a step the training graph inserts, backward phase only),
  *           CLTRAIN_KIND_UPDATE (an optimizer update, update phase only).
  *
- * Append only: the enum values cross the plugin ABI.
+ * Append only: the enum values cross the plugin ABI (cltrain_backend.h). A plugin that does not
+ * know an op refuses it in supports(), and the host runs it on the next backend.
+ *
+ * Each op's steps, below, in the form
+ *   fwd in [...] out [...]; bwd in [...] out [...]: the tensor ids a step reads and writes (-1 where
+ *       an optional tensor is absent), in slot order;
+ *   in place: the pairs whose bytes the host may make one (tensor_desc.alias), which a backend
+ *       must then compute correctly in place; the host only pairs a tensor that is dead after the
+ *       step where it is overwritten;
+ *   numerics: the order of every rounding, beyond the general rules of cltrain_backend.h
+ *       ("Numerics"). The CPU backend computes exactly so, and so must every kernel that is to
+ *       agree with it bitwise on a device that rounds exactly.
+ *
+ * FULLY_CONNECTED  fwd in [x, W, b] out [y]: y = act(x W^T + b); W [M, K], x viewed as [N, K],
+ *     y as [N, M]. bwd in [x, W, y, dy] out [dx, dW, db]: y is -1 when the activation is NONE, x
+ *     -1 when dW is -1; dx, dW, db may each be -1 (not needed).
+ *     numerics: y = act(acc + b) with acc the dot product over k; dz = act'(y) applied to dy;
+ *     dx[n,k] = dot over m of dz[n,m] W[m,k]; dW[m,k] = dot over n of dz[n,m] x[n,k];
+ *     db[m] = sum over n of dz[n,m].
+ * CONV_2D  fwd in [x, W, b] out [y]: x [N,H,W,I], W [O,KH,KW,I], y [N,OH,OW,O]. bwd in [x, W, y, dy]
+ *     out [dx, dW, db] as FULLY_CONNECTED; when params.dx_activation != NONE, x is the output of a
+ *     producer with that fused activation and dx = act'(x) applied to the input gradient (the
+ *     producer's backward then gets activation NONE): x is then given even when dW is -1.
+ *     in place: bwd dx with x when params.dx_activation != NONE (every read of x, for dW and for
+ *     the mask, comes before dx is written where they overlap).
+ *     numerics: acc = dot over (kh, kw, i) in that nesting (i fastest) of x[n,ih,iw,i] *
+ *     W[o,kh,kw,i], positions outside x skipped; y = act(acc + b[o]). dW[o,kh,kw,i] = dot over
+ *     (n, oh, ow) of dz[n,oh,ow,o] * x[n,ih,iw,i] (outside: skipped); db[o] = sum over (n, oh, ow)
+ *     of dz; dx[n,ih,iw,i] = sum over (kh, kw) in order, for the (oh, ow) that reach (ih, iw) with
+ *     them, of (dot over o of dz[n,oh,ow,o] * W[o,kh,kw,i]).
+ * DEPTHWISE_CONV_2D  as CONV_2D with W [1,KH,KW,I*M] (M = depth_multiplier); output channel c*M + j
+ *     reads input channel c. numerics: forward dot over (kh, kw); dx[n,ih,iw,c] = sum over (kh, kw)
+ *     of (dot over j of dz[.., c*M+j] * W[.., c*M+j]).
+ * MAX_POOL_2D  fwd in [x] out [y] or out [y, argmax]: argmax (optional, UINT8, shaped as y) =
+ *     kh * filter_w + kw of the window's first maximum; windows never read padding. bwd in
+ *     [x, dy, argmax, y] out [dx]: dy goes to the first maximum of each window (in window order),
+ *     found from x, or from argmax when x is -1; with params.dx_activation != NONE (y given), dx =
+ *     act'(x) applied as well, computed as act'(y) of each window (y = x at the window's maximum).
+ *     numerics: max over the window in (kh, kw) order, the first maximum wins; dx[n,ih,iw,c] = sum
+ *     over the windows (oh, ow) in increasing order that take (ih, iw) as their first maximum of dy.
+ * AVERAGE_POOL_2D  fwd in [x] out [y]; bwd in [dy] out [dx]. numerics: (sum over the window's
+ *     positions inside the input) / count; dx = sum over the windows in increasing order that take
+ *     (ih, iw) of (dy / count).
+ * MEAN  fwd in [x] out [y]; bwd in [dy] out [dx]; params.axes_mask, keep_dims. numerics: y = (sum in
+ *     increasing flat index order) / count; dx = dy / count.
+ * PAD  fwd in [x] out [y] (zeros around, params.pad_before/pad_after); bwd in [dy] out [dx] (the crop).
+ * ADD, SUB, MUL, DIV  fwd in [a, b] out [y]: y = act(a op b), numpy broadcasting (a, b, y of equal
+ *     rank; a size-1 dimension broadcasts). bwd in [a, b, y, dy] out [da, db]: a and b are -1 where
+ *     not read (ADD, SUB read neither; MUL reads both; DIV reads b, and a for db); y is -1 when the
+ *     activation is NONE; gradients are summed over the axes their input was broadcast along.
+ *     numerics, per element of y with g = dz: ADD da += g, db += g; SUB da += g, db += -g; MUL
+ *     da += g * b, db += g * a; DIV da += g / b, db += -((g * a) / (b * b)); each gradient element
+ *     sums its contributions in increasing flat index of y.
+ * RELU, RELU6, TANH, LOGISTIC  fwd in [x] out [y]; bwd in [y, dy] out [dx]. in place: fwd y with x,
+ *     bwd dx with dy. numerics: RELU dz = y > 0 ? dy : 0; RELU6 dz = (y > 0 && y < 6) ? dy : 0;
+ *     TANH e = clt_exp(-2|x|), t = (1 - e) / (1 + e), y = x < 0 ? -t : t, dz = dy * (1 - y * y);
+ *     LOGISTIC y = 1 / (1 + clt_exp(-x)), dz = dy * (y * (1 - y)).
+ * RESHAPE  fwd in [x] out [y] (same element count); bwd in [dy] out [dx]. in place: fwd y with x,
+ *     bwd dx with dy (the step then copies nothing).
+ * SOFTMAX  fwd in [x] out [y] over the last dimension, params.beta; bwd in [y, dy] out [dx].
+ *     numerics, per row: t_i = beta * x_i; mx = max_i t_i; e_i = clt_exp(t_i - mx); s = sum of
+ *     e_i; y_i = e_i / s. Backward: d = sum of (dy_i * y_i) (products rounded, then summed);
+ *     dx_i = beta * (y_i * (dy_i - d)).
+ * CONCATENATION  fwd in [x0, x1, ...] out [y] along params.axis; bwd in [dy] out [dx0, dx1, ...]
+ *     (each may be -1).
+ * LOSS_MSE, LOSS_CCE  fwd in [pred, expected] out [loss] (one element); bwd in [pred, expected]
+ *     out [dpred]. Reduction: SUM_OVER_BATCH_SIZE divides the sum over samples by the batch N
+ *     (dims[0] of pred), SUM does not; the backward includes the same scale.
+ *     numerics: CCE l = sum over all elements, batch-major, of (-e * clt_log(pc)) with
+ *     pc = min(max(p, 1e-7), 1 - 1e-7); loss = l / N or l; dpred = (-e / pc) / N or (-e / pc),
+ *     0 where p != pc. MSE per sample of K elements: q = sum of (d * d) with d = p - e; then
+ *     l = sum over samples of (q / K); loss = l / N or l; dpred = (2 * d) / K, then / N.
+ * ACCUMULATE  bwd in [a] out [acc]: acc += a (acc is read and written).
+ * UPDATE_SGD  update in [grad] out [W]: W = W - lr * g.
+ * UPDATE_ADAM  update in [grad] out [W, m, v] (t = run_args.iteration). numerics: step =
+ *     (float)((double)lr * sqrt(1 - b2^t) / (1 - b1^t)) computed in double; m = b1 * m + (1 - b1) * g;
+ *     v = b2 * v + (1 - b2) * (g * g) (with (1 - b1), (1 - b2) rounded to float first);
+ *     W = W - (step * m) / (sqrt(v) + eps).
+ *     Both updates: when params.update_count > 0 only elements [update_offset, update_offset +
+ *     update_count) of W (and of grad) are updated; Adam's m and v then have update_count elements.
  */
 #ifndef CLTRAIN_OPS_H
 #define CLTRAIN_OPS_H
@@ -22,36 +101,36 @@
 #define CLTRAIN_KIND_GRAPH 2
 #define CLTRAIN_KIND_UPDATE 3
 
-#define CLTRAIN_OP_LIST(X)                                        \
-  X(FULLY_CONNECTED, "FullyConnected", 9, CLTRAIN_KIND_MODEL)     \
-  X(RELU, "ReLU", 19, CLTRAIN_KIND_MODEL)                         \
-  X(RESHAPE, "Reshape", 22, CLTRAIN_KIND_MODEL)                   \
-  X(SOFTMAX, "Softmax", 25, CLTRAIN_KIND_MODEL)                   \
-  X(LOSS_MSE, "MeanSquaredError", -1, CLTRAIN_KIND_LOSS)          \
-  X(LOSS_CCE, "CategoricalCrossEntropy", -1, CLTRAIN_KIND_LOSS)   \
-  X(ACCUMULATE, "Accumulate", -1, CLTRAIN_KIND_GRAPH)             \
-  X(UPDATE_SGD, "SGD", -1, CLTRAIN_KIND_UPDATE)                   \
-  X(UPDATE_ADAM, "Adam", -1, CLTRAIN_KIND_UPDATE)                 \
-  X(CONV_2D, "Conv2D", 3, CLTRAIN_KIND_MODEL)                     \
-  X(DEPTHWISE_CONV_2D, "DepthwiseConv2D", 4, CLTRAIN_KIND_MODEL)  \
-  X(MAX_POOL_2D, "MaxPool2D", 17, CLTRAIN_KIND_MODEL)             \
-  X(AVERAGE_POOL_2D, "AveragePool2D", 1, CLTRAIN_KIND_MODEL)      \
-  X(MEAN, "Mean", 40, CLTRAIN_KIND_MODEL)                         \
-  X(PAD, "Pad", 34, CLTRAIN_KIND_MODEL)                           \
-  X(ADD, "Add", 0, CLTRAIN_KIND_MODEL)                            \
-  X(SUB, "Sub", 41, CLTRAIN_KIND_MODEL)                           \
-  X(MUL, "Mul", 18, CLTRAIN_KIND_MODEL)                           \
-  X(DIV, "Div", 42, CLTRAIN_KIND_MODEL)                           \
-  X(RELU6, "ReLU6", 21, CLTRAIN_KIND_MODEL)                       \
-  X(TANH, "Tanh", 28, CLTRAIN_KIND_MODEL)                         \
-  X(LOGISTIC, "Logistic", 14, CLTRAIN_KIND_MODEL)                 \
+#define CLTRAIN_OP_LIST(X)                                       \
+  X(FULLY_CONNECTED, "FullyConnected", 9, CLTRAIN_KIND_MODEL)    \
+  X(RELU, "ReLU", 19, CLTRAIN_KIND_MODEL)                        \
+  X(RESHAPE, "Reshape", 22, CLTRAIN_KIND_MODEL)                  \
+  X(SOFTMAX, "Softmax", 25, CLTRAIN_KIND_MODEL)                  \
+  X(LOSS_MSE, "MeanSquaredError", -1, CLTRAIN_KIND_LOSS)         \
+  X(LOSS_CCE, "CategoricalCrossEntropy", -1, CLTRAIN_KIND_LOSS)  \
+  X(ACCUMULATE, "Accumulate", -1, CLTRAIN_KIND_GRAPH)            \
+  X(UPDATE_SGD, "SGD", -1, CLTRAIN_KIND_UPDATE)                  \
+  X(UPDATE_ADAM, "Adam", -1, CLTRAIN_KIND_UPDATE)                \
+  X(CONV_2D, "Conv2D", 3, CLTRAIN_KIND_MODEL)                    \
+  X(DEPTHWISE_CONV_2D, "DepthwiseConv2D", 4, CLTRAIN_KIND_MODEL) \
+  X(MAX_POOL_2D, "MaxPool2D", 17, CLTRAIN_KIND_MODEL)            \
+  X(AVERAGE_POOL_2D, "AveragePool2D", 1, CLTRAIN_KIND_MODEL)     \
+  X(MEAN, "Mean", 40, CLTRAIN_KIND_MODEL)                        \
+  X(PAD, "Pad", 34, CLTRAIN_KIND_MODEL)                          \
+  X(ADD, "Add", 0, CLTRAIN_KIND_MODEL)                           \
+  X(SUB, "Sub", 41, CLTRAIN_KIND_MODEL)                          \
+  X(MUL, "Mul", 18, CLTRAIN_KIND_MODEL)                          \
+  X(DIV, "Div", 42, CLTRAIN_KIND_MODEL)                          \
+  X(RELU6, "ReLU6", 21, CLTRAIN_KIND_MODEL)                      \
+  X(TANH, "Tanh", 28, CLTRAIN_KIND_MODEL)                        \
+  X(LOGISTIC, "Logistic", 14, CLTRAIN_KIND_MODEL)                \
   X(CONCATENATION, "Concatenation", 2, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,
   CLTRAIN_OP_LIST(CLTRAIN_X_ENUM)
 #undef CLTRAIN_X_ENUM
-  CLTRAIN_OP_COUNT
+      CLTRAIN_OP_COUNT
 } cltrain_op;
 
 /* Fused activation, values as tflite's ActivationFunctionType. */
