@@ -37,10 +37,10 @@
 #include <string>
 #include <vector>
 
-#include "cl_error.h"
-#include "device.h"
-#include "gemm_native.h"
-#include "gemm_tuning.h"
+#include "device/cl_error.h"
+#include "device/device.h"
+#include "gemm/gemm_native.h"
+#include "gemm/gemm_tuning.h"
 #include "model/builder.h"
 #include "model/model.h"
 #include "window_geometry.h"
@@ -518,7 +518,7 @@ int main(int argc, char** argv) {
     const std::string applied = apply_gemm_tuning(dev);  // what the backend's create() does
     std::string engine_error;
     NativeGemm native_gemm;
-    if (choose_gemm_engine(dev.type, dev.local_mem, &engine_error) == GemmEngine::kNative) {
+    if (choose_gemm_engine(dev.type, dev.local_mem, &engine_error) == GemmKind::kNative) {
       native_gemm.limits = native_limits(dev.local_mem);
       native_gemm.ctx = ctx;
       native_gemm.device = dev.id;

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "cl_headers.h"
-#include "gemm_native.h"
+#include "device/cl_headers.h"
+#include "gemm/gemm_native.h"
 
 namespace {
 
@@ -232,7 +232,7 @@ TEST(NativeGemmPlan, BlocksAndFormsFollowTheShape) {
   EXPECT_GE(small.kc * small.nb_max * 4 + small.mb_max * small.nb_max * 4 + 1024, 0u);
   EXPECT_LE(small.kc * small.nb_max * 4 + small.mb_max * small.nb_max * 4 + 1024, 32u << 10);
   EXPECT_EQ(native_limits(4 << 10).kc, 0u);  // too small: CLBlast instead
-  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_CPU, 4 << 10, nullptr) == GemmEngine::kNative,
+  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_CPU, 4 << 10, nullptr) == GemmKind::kNative,
             std::getenv("CLTRAIN_OPENCL_GEMM") != nullptr && std::string(std::getenv("CLTRAIN_OPENCL_GEMM")) == "native");
   const NativeBlocks bb = native_blocks(big, 2, pocl);
   EXPECT_EQ(bb.mb, 64u);
@@ -263,18 +263,18 @@ TEST(NativeGemmPlan, neg_UnknownOrUnfittingEngineChoiceIsAnError) {
   const std::string saved = before ? before : "";
   std::string error;
   setenv("CLTRAIN_OPENCL_GEMM", "fast", 1);
-  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_CPU, 512 << 10, &error), GemmEngine::kClblast);
+  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_CPU, 512 << 10, &error), GemmKind::kClblast);
   EXPECT_NE(error.find("CLTRAIN_OPENCL_GEMM is 'fast'"), std::string::npos) << error;
   error.clear();
   setenv("CLTRAIN_OPENCL_GEMM", "native", 1);
-  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_GPU, 512 << 10, &error), GemmEngine::kNative);
+  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_GPU, 512 << 10, &error), GemmKind::kNative);
   EXPECT_TRUE(error.empty()) << error;
-  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_CPU, 4 << 10, &error), GemmEngine::kClblast);
+  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_CPU, 4 << 10, &error), GemmKind::kClblast);
   EXPECT_NE(error.find("too few for kernels/gemm.cl"), std::string::npos) << error;
   error.clear();
   unsetenv("CLTRAIN_OPENCL_GEMM");
-  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_CPU, 512 << 10, &error), GemmEngine::kNative);
-  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_GPU, 512 << 10, &error), GemmEngine::kClblast);
+  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_CPU, 512 << 10, &error), GemmKind::kNative);
+  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_GPU, 512 << 10, &error), GemmKind::kClblast);
   EXPECT_TRUE(error.empty()) << error;
   if (before) setenv("CLTRAIN_OPENCL_GEMM", saved.c_str(), 1);
 }

@@ -1,8 +1,7 @@
 // Standalone activations (kernels/activation.cl), one work-item per element:
 //   RELU, RELU6, TANH, LOGISTIC   forward in [x] out [y]; backward in [y, dy] out [dx]
 // Kernels <name>_forward and <name>_backward; forward and backward share a program.
-#include "launch.h"
-#include "ops/ops.h"
+#include "ops/op.h"
 
 namespace cltrain::ocl {
 namespace {
@@ -34,20 +33,21 @@ const char* kernel_prefix(int op) {
   }
 }
 
-StepRun prepare_relu(Backend& b, const StepView& s) {
+StepRun prepare_relu(const OpContext& c) {
+  const StepView& s = c.s;
   const uint64_t count = s.count(s.in(0));
   Defines d;
   d.set("COUNT", count);
   Kernel k;
   const std::string prefix = kernel_prefix(s.step.op);
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
-    k = make_kernel(b, kFamily, d, (prefix + "_forward").c_str());
-    set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.out(0)));
+    k = c.kernel(kFamily, d, (prefix + "_forward").c_str());
+    set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.out(0)));
   } else {
-    k = make_kernel(b, kFamily, d, (prefix + "_backward").c_str());
-    set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.in(1)), elem_offset(b, s.out(0)));
+    k = c.kernel(kFamily, d, (prefix + "_backward").c_str());
+    set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.in(1)), c.offset(s.out(0)));
   }
-  return [&b, k, count](const cltrain_run_args*) { launch_1d(b, k, count); };
+  return [k, count](const Queue& q, const cltrain_run_args*) { q.launch_1d(k, count); };
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // CONV_2D: x [N,H,W,I], W [O,KH,KW,I], optional b [O], y [N,OH,OW,O] = act(conv + b).
 // Every dot product is one CLBlast GEMM output element (an fma chain over k in order), and all
-// scratch (panel and CLBlast's copies) is bounded by b.scratch_budget where the smallest chunk
+// scratch (panel and CLBlast's copies) is bounded by c.scratch_budget() where the smallest chunk
 // allows (private layer-scope tensors of the step). The large
 // operands are laid out as CLBlast's kernel reads them (A as [K, M], B as [K, N], C column-major),
 // so that its scratch only ever holds copies of the small ones:
@@ -21,10 +21,9 @@
 #include <utility>
 #include <vector>
 
-#include "launch.h"
+#include "ops/op.h"
 #include "memory_plan.h"
 #include "ops/conv_shape.h"
-#include "ops/ops.h"
 
 namespace cltrain::ocl {
 namespace {
@@ -51,17 +50,19 @@ struct ConvPlan {
 };
 
 // CLBlast copies an operand into its scratch unless its dimensions are whole tiles
-// (b.gemm_tile): how many units (of unit_rows GEMM rows each) make a chunk: at most fit (at least
+// (c.gemm().tile()): how many units (of unit_rows GEMM rows each) make a chunk: at most fit (at least
 // 1) and at most total, the largest such count whose rows are whole tiles when there is one.
-uint64_t aligned_chunk(const Backend& b, uint64_t fit, uint64_t unit_rows, uint64_t total) {
+uint64_t aligned_chunk(const OpContext& c, uint64_t fit, uint64_t unit_rows, uint64_t total) {
   const uint64_t count = std::clamp<uint64_t>(fit, 1, total);
   if (count == total) return count;
-  for (uint64_t c = count; c >= 1; --c)
-    if (c * unit_rows % b.gemm_tile == 0) return c;
+  const uint64_t tile = c.gemm().tile();
+  for (uint64_t n = count; n >= 1; --n)
+    if (n * unit_rows % tile == 0) return n;
   return count;
 }
 
-void plan_forward(Backend& b, const StepView& s, ConvPlan& p) {
+void plan_forward(const OpContext& c, ConvPlan& p) {
+  const StepView& s = c.s;
   const ConvShape& sh = p.sh;
   const uint64_t positions = sh.positions(), O = sh.out_ch, K = sh.taps() * sh.in_ch;
   Gemm g;
@@ -75,7 +76,7 @@ void plan_forward(Backend& b, const StepView& s, ConvPlan& p) {
     g.what = s.what() + " y = x W^T";
     p.actions.push_back(Action(Action::kGemm, g));
   } else {
-    const uint64_t chunk = aligned_chunk(b, p.budget / (K * 4), 1, positions);
+    const uint64_t chunk = aligned_chunk(c, p.budget / (K * 4), 1, positions);
     p.panel_bytes = chunk * K * 4;
     g.ta = clblast::Transpose::kYes;  // the panel is stored [K, rows]
     for (uint64_t r0 = 0; r0 < positions; r0 += chunk) {
@@ -95,7 +96,8 @@ void plan_forward(Backend& b, const StepView& s, ConvPlan& p) {
   if (sh.bias >= 0 || sh.activation != CLTRAIN_ACT_NONE) p.actions.push_back(Action(Action::kBiasAct));
 }
 
-void plan_filter_grad(Backend& b, const StepView& s, ConvPlan& p) {
+void plan_filter_grad(const OpContext& c, ConvPlan& p) {
+  const StepView& s = c.s;
   const ConvShape& sh = p.sh;
   const uint64_t positions = sh.positions(), O = sh.out_ch, I = sh.in_ch, taps = sh.taps(), K = taps * I;
   Gemm g;
@@ -114,7 +116,7 @@ void plan_filter_grad(Backend& b, const StepView& s, ConvPlan& p) {
   // work-groups; more taps per panel run slower on POCL, the panel leaving the cache), or blocks
   // of one tap's channels when its panel is over budget.
   const uint64_t fit = p.budget / (positions * I * 4);
-  const uint64_t want = (2 * b.gemm_tile + I - 1) / I;
+  const uint64_t want = (2 * c.gemm().tile() + I - 1) / I;
   const uint64_t block_taps = std::clamp<uint64_t>(std::min<uint64_t>(want, fit), 1, taps);
   const uint64_t block_ch = fit >= 1 ? I : std::clamp<uint64_t>(p.budget / (positions * 4), 1, I);
   p.panel_bytes = std::max(p.panel_bytes, positions * block_taps * block_ch * 4);
@@ -136,7 +138,8 @@ void plan_filter_grad(Backend& b, const StepView& s, ConvPlan& p) {
   }
 }
 
-void plan_input_grad(Backend& b, const StepView& s, ConvPlan& p) {
+void plan_input_grad(const OpContext& c, ConvPlan& p) {
+  const StepView& s = c.s;
   const ConvShape& sh = p.sh;
   const uint64_t O = sh.out_ch, I = sh.in_ch, K = sh.taps() * I, per_image = sh.h.out * sh.w.out;
   // Column-major C [K, rows] is the row-major [rows, K] of dcol (or dx): C(q, r) = sum over o of
@@ -153,7 +156,7 @@ void plan_input_grad(Backend& b, const StepView& s, ConvPlan& p) {
     p.actions.push_back(Action(Action::kGemm, g));
     return;
   }
-  const uint64_t images = aligned_chunk(b, p.budget / (per_image * K * 4), per_image, sh.n);
+  const uint64_t images = aligned_chunk(c, p.budget / (per_image * K * 4), per_image, sh.n);
   p.panel_bytes = std::max(p.panel_bytes, images * per_image * K * 4);
   for (uint64_t n0 = 0; n0 < static_cast<uint64_t>(sh.n); n0 += images) {
     const uint64_t count = std::min<uint64_t>(images, sh.n - n0);
@@ -172,7 +175,7 @@ void plan_input_grad(Backend& b, const StepView& s, ConvPlan& p) {
     t.b = sh.w_t, t.ldb = K;
     t.c = kPanel, t.ldc = g.n;
     t.what = s.what() + " dcol^T = (dz W)^T (images " + std::to_string(n0) + "..)";
-    const bool transposed = gemm_temp_bytes(b, t) < gemm_temp_bytes(b, g);
+    const bool transposed = c.gemm().temp_bytes(t) < c.gemm().temp_bytes(g);
     p.actions.push_back(Action(Action::kGemm, transposed ? t : g));
     Action gather(Action::kGather);
     gather.row0 = static_cast<uint32_t>(n0), gather.rows = static_cast<uint32_t>(count);
@@ -181,7 +184,8 @@ void plan_input_grad(Backend& b, const StepView& s, ConvPlan& p) {
   }
 }
 
-ConvPlan plan_with_budget(Backend& b, const StepView& s, uint64_t budget) {
+ConvPlan plan_with_budget(const OpContext& c, uint64_t budget) {
+  const StepView& s = c.s;
   ConvPlan p;
   p.budget = budget;
   if (const std::string why = check_conv(s, p.sh); !why.empty()) fail(CLTRAIN_INVALID, s.what() + ": " + why);
@@ -189,31 +193,31 @@ ConvPlan plan_with_budget(Backend& b, const StepView& s, uint64_t budget) {
   p.pointwise = sh.has_geometry && sh.taps() == 1 && sh.h.stride == 1 && sh.w.stride == 1 && sh.h.pad_before == 0 &&
                 sh.w.pad_before == 0 && sh.h.out == sh.h.in && sh.w.out == sh.w.in;
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
-    plan_forward(b, s, p);
+    plan_forward(c, p);
   } else {
     if (sh.activation != CLTRAIN_ACT_NONE) p.actions.push_back(Action(Action::kActGrad));
     if (sh.db >= 0) p.actions.push_back(Action(Action::kBiasGrad));
-    if (sh.dw >= 0) plan_filter_grad(b, s, p);
-    if (sh.dx >= 0) plan_input_grad(b, s, p);
+    if (sh.dw >= 0) plan_filter_grad(c, p);
+    if (sh.dx >= 0) plan_input_grad(c, p);
   }
   for (const Action& a : p.actions)
-    if (a.kind == Action::kGemm) p.temp_bytes = std::max(p.temp_bytes, gemm_temp_bytes(b, a.gemm));
+    if (a.kind == Action::kGemm) p.temp_bytes = std::max(p.temp_bytes, c.gemm().temp_bytes(a.gemm));
   return p;
 }
 
-// The panel and CLBlast's scratch together within b.scratch_budget: of the panel budgets
-// b.scratch_budget, cap, 3/4 cap, ... 64 KiB, the largest panel whose total fits (fewest chunks),
+// The panel and CLBlast's scratch together within c.scratch_budget(): of the panel budgets
+// c.scratch_budget(), cap, 3/4 cap, ... 64 KiB, the largest panel whose total fits (fewest chunks),
 // else the smallest total (CLBlast copies operands whose chunks are not whole tiles, so a
 // smaller panel can cost more).
-ConvPlan make_plan(Backend& b, const StepView& s) {
-  std::vector<uint64_t> budgets = {b.scratch_budget};
-  for (uint64_t f = b.scratch_cap; f >= (64u << 10); f = f * 3 / 4) budgets.push_back(f);
+ConvPlan make_plan(const OpContext& c) {
+  std::vector<uint64_t> budgets = {c.scratch_budget()};
+  for (uint64_t f = c.scratch_cap(); f >= (64u << 10); f = f * 3 / 4) budgets.push_back(f);
   ConvPlan best;
   bool have = false, best_fits = false;
   for (uint64_t budget : budgets) {
-    ConvPlan p = plan_with_budget(b, s, budget);
+    ConvPlan p = plan_with_budget(c, budget);
     const uint64_t total = p.panel_bytes + p.temp_bytes, best_total = best.panel_bytes + best.temp_bytes;
-    const bool fits = total <= b.scratch_budget;
+    const bool fits = total <= c.scratch_budget();
     const bool better = !have || (fits && (!best_fits || p.panel_bytes > best.panel_bytes ||
                                            (p.panel_bytes == best.panel_bytes && total < best_total))) ||
                         (!fits && !best_fits && total < best_total);
@@ -228,23 +232,25 @@ std::string check(const StepView& s) {
 }
 
 // Private tensors, in this order where needed: the panel (or dcol), CLBlast's scratch.
-std::vector<uint64_t> scratch(Backend& b, const StepView& s) {
-  const ConvPlan p = make_plan(b, s);
+std::vector<uint64_t> scratch(const OpContext& c) {
+  const StepView& s = c.s;
+  const ConvPlan p = make_plan(c);
   std::vector<uint64_t> out;
   for (uint64_t bytes : {p.panel_bytes, p.temp_bytes})
     if (bytes > 0) out.push_back(bytes);
   return out;
 }
 
-StepRun prepare(Backend& b, const StepView& s) {
-  const ConvPlan p = make_plan(b, s);
+StepRun prepare(const OpContext& c) {
+  const StepView& s = c.s;
+  const ConvPlan p = make_plan(c);
   const ConvShape& sh = p.sh;
   size_t next = 0;
-  const int32_t panel = p.panel_bytes > 0 ? scratch_tensor(b, s, next++) : -1;
-  const int32_t temp = p.temp_bytes > 0 ? scratch_tensor(b, s, next++) : -1;
+  const int32_t panel = p.panel_bytes > 0 ? c.scratch(next++) : -1;
+  const int32_t temp = p.temp_bytes > 0 ? c.scratch(next++) : -1;
   const Defines geometry = sh.defines();
   std::map<std::pair<uint32_t, uint32_t>, Kernel> panel_kernels;  // by (taps, channels) of a block
-  std::vector<std::function<void()>> run;
+  std::vector<std::function<void(const Queue&)>> run;
   for (const Action& a : p.actions) {
     switch (a.kind) {
       case Action::kPanelFill: {
@@ -252,24 +258,26 @@ StepRun prepare(Backend& b, const StepView& s) {
         if (!k) {
           Defines d = geometry;
           d.set("PANEL_TAPS", a.taps).set("PANEL_CH", a.ch);
-          k = make_kernel(b, "conv2d.cl", d.set("VEC", 1), a.transposed ? "conv_panel_t" : "conv_panel");
+          k = c.kernel("conv2d.cl", d.set("VEC", 1), a.transposed ? "conv_panel_t" : "conv_panel");
         }
-        const cl_uint x_off = elem_offset(b, sh.x), panel_off = elem_offset(b, panel);
+        const cl_uint x_off = c.offset(sh.x), panel_off = c.offset(panel);
         const Kernel kk = k;
-        run.push_back([&b, kk, x_off, panel_off, a] {
-          set_args(kk, b.pool, x_off, panel_off, a.row0, a.rows, a.p0, a.c0);
+        const cl_mem pool = c.pool();
+        // The kernel serves every block of its shape: its arguments are set as each block runs.
+        run.push_back([kk, pool, x_off, panel_off, a](const Queue& q) {
+          set_args(kk, pool, x_off, panel_off, a.row0, a.rows, a.p0, a.c0);
           if (a.transposed)
-            launch_2d(b, kk, (uint64_t{a.rows} + 7) / 8, a.taps);
+            q.launch_2d(kk, (uint64_t{a.rows} + 7) / 8, a.taps);
           else
-            launch_1d(b, kk, uint64_t{a.rows} * a.taps);
+            q.launch_1d(kk, uint64_t{a.rows} * a.taps);
         });
         break;
       }
       case Action::kGemm: {
         Gemm g = a.gemm;
         for (int32_t* id : {&g.a, &g.b, &g.c}) *id = *id == kPanel ? panel : *id;
-        const PreparedGemm pg = prepare_gemm(b, g, temp);
-        run.push_back([&b, pg] { run_gemm(b, pg); });
+        const PreparedGemm pg = c.prepare_gemm(g, temp);
+        run.push_back([pg](const Queue& q) { run_gemm(q, pg); });
         break;
       }
       case Action::kGather: {
@@ -282,12 +290,12 @@ StepRun prepare(Backend& b, const StepView& s) {
           }
         Defines d = geometry;
         d.set("XACT", sh.dx_activation).set("DCOL_T", a.transposed);
-        Kernel k = make_kernel(b, "conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", vec),
+        Kernel k = c.kernel("conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", vec),
                                "conv_gather_dx");
-        set_args(k, b.pool, elem_offset(b, panel), elem_offset(b, sh.dx), a.row0, a.rows,
-                 sh.dx_activation != CLTRAIN_ACT_NONE ? elem_offset(b, sh.x) : cl_uint{0});
+        set_args(k, c.pool(), c.offset(panel), c.offset(sh.dx), a.row0, a.rows,
+                 sh.dx_activation != CLTRAIN_ACT_NONE ? c.offset(sh.x) : cl_uint{0});
         const uint64_t count = uint64_t{a.rows} * sh.h.in * sh.w.in * sh.in_ch / vec;
-        run.push_back([&b, k, count] { launch_1d(b, k, count); });
+        run.push_back([k, count](const Queue& q) { q.launch_1d(k, count); });
         break;
       }
       case Action::kBiasAct:
@@ -297,21 +305,21 @@ StepRun prepare(Backend& b, const StepView& s) {
         d.set("ROWS", static_cast<long long>(s.count(a.kind == Action::kBiasAct ? sh.y : sh.dy) / sh.out_ch));
         d.set("COLS", sh.out_ch).set("HAS_BIAS", sh.bias >= 0).set("ACT", sh.activation);
         const char* name = a.kind == Action::kBiasAct ? "bias_act" : a.kind == Action::kActGrad ? "act_grad" : "bias_grad";
-        Kernel k = make_kernel(b, "bias_act.cl", d, name);
+        Kernel k = c.kernel("bias_act.cl", d, name);
         uint64_t count = s.count(a.kind == Action::kBiasAct ? sh.y : sh.dy);
         if (a.kind == Action::kBiasAct)
-          set_args(k, b.pool, elem_offset(b, sh.y), sh.bias >= 0 ? elem_offset(b, sh.bias) : cl_uint{0});
+          set_args(k, c.pool(), c.offset(sh.y), sh.bias >= 0 ? c.offset(sh.bias) : cl_uint{0});
         else if (a.kind == Action::kActGrad)
-          set_args(k, b.pool, elem_offset(b, sh.y), elem_offset(b, sh.dy));
+          set_args(k, c.pool(), c.offset(sh.y), c.offset(sh.dy));
         else
-          set_args(k, b.pool, elem_offset(b, sh.dy), elem_offset(b, sh.db)), count = sh.out_ch;
-        run.push_back([&b, k, count] { launch_1d(b, k, count); });
+          set_args(k, c.pool(), c.offset(sh.dy), c.offset(sh.db)), count = sh.out_ch;
+        run.push_back([k, count](const Queue& q) { q.launch_1d(k, count); });
         break;
       }
     }
   }
-  return [run](const cltrain_run_args*) {
-    for (const auto& f : run) f();
+  return [run](const Queue& q, const cltrain_run_args*) {
+    for (const auto& f : run) f(q);
   };
 }
 

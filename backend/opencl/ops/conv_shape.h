@@ -9,8 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "launch.h"
-#include "ops/ops.h"
+#include "ops/op.h"
 
 namespace cltrain::ocl {
 

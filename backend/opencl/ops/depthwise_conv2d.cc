@@ -7,9 +7,8 @@
 //            the fma over j). No scratch.
 #include <vector>
 
-#include "launch.h"
+#include "ops/op.h"
 #include "ops/conv_shape.h"
-#include "ops/ops.h"
 
 namespace cltrain::ocl {
 namespace {
@@ -21,7 +20,8 @@ std::string check(const StepView& s) {
   return check_conv(s, sh);
 }
 
-StepRun prepare(Backend& b, const StepView& s) {
+StepRun prepare(const OpContext& c) {
+  const StepView& s = c.s;
   ConvShape sh;
   if (const std::string why = check_conv(s, sh); !why.empty()) fail(CLTRAIN_INVALID, s.what() + ": " + why);
   struct Launch {
@@ -41,39 +41,39 @@ StepRun prepare(Backend& b, const StepView& s) {
   Defines geometry = sh.defines();
   geometry.set("ACT", sh.activation).set("HAS_BIAS", sh.bias >= 0).set("VEC", vec);
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
-    Kernel k = make_kernel(b, kFamily, geometry, "dw_forward");
-    set_args(k, b.pool, elem_offset(b, sh.x), elem_offset(b, sh.w_t), sh.bias >= 0 ? elem_offset(b, sh.bias) : cl_uint{0},
-             elem_offset(b, sh.y));
+    Kernel k = c.kernel(kFamily, geometry, "dw_forward");
+    set_args(k, c.pool(), c.offset(sh.x), c.offset(sh.w_t), sh.bias >= 0 ? c.offset(sh.bias) : cl_uint{0},
+             c.offset(sh.y));
     launches.push_back({k, s.count(sh.y) / vec});
   } else {
     const uint64_t count = s.count(sh.dy);
     Defines d;
     d.set("ROWS", count / sh.out_ch).set("COLS", sh.out_ch).set("HAS_BIAS", 0).set("ACT", sh.activation);
     if (sh.activation != CLTRAIN_ACT_NONE) {
-      Kernel k = make_kernel(b, "bias_act.cl", d, "act_grad");
-      set_args(k, b.pool, elem_offset(b, sh.y), elem_offset(b, sh.dy));
+      Kernel k = c.kernel("bias_act.cl", d, "act_grad");
+      set_args(k, c.pool(), c.offset(sh.y), c.offset(sh.dy));
       launches.push_back({k, count});
     }
     if (sh.db >= 0) {
-      Kernel k = make_kernel(b, "bias_act.cl", d, "bias_grad");
-      set_args(k, b.pool, elem_offset(b, sh.dy), elem_offset(b, sh.db));
+      Kernel k = c.kernel("bias_act.cl", d, "bias_grad");
+      set_args(k, c.pool(), c.offset(sh.dy), c.offset(sh.db));
       launches.push_back({k, static_cast<uint64_t>(sh.out_ch)});
     }
     if (sh.dw >= 0) {
-      Kernel k = make_kernel(b, kFamily, geometry, "dw_filter_grad");
-      set_args(k, b.pool, elem_offset(b, sh.x), elem_offset(b, sh.dy), elem_offset(b, sh.dw));
+      Kernel k = c.kernel(kFamily, geometry, "dw_filter_grad");
+      set_args(k, c.pool(), c.offset(sh.x), c.offset(sh.dy), c.offset(sh.dw));
       launches.push_back({k, s.count(sh.dw) / vec});
     }
     if (sh.dx >= 0) {
       Defines d = geometry;
-      Kernel k = make_kernel(b, kFamily, d.set("XACT", sh.dx_activation), "dw_input_grad");
-      set_args(k, b.pool, elem_offset(b, sh.w_t), elem_offset(b, sh.dy), elem_offset(b, sh.dx),
-               sh.dx_activation != CLTRAIN_ACT_NONE ? elem_offset(b, sh.x) : cl_uint{0});
+      Kernel k = c.kernel(kFamily, d.set("XACT", sh.dx_activation), "dw_input_grad");
+      set_args(k, c.pool(), c.offset(sh.w_t), c.offset(sh.dy), c.offset(sh.dx),
+               sh.dx_activation != CLTRAIN_ACT_NONE ? c.offset(sh.x) : cl_uint{0});
       launches.push_back({k, s.count(sh.dx) / vec});
     }
   }
-  return [&b, launches](const cltrain_run_args*) {
-    for (const Launch& l : launches) launch_1d(b, l.k, l.count);
+  return [launches](const Queue& q, const cltrain_run_args*) {
+    for (const Launch& l : launches) q.launch_1d(l.k, l.count);
   };
 }
 

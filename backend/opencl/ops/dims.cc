@@ -1,6 +1,6 @@
 #include "ops/dims.h"
 
-#include "cl_error.h"
+#include "device/cl_error.h"
 
 namespace cltrain::ocl {
 

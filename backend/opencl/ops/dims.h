@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "launch.h"
+#include "ops/op.h"
 
 namespace cltrain::ocl {
 

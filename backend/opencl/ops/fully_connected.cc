@@ -5,9 +5,8 @@
 // kernels/bias_act.cl; CLBlast's scratch is one private tensor of the step.
 #include <algorithm>
 
-#include "launch.h"
+#include "ops/op.h"
 #include "memory_plan.h"
-#include "ops/ops.h"
 
 namespace cltrain::ocl {
 namespace {
@@ -100,67 +99,71 @@ std::vector<Gemm> gemms(const StepView& s, const FcShape& sh) {
 }
 
 // One private tensor: CLBlast's scratch, the largest any GEMM of the step needs (none if 0).
-std::vector<uint64_t> scratch(Backend& b, const StepView& s) {
+std::vector<uint64_t> scratch(const OpContext& c) {
+  const StepView& s = c.s;
   FcShape sh;
   check_shape(s, sh);
   uint64_t bytes = 0;
-  for (const Gemm& g : gemms(s, sh)) bytes = std::max(bytes, gemm_temp_bytes(b, g));
+  for (const Gemm& g : gemms(s, sh)) bytes = std::max(bytes, c.gemm().temp_bytes(g));
   if (bytes == 0) return {};
   return {bytes};
 }
 
-std::vector<PreparedGemm> prepare_gemms(Backend& b, const StepView& s, const FcShape& sh) {
-  const int32_t temp = b.step_scratch[s.index].empty() ? -1 : scratch_tensor(b, s, 0);
+std::vector<PreparedGemm> prepare_gemms(const OpContext& c, const StepView& s, const FcShape& sh) {
+  const int32_t temp = c.num_scratch() == 0 ? -1 : c.scratch(0);
   std::vector<PreparedGemm> out;
-  for (const Gemm& g : gemms(s, sh)) out.push_back(prepare_gemm(b, g, temp));
+  for (const Gemm& g : gemms(s, sh)) out.push_back(c.prepare_gemm(g, temp));
   return out;
 }
 
-StepRun prepare_forward(Backend& b, const StepView& s, const FcShape& sh) {
+StepRun prepare_forward(const OpContext& c, const FcShape& sh) {
+  const StepView& s = c.s;
   const int32_t bias = s.in(2), y = s.out(0);
-  const std::vector<PreparedGemm> g = prepare_gemms(b, s, sh);
+  const std::vector<PreparedGemm> g = prepare_gemms(c, s, sh);
   const int act = s.step.params.activation;
   Kernel bias_act;
   if (bias >= 0 || act != CLTRAIN_ACT_NONE) {
     Defines d;
     d.set("ROWS", sh.n).set("COLS", sh.m).set("HAS_BIAS", bias >= 0).set("ACT", act);
-    bias_act = make_kernel(b, kFamily, d, "bias_act");
-    set_args(bias_act, b.pool, elem_offset(b, y), bias >= 0 ? elem_offset(b, bias) : cl_uint{0});
+    bias_act = c.kernel(kFamily, d, "bias_act");
+    set_args(bias_act, c.pool(), c.offset(y), bias >= 0 ? c.offset(bias) : cl_uint{0});
   }
   const uint64_t count = sh.n * sh.m;
-  return [&b, g, bias_act, count](const cltrain_run_args*) {
-    run_gemm(b, g[0]);
-    if (bias_act) launch_1d(b, bias_act, count);
+  return [g, bias_act, count](const Queue& q, const cltrain_run_args*) {
+    run_gemm(q, g[0]);
+    if (bias_act) q.launch_1d(bias_act, count);
   };
 }
 
-StepRun prepare_backward(Backend& b, const StepView& s, const FcShape& sh) {
+StepRun prepare_backward(const OpContext& c, const FcShape& sh) {
+  const StepView& s = c.s;
   const int32_t y = s.in(2), dy = s.in(3), db = s.out(2);
   const int act = s.step.params.activation;
   Defines d;
   d.set("ROWS", sh.n).set("COLS", sh.m).set("HAS_BIAS", 0).set("ACT", act);
   Kernel act_grad, bias_grad;
   if (act != CLTRAIN_ACT_NONE) {
-    act_grad = make_kernel(b, kFamily, d, "act_grad");
-    set_args(act_grad, b.pool, elem_offset(b, y), elem_offset(b, dy));
+    act_grad = c.kernel(kFamily, d, "act_grad");
+    set_args(act_grad, c.pool(), c.offset(y), c.offset(dy));
   }
   if (db >= 0) {
-    bias_grad = make_kernel(b, kFamily, d, "bias_grad");
-    set_args(bias_grad, b.pool, elem_offset(b, dy), elem_offset(b, db));
+    bias_grad = c.kernel(kFamily, d, "bias_grad");
+    set_args(bias_grad, c.pool(), c.offset(dy), c.offset(db));
   }
-  const std::vector<PreparedGemm> gs = prepare_gemms(b, s, sh);
+  const std::vector<PreparedGemm> gs = prepare_gemms(c, s, sh);
   const uint64_t count = sh.n * sh.m, cols = sh.m;
-  return [&b, act_grad, bias_grad, gs, count, cols](const cltrain_run_args*) {
-    if (act_grad) launch_1d(b, act_grad, count);
-    if (bias_grad) launch_1d(b, bias_grad, cols);
-    for (const PreparedGemm& g : gs) run_gemm(b, g);
+  return [act_grad, bias_grad, gs, count, cols](const Queue& q, const cltrain_run_args*) {
+    if (act_grad) q.launch_1d(act_grad, count);
+    if (bias_grad) q.launch_1d(bias_grad, cols);
+    for (const PreparedGemm& g : gs) run_gemm(q, g);
   };
 }
 
-StepRun prepare(Backend& b, const StepView& s) {
+StepRun prepare(const OpContext& c) {
+  const StepView& s = c.s;
   FcShape sh;
   check_shape(s, sh);
-  return s.step.phase == CLTRAIN_PHASE_FORWARD ? prepare_forward(b, s, sh) : prepare_backward(b, s, sh);
+  return s.step.phase == CLTRAIN_PHASE_FORWARD ? prepare_forward(c, sh) : prepare_backward(c, sh);
 }
 
 }  // namespace

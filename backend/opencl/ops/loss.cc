@@ -2,8 +2,7 @@
 // index, into the one-element loss; loss_backward writes dpred elementwise. Conventions and
 // rounding orders as cltrain_backend.h: CCE clamps pred to [1e-7, 1 - 1e-7]; SUM_OVER_BATCH_SIZE
 // divides by N = dims[0] of pred.
-#include "launch.h"
-#include "ops/ops.h"
+#include "ops/op.h"
 
 namespace cltrain::ocl {
 namespace {
@@ -25,7 +24,8 @@ std::string check_loss(const StepView& s) {
   return "has no " + phase_name(s.step.phase) + " step";
 }
 
-StepRun prepare_loss(Backend& b, const StepView& s) {
+StepRun prepare_loss(const OpContext& c) {
+  const StepView& s = c.s;
   const int32_t pred = s.in(0), expected = s.in(1), out = s.out(0);
   const cltrain_tensor_desc& p = s.tensor(pred);
   const uint64_t count = s.count(pred);
@@ -36,10 +36,10 @@ StepRun prepare_loss(Backend& b, const StepView& s) {
   d.set(mse ? "LOSS_MSE" : "LOSS_CCE", 1).set(mse ? "LOSS_CCE" : "LOSS_MSE", 0);
   d.set("DIV_N", s.step.params.reduction == CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE);
   const bool forward = s.step.phase == CLTRAIN_PHASE_FORWARD;
-  Kernel k = make_kernel(b, kFamily, d, forward ? "loss_forward" : "loss_backward");
-  set_args(k, b.pool, elem_offset(b, pred), elem_offset(b, expected), elem_offset(b, out));
+  Kernel k = c.kernel(kFamily, d, forward ? "loss_forward" : "loss_backward");
+  set_args(k, c.pool(), c.offset(pred), c.offset(expected), c.offset(out));
   const uint64_t items = forward ? 1 : count;
-  return [&b, k, items](const cltrain_run_args*) { launch_1d(b, k, items); };
+  return [k, items](const Queue& q, const cltrain_run_args*) { q.launch_1d(k, items); };
 }
 
 }  // namespace

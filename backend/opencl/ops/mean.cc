@@ -4,9 +4,8 @@
 //   backward: in [dy]  out [dx]   mean_backward, one work-item per element of dx: dy / count
 // Forward and backward of one op instance share a program: the definitions describe x and the
 // reduced axes, which the backward reads from dx (x's shape).
-#include "launch.h"
+#include "ops/op.h"
 #include "ops/dims.h"
-#include "ops/ops.h"
 
 namespace cltrain::ocl {
 namespace {
@@ -45,7 +44,8 @@ std::string check(const StepView& s) {
   return {};
 }
 
-StepRun prepare(Backend& b, const StepView& s) {
+StepRun prepare(const OpContext& c) {
+  const StepView& s = c.s;
   const bool fwd = s.step.phase == CLTRAIN_PHASE_FORWARD;
   const int32_t x = fwd ? s.in(0) : s.out(0), y = fwd ? s.out(0) : s.in(0);
   const std::vector<uint64_t> xd = dims_of(s.tensor(x));
@@ -64,13 +64,13 @@ StepRun prepare(Backend& b, const StepView& s) {
   define_view(d, "YS", v.strides(1));
   d.set("XCOUNT", static_cast<long long>(s.count(x))).set("YCOUNT", static_cast<long long>(s.count(y)));
   d.set_float("RCOUNT", static_cast<float>(reduced));
-  Kernel k = make_kernel(b, kFamily, d, fwd ? "mean_forward" : "mean_backward");
+  Kernel k = c.kernel(kFamily, d, fwd ? "mean_forward" : "mean_backward");
   if (fwd)
-    set_args(k, b.pool, elem_offset(b, x), elem_offset(b, y));
+    set_args(k, c.pool(), c.offset(x), c.offset(y));
   else
-    set_args(k, b.pool, elem_offset(b, y), elem_offset(b, x));
+    set_args(k, c.pool(), c.offset(y), c.offset(x));
   const uint64_t count = fwd ? s.count(y) : s.count(x);
-  return [&b, k, count](const cltrain_run_args*) { launch_1d(b, k, count); };
+  return [k, count](const Queue& q, const cltrain_run_args*) { q.launch_1d(k, count); };
 }
 
 }  // namespace

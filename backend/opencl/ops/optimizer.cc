@@ -5,8 +5,7 @@
 // update_count work-items; Adam's m and v hold update_count elements.
 #include <cmath>
 
-#include "launch.h"
-#include "ops/ops.h"
+#include "ops/op.h"
 
 namespace cltrain::ocl {
 namespace {
@@ -58,35 +57,37 @@ std::string check_update(const StepView& s) {
   return {};
 }
 
-StepRun prepare_sgd(Backend& b, const StepView& s) {
+StepRun prepare_sgd(const OpContext& c) {
+  const StepView& s = c.s;
   const Range r = update_range(s.step.params, s.count(s.in(0)));
   const uint64_t count = r.count;
   const cl_uint first = static_cast<cl_uint>(r.first);
   Defines d;
   d.set("COUNT", count);
-  Kernel k = make_kernel(b, kFamily, d, "sgd_update");
-  set_args(k, b.pool, elem_offset(b, s.in(0)) + first, elem_offset(b, s.out(0)) + first);
+  Kernel k = c.kernel(kFamily, d, "sgd_update");
+  set_args(k, c.pool(), c.offset(s.in(0)) + first, c.offset(s.out(0)) + first);
   const cltrain_step_desc step = s.step;
-  return [&b, k, count, step](const cltrain_run_args* args) {
+  return [k, count, step](const Queue& q, const cltrain_run_args* args) {
     const float lr = learning_rate(step, args);
     set_arg(k, 3, sizeof lr, &lr);
-    launch_1d(b, k, count);
+    q.launch_1d(k, count);
   };
 }
 
-StepRun prepare_adam(Backend& b, const StepView& s) {
+StepRun prepare_adam(const OpContext& c) {
+  const StepView& s = c.s;
   const cltrain_op_params& p = s.step.params;
   const Range r = update_range(p, s.count(s.in(0)));
   const uint64_t count = r.count;
   const cl_uint first = static_cast<cl_uint>(r.first);
   Defines d;
   d.set("COUNT", count).set_float("BETA1", p.beta1).set_float("BETA2", p.beta2).set_float("EPSILON", p.epsilon);
-  Kernel k = make_kernel(b, kFamily, d, "adam_update");
-  set_args(k, b.pool, elem_offset(b, s.in(0)) + first, elem_offset(b, s.out(0)) + first, elem_offset(b, s.out(1)),
-           elem_offset(b, s.out(2)));
+  Kernel k = c.kernel(kFamily, d, "adam_update");
+  set_args(k, c.pool(), c.offset(s.in(0)) + first, c.offset(s.out(0)) + first, c.offset(s.out(1)),
+           c.offset(s.out(2)));
   const cltrain_step_desc step = s.step;
   const std::string what = s.what();
-  return [&b, k, count, step, what](const cltrain_run_args* args) {
+  return [k, count, step, what](const Queue& q, const cltrain_run_args* args) {
     if (!args || args->iteration < 1)
       fail(CLTRAIN_INVALID, what + " needs run_args.iteration >= 1 (Adam's t)");
     const double t = static_cast<double>(args->iteration);
@@ -94,7 +95,7 @@ StepRun prepare_adam(Backend& b, const StepView& s) {
     const float step_size = static_cast<float>(learning_rate(step, args) * std::sqrt(1.0 - std::pow(b2, t)) /
                                                (1.0 - std::pow(b1, t)));
     set_arg(k, 5, sizeof step_size, &step_size);
-    launch_1d(b, k, count);
+    q.launch_1d(k, count);
   };
 }
 

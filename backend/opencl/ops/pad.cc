@@ -5,9 +5,8 @@
 // scales the outer one's), so NHWC padded in H and W runs as three dims.
 #include <algorithm>
 
-#include "launch.h"
+#include "ops/op.h"
 #include "ops/dims.h"
-#include "ops/ops.h"
 
 namespace cltrain::ocl {
 namespace {
@@ -32,7 +31,8 @@ std::string check(const StepView& s) {
   return {};
 }
 
-StepRun prepare(Backend& b, const StepView& s) {
+StepRun prepare(const OpContext& c) {
+  const StepView& s = c.s;
   const bool fwd = s.step.phase == CLTRAIN_PHASE_FORWARD;
   const int32_t x = fwd ? s.in(0) : s.out(0), y = fwd ? s.out(0) : s.in(0);
   const std::vector<uint64_t> xd = dims_of(s.tensor(x));
@@ -71,19 +71,17 @@ StepRun prepare(Backend& b, const StepView& s) {
   define_view(d, "XS", XS);
   define_view(d, "YS", YS);
   d.set("XCOUNT", static_cast<long long>(xn)).set("YCOUNT", static_cast<long long>(yn));
-  Kernel k = make_kernel(b, kFamily, d, fwd ? "pad_forward" : "pad_backward");
+  Kernel k = c.kernel(kFamily, d, fwd ? "pad_forward" : "pad_backward");
   if (fwd)
-    set_args(k, b.pool, elem_offset(b, x), elem_offset(b, y));
+    set_args(k, c.pool(), c.offset(x), c.offset(y));
   else
-    set_args(k, b.pool, elem_offset(b, y), elem_offset(b, x));
+    set_args(k, c.pool(), c.offset(y), c.offset(x));
   // Dimension 0: the innermost dim of the written tensor, padded to whole work-groups; 1: rows.
   const View6& w = fwd ? Y : X;
-  const size_t local[2] = {std::min<size_t>({64, k.max_local, b.device.max_work_group}), 1};
+  const size_t local[2] = {std::min<size_t>({64, k.max_local, c.device().max_work_group}), 1};
   const size_t global[2] = {(w[5] + local[0] - 1) / local[0] * local[0], view_count(w) / w[5]};
-  const std::string what = "kernel " + k.name;
-  return [&b, k, global, local, what](const cltrain_run_args*) {
-    if (global[1] == 0) return;
-    CLT_CALL(clEnqueueNDRangeKernel, (b.queue, k.handle, 2, nullptr, global, local, 0, nullptr, nullptr), what);
+  return [k, global, local](const Queue& q, const cltrain_run_args*) {
+    if (global[1] != 0) q.launch(k, 2, global, local);
   };
 }
 

@@ -2,8 +2,7 @@
 // (kernels/softmax.cl), one work-item per row.
 #include <cmath>
 
-#include "launch.h"
-#include "ops/ops.h"
+#include "ops/op.h"
 
 namespace cltrain::ocl {
 namespace {
@@ -27,7 +26,8 @@ std::string check_softmax(const StepView& s) {
   return "has no " + phase_name(s.step.phase) + " step";
 }
 
-StepRun prepare_softmax(Backend& b, const StepView& s) {
+StepRun prepare_softmax(const OpContext& c) {
+  const StepView& s = c.s;
   const cltrain_tensor_desc& t = s.tensor(s.in(0));
   const uint64_t cols = static_cast<uint64_t>(t.dims[t.rank - 1]);
   const uint64_t rows = s.count(s.in(0)) / cols;
@@ -35,13 +35,13 @@ StepRun prepare_softmax(Backend& b, const StepView& s) {
   d.set("ROWS", rows).set("COLS", cols).set_float("BETA", s.step.params.beta);
   Kernel k;
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
-    k = make_kernel(b, kFamily, d, "softmax_forward");
-    set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.out(0)));
+    k = c.kernel(kFamily, d, "softmax_forward");
+    set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.out(0)));
   } else {
-    k = make_kernel(b, kFamily, d, "softmax_backward");
-    set_args(k, b.pool, elem_offset(b, s.in(0)), elem_offset(b, s.in(1)), elem_offset(b, s.out(0)));
+    k = c.kernel(kFamily, d, "softmax_backward");
+    set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.in(1)), c.offset(s.out(0)));
   }
-  return [&b, k, rows](const cltrain_run_args*) { launch_1d(b, k, rows); };
+  return [k, rows](const Queue& q, const cltrain_run_args*) { q.launch_1d(k, rows); };
 }
 
 }  // namespace

@@ -1,0 +1,183 @@
+#include "device/counters.h"
+
+namespace cltrain::ocl {
+namespace {
+
+// The counters of the backend whose entry point runs on this thread; its OpenCL calls are charged
+// to them.
+thread_local Counters* g_active = nullptr;
+
+enum class Traffic { kNone, kToDevice, kFromDevice };
+
+// One enqueue through its real call: counts it and, with profiling on, keeps its event (asking
+// for one where the caller did not) with the step it belongs to.
+template <class Call>
+cl_int counted(bool launch, Traffic traffic, size_t bytes, bool blocking, cl_event* event, Call&& call) {
+  Counters* b = g_active;
+  if (!b) return call(event);
+  const bool timed = b->profiling;
+  cl_event own = nullptr;
+  cl_event* ev = event ? event : (timed ? &own : nullptr);
+  const cl_int err = call(ev);
+  if (err != CL_SUCCESS) return err;
+  cltrain_run_stats& c = b->stats;
+  if (launch && b->current_step >= 0) ++c.launches;
+  if (traffic == Traffic::kToDevice) c.bytes_to_device += bytes;
+  if (traffic == Traffic::kFromDevice) c.bytes_from_device += bytes;
+  if (blocking) ++c.blocking_waits;
+  if (timed && ev && *ev) {
+    if (event) clRetainEvent(*ev);  // the caller keeps its own reference
+    b->timed.push_back({b->current_step, *ev});
+  }
+  return err;
+}
+
+void count_wait() {
+  if (g_active) ++g_active->stats.blocking_waits;
+}
+
+}  // namespace
+
+CountingScope::CountingScope(Counters* c) : previous_(g_active) { g_active = c; }
+CountingScope::~CountingScope() { g_active = previous_; }
+
+void collect_times(Counters& b) {
+  size_t kept = 0;
+  for (const TimedCommand& t : b.timed) {
+    cl_int status = CL_COMPLETE;
+    if (clGetEventInfo(t.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr) != CL_SUCCESS)
+      status = -1;  // cannot tell: drop it
+    if (status > CL_COMPLETE) {  // queued, submitted or running
+      b.timed[kept++] = t;
+      continue;
+    }
+    cl_ulong start = 0, end = 0, marker_end = 0;
+    if (status == CL_COMPLETE &&
+        clGetEventProfilingInfo(t.event, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr) == CL_SUCCESS &&
+        clGetEventProfilingInfo(t.event, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr) == CL_SUCCESS) {
+      if (t.start && clGetEventProfilingInfo(t.start, CL_PROFILING_COMMAND_END, sizeof marker_end, &marker_end,
+                                             nullptr) == CL_SUCCESS && marker_end < start)
+        start = marker_end;  // the GEMM's first kernel began after the work before it ended
+      const size_t index = static_cast<size_t>(t.step + 1);
+      if (b.step_times.size() <= index) b.step_times.resize(index + 1);
+      b.step_times[index].calls += t.calls;
+      b.step_times[index].ns += end > start ? end - start : 0;
+    }
+    clReleaseEvent(t.event);
+    if (t.start) clReleaseEvent(t.start);
+  }
+  b.timed.resize(kept);
+}
+
+namespace {
+
+void release_timed(Counters& c) {
+  for (const TimedCommand& t : c.timed) {
+    clReleaseEvent(t.event);
+    if (t.start) clReleaseEvent(t.start);
+  }
+  c.timed.clear();
+}
+
+}  // namespace
+
+Counters::~Counters() { release_timed(*this); }
+
+void reset_counters(Counters& c) {
+  release_timed(c);
+  c.stats = cltrain_run_stats{};
+  c.step_times.clear();
+}
+
+}  // namespace cltrain::ocl
+
+// The wrapped OpenCL calls (-Wl,--wrap=NAME sends every reference to NAME in the plugin's own
+// objects, and in a static CLBlast, to __wrap_NAME; __real_NAME is the ICD loader's).
+using cltrain::ocl::counted;
+using cltrain::ocl::Traffic;
+
+extern "C" {
+
+cl_int __real_clEnqueueNDRangeKernel(cl_command_queue, cl_kernel, cl_uint, const size_t*, const size_t*,
+                                     const size_t*, cl_uint, const cl_event*, cl_event*);
+cl_int __real_clEnqueueCopyBuffer(cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, cl_uint,
+                                  const cl_event*, cl_event*);
+cl_int __real_clEnqueueFillBuffer(cl_command_queue, cl_mem, const void*, size_t, size_t, size_t, cl_uint,
+                                  const cl_event*, cl_event*);
+cl_int __real_clEnqueueWriteBuffer(cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void*, cl_uint,
+                                   const cl_event*, cl_event*);
+cl_int __real_clEnqueueReadBuffer(cl_command_queue, cl_mem, cl_bool, size_t, size_t, void*, cl_uint,
+                                  const cl_event*, cl_event*);
+cl_int __real_clFinish(cl_command_queue);
+cl_int __real_clWaitForEvents(cl_uint, const cl_event*);
+cl_mem __real_clCreateBuffer(cl_context, cl_mem_flags, size_t, void*, cl_int*);
+cl_mem __real_clCreateSubBuffer(cl_mem, cl_mem_flags, cl_buffer_create_type, const void*, cl_int*);
+cl_int __real_clBuildProgram(cl_program, cl_uint, const cl_device_id*, const char*,
+                             void(CL_CALLBACK*)(cl_program, void*), void*);
+
+cl_int __wrap_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t* offset,
+                                     const size_t* global, const size_t* local, cl_uint n, const cl_event* wait,
+                                     cl_event* event) {
+  return counted(true, Traffic::kNone, 0, false, event, [&](cl_event* ev) {
+    return __real_clEnqueueNDRangeKernel(q, k, dims, offset, global, local, n, wait, ev);
+  });
+}
+
+cl_int __wrap_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t src_offset, size_t dst_offset,
+                                  size_t size, cl_uint n, const cl_event* wait, cl_event* event) {
+  return counted(true, Traffic::kNone, 0, false, event, [&](cl_event* ev) {
+    return __real_clEnqueueCopyBuffer(q, src, dst, src_offset, dst_offset, size, n, wait, ev);
+  });
+}
+
+cl_int __wrap_clEnqueueFillBuffer(cl_command_queue q, cl_mem mem, const void* pattern, size_t pattern_size,
+                                  size_t offset, size_t size, cl_uint n, const cl_event* wait, cl_event* event) {
+  return counted(true, Traffic::kNone, 0, false, event, [&](cl_event* ev) {
+    return __real_clEnqueueFillBuffer(q, mem, pattern, pattern_size, offset, size, n, wait, ev);
+  });
+}
+
+cl_int __wrap_clEnqueueWriteBuffer(cl_command_queue q, cl_mem mem, cl_bool blocking, size_t offset, size_t size,
+                                   const void* ptr, cl_uint n, const cl_event* wait, cl_event* event) {
+  return counted(false, Traffic::kToDevice, size, blocking == CL_TRUE, event, [&](cl_event* ev) {
+    return __real_clEnqueueWriteBuffer(q, mem, blocking, offset, size, ptr, n, wait, ev);
+  });
+}
+
+cl_int __wrap_clEnqueueReadBuffer(cl_command_queue q, cl_mem mem, cl_bool blocking, size_t offset, size_t size,
+                                  void* ptr, cl_uint n, const cl_event* wait, cl_event* event) {
+  return counted(false, Traffic::kFromDevice, size, blocking == CL_TRUE, event, [&](cl_event* ev) {
+    return __real_clEnqueueReadBuffer(q, mem, blocking, offset, size, ptr, n, wait, ev);
+  });
+}
+
+cl_int __wrap_clFinish(cl_command_queue q) {
+  cltrain::ocl::count_wait();
+  return __real_clFinish(q);
+}
+
+cl_int __wrap_clWaitForEvents(cl_uint n, const cl_event* events) {
+  cltrain::ocl::count_wait();
+  return __real_clWaitForEvents(n, events);
+}
+
+cl_mem __wrap_clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size, void* host, cl_int* err) {
+  cl_mem mem = __real_clCreateBuffer(context, flags, size, host, err);
+  if (mem && cltrain::ocl::g_active) ++cltrain::ocl::g_active->stats.buffer_allocations;
+  return mem;
+}
+
+cl_mem __wrap_clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags, cl_buffer_create_type type, const void* info,
+                                cl_int* err) {
+  cl_mem mem = __real_clCreateSubBuffer(buffer, flags, type, info, err);
+  if (mem && cltrain::ocl::g_active) ++cltrain::ocl::g_active->stats.buffer_allocations;
+  return mem;
+}
+
+cl_int __wrap_clBuildProgram(cl_program program, cl_uint n, const cl_device_id* devices, const char* options,
+                             void(CL_CALLBACK* notify)(cl_program, void*), void* user_data) {
+  if (cltrain::ocl::g_active) ++cltrain::ocl::g_active->stats.program_builds;
+  return __real_clBuildProgram(program, n, devices, options, notify, user_data);
+}
+
+}  // extern "C"

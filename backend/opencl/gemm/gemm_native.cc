@@ -1,0 +1,119 @@
+#include "gemm/gemm_native.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace cltrain::ocl {
+
+NativeLimits native_limits(uint64_t local_mem_bytes) {
+  const uint64_t usable = local_mem_bytes > 1024 ? local_mem_bytes - 1024 : 0;  // a margin for the compiler's own
+  for (size_t nb = 128; nb >= 32; nb /= 2) {
+    const size_t mb = nb / 2;
+    const uint64_t partial = uint64_t{mb} * nb * 4;
+    if (usable < partial) continue;
+    const uint64_t kc = std::min<uint64_t>(320, (usable - partial) / (uint64_t{nb} * 4) / 8 * 8);
+    if (kc >= 64) return {static_cast<size_t>(kc), nb, mb};
+  }
+  return {};
+}
+
+GemmKind choose_gemm_engine(cl_device_type type, uint64_t local_mem_bytes, std::string* error) {
+  const bool fits = native_limits(local_mem_bytes).kc > 0;
+  if (const char* env = std::getenv("CLTRAIN_OPENCL_GEMM"); env && *env) {
+    const std::string v = env;
+    if (v == "clblast") return GemmKind::kClblast;
+    if (v == "native" && fits) return GemmKind::kNative;
+    if (error)
+      *error = v == "native" ? "CLTRAIN_OPENCL_GEMM=native: the device's " + std::to_string(local_mem_bytes) +
+                                   " bytes of local memory are too few for kernels/gemm.cl"
+                             : "CLTRAIN_OPENCL_GEMM is '" + v + "'; it takes native or clblast";
+    return GemmKind::kClblast;
+  }
+  return (type & CL_DEVICE_TYPE_CPU) && fits ? GemmKind::kNative : GemmKind::kClblast;
+}
+
+NativeForm native_form(clblast::Layout layout, clblast::Transpose ta, clblast::Transpose tb, size_t m, size_t n,
+                       size_t k, size_t lda, size_t ldb, size_t ldc) {
+  const bool col = layout == clblast::Layout::kColMajor;
+  const bool at = ta != clblast::Transpose::kNo, bt = tb != clblast::Transpose::kNo;
+  // The product as given: op(A)(i, k) is A[k lda + i] for a row-major transposed or a
+  // column-major untransposed A; op(B)(k, j) is B[j ldb + k] likewise.
+  NativeForm given;
+  given.m = m, given.n = n, given.k = k;
+  given.lda = lda, given.ldb = ldb, given.ldc = ldc;
+  given.a_km = col ? !at : at;
+  given.b_nk = col ? !bt : bt;
+  given.c_t = col;
+  // The product of the transposes: A'(j, k) = op(B)(k, j), B'(k, i) = op(A)(i, k), C'(j, i) = C(i, j).
+  NativeForm t;
+  t.m = n, t.n = m, t.k = k;
+  t.lda = ldb, t.ldb = lda, t.ldc = ldc;
+  t.a_km = !given.b_nk;
+  t.b_nk = !given.a_km;
+  t.c_t = !col;
+  t.swapped = true;
+  // Work in whole register tiles, dearer where B is packed from a transposed layout and where C
+  // is stored element by element.
+  auto cost = [](const NativeForm& f) {
+    const double tiles = double((f.m + kNativeMr - 1) / kNativeMr * kNativeMr) *
+                         double((f.n + kNativeNr - 1) / kNativeNr * kNativeNr);
+    return tiles * (1.0 + (f.b_nk ? 0.25 : 0.0) + (f.c_t ? 0.1 : 0.0));
+  };
+  return cost(t) < cost(given) ? t : given;
+}
+
+NativeBlocks native_blocks(const NativeForm& f, size_t compute_units, const NativeLimits& limits) {
+  const size_t m = f.m, n = f.n;
+  auto round_up = [](size_t v, size_t unit) { return (v + unit - 1) / unit * unit; };
+  NativeBlocks b;
+  b.mb = std::min(limits.mb_max, round_up(std::max<size_t>(m, 1), kNativeMr));
+  b.nb = std::min(limits.nb_max, round_up(std::max<size_t>(n, 1), kNativeNr));
+  const size_t want = 4 * std::max<size_t>(compute_units, 1);
+  auto groups = [&] { return ((m + b.mb - 1) / b.mb) * ((n + b.nb - 1) / b.nb); };
+  while (groups() < want) {
+    if (b.mb > 4 * kNativeMr) {
+      b.mb = round_up(b.mb / 2, kNativeMr);
+    } else if (b.nb > kNativeNr) {
+      b.nb = round_up(b.nb / 2, kNativeNr);
+    } else if (b.mb > kNativeMr) {
+      b.mb = round_up(b.mb / 2, kNativeMr);
+    } else {
+      break;
+    }
+  }
+  b.direct = !f.b_nk && (b.mb <= kNativeDirectRows || f.ldb % kNativeAliasStride != 0);
+  b.groups_m = (m + b.mb - 1) / b.mb;
+  b.groups_n = (n + b.nb - 1) / b.nb;
+  return b;
+}
+
+cl_int set_native_args(cl_kernel kernel, cl_mem pool, cl_uint a_off, cl_uint b_off, cl_uint c_off, const NativeForm& f,
+                       const NativeBlocks& blocks, float alpha, float beta, cl_uint* failed_arg) {
+  const cl_uint first = f.swapped ? b_off : a_off, second = f.swapped ? a_off : b_off;
+  const cl_int ints[9] = {static_cast<cl_int>(f.m),         static_cast<cl_int>(f.n),   static_cast<cl_int>(f.k),
+                          static_cast<cl_int>(f.lda),       static_cast<cl_int>(f.ldb), static_cast<cl_int>(f.ldc),
+                          static_cast<cl_int>(blocks.mb), static_cast<cl_int>(blocks.nb), blocks.direct ? 1 : 0};
+  struct Arg {
+    size_t size;
+    const void* value;
+  };
+  const Arg args[15] = {{sizeof pool, &pool},   {sizeof first, &first},  {sizeof second, &second},
+                        {sizeof c_off, &c_off}, {4, &ints[0]},           {4, &ints[1]},
+                        {4, &ints[2]},          {4, &ints[3]},           {4, &ints[4]},
+                        {4, &ints[5]},          {4, &ints[6]},           {4, &ints[7]},
+                        {4, &ints[8]},          {sizeof alpha, &alpha},  {sizeof beta, &beta}};
+  for (cl_uint i = 0; i < 15; ++i)
+    if (const cl_int err = clSetKernelArg(kernel, i, args[i].size, args[i].value); err != CL_SUCCESS) {
+      if (failed_arg) *failed_arg = i;
+      return err;
+    }
+  return CL_SUCCESS;
+}
+
+std::string native_defines(const NativeForm& f, const NativeLimits& limits) {
+  return std::string("-DA_KM=") + (f.a_km ? "1" : "0") + " -DB_NK=" + (f.b_nk ? "1" : "0") + " -DC_T=" +
+         (f.c_t ? "1" : "0") + " -DKC=" + std::to_string(limits.kc) + " -DNB_MAX=" + std::to_string(limits.nb_max) +
+         " -DMB_MAX=" + std::to_string(limits.mb_max);
+}
+
+}  // namespace cltrain::ocl

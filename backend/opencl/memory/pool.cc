@@ -1,0 +1,158 @@
+#include "memory/pool.h"
+
+#include <algorithm>
+
+#include "backend.h"
+#include "device/cl_error.h"
+#include "memory/plan_cache.h"
+#include "memory_plan.h"
+
+namespace cltrain::ocl {
+namespace {
+
+void allocate_pool(cltrain_backend& b, uint64_t bytes) {
+  const std::string sizes = "pool of " + std::to_string(bytes) + " bytes on " + b.device.name +
+                            " (CL_DEVICE_MAX_MEM_ALLOC_SIZE " + std::to_string(b.device.max_alloc) +
+                            ", CL_DEVICE_GLOBAL_MEM_SIZE " + std::to_string(b.device.global_mem) + ")";
+  if (bytes > b.device.max_alloc) fail(CLTRAIN_OUT_OF_MEMORY, "the " + sizes + " exceeds the largest allocation");
+  if (bytes / 4 > UINT32_MAX) fail(CLTRAIN_OUT_OF_MEMORY, "the " + sizes + " exceeds the 32-bit element offsets of the kernels");
+  cl_int err = CL_SUCCESS;
+  b.pool.buffer = clCreateBuffer(b.context, CL_MEM_READ_WRITE, bytes, nullptr, &err);
+  if (err != CL_SUCCESS && is_allocation_error(err))
+    fail(CLTRAIN_OUT_OF_MEMORY, "clCreateBuffer: " + cl_error_name(err) + " for the " + sizes);
+  CLT_CHECK(err, "clCreateBuffer", sizes);
+  b.pool.bytes = bytes;
+}
+
+}  // namespace
+
+void Pool::release() {
+  for (auto& [id, mem] : views_) clReleaseMemObject(mem);
+  views_.clear();
+  if (buffer) clReleaseMemObject(buffer);
+  buffer = nullptr;
+}
+
+std::string Pool::label(int32_t id) const {
+  std::string s = "tensor " + std::to_string(id);
+  if (id >= 0 && static_cast<size_t>(id) < names.size() && !names[id].empty()) s += " '" + names[id] + "'";
+  return s;
+}
+
+cl_uint Pool::elem_offset(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= offsets.size() || offsets[id] < 0)
+    fail(CLTRAIN_INVALID, label(id) + " is not planned on the OpenCL backend");
+  return static_cast<cl_uint>(offsets[id] / 4);
+}
+
+cl_mem Pool::view(int32_t id) {
+  if (auto it = views_.find(id); it != views_.end()) return it->second;
+  if (id < 0 || static_cast<size_t>(id) >= offsets.size() || offsets[id] < 0)
+    fail(CLTRAIN_INVALID, label(id) + " is not planned on the OpenCL backend");
+  cl_buffer_region region;
+  region.origin = static_cast<size_t>(offsets[id]);  // a multiple of the base address alignment
+  region.size = static_cast<size_t>(std::max<uint64_t>(tensor_bytes(tensors[id]), 4));
+  cl_int err = CL_SUCCESS;
+  cl_mem mem = clCreateSubBuffer(buffer, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+  CLT_CHECK(err, "clCreateSubBuffer", "view of " + label(id));
+  views_.emplace(id, mem);
+  return mem;
+}
+
+uint64_t Pool::planned_bytes(int32_t id) const {
+  if (id < 0 || id >= num_host_tensors)
+    fail(CLTRAIN_INVALID, "tensor id " + std::to_string(id) + " is outside the tensor table (" +
+                              std::to_string(num_host_tensors) + " tensors)");
+  if (offsets[id] < 0) fail(CLTRAIN_INVALID, label(id) + " is not planned on the OpenCL backend");
+  return tensor_bytes(tensors[id]);
+}
+
+void plan_pool(cltrain_backend& b, const HostGraph& graph, const std::vector<ScratchRequest>& scratch,
+               cltrain_memory_report* report) {
+  Pool& pool = b.pool;
+  const size_t host = static_cast<size_t>(graph.num_tensors());
+  pool.num_host_tensors = graph.num_tensors();
+  pool.tensors.assign(graph.tensors.begin(), graph.tensors.end());
+  pool.names.resize(host);
+  for (size_t i = 0; i < host; ++i) {
+    pool.names[i] = graph.tensors[i].name ? graph.tensors[i].name : "";
+    pool.tensors[i].name = nullptr;
+    pool.tensors[i].data = nullptr;
+  }
+  // Private scratch: a float tensor live during its one step.
+  pool.step_scratch.assign(static_cast<size_t>(graph.num_steps()), {});
+  for (const ScratchRequest& r : scratch) {
+    if (r.step < 0 || r.step >= graph.num_steps()) fail(CLTRAIN_ERROR, "scratch for step " + std::to_string(r.step));
+    cltrain_tensor_desc t{};
+    t.rank = 1;
+    const uint64_t elems = (r.bytes + 3) / 4;
+    if (elems > INT32_MAX) fail(CLTRAIN_OUT_OF_MEMORY, r.name + " of " + std::to_string(r.bytes) + " bytes is too large");
+    t.dims[0] = static_cast<int32_t>(elems);
+    t.dtype = CLTRAIN_FLOAT32;
+    t.role = CLTRAIN_ROLE_LAYER_SCOPE;
+    t.first_step = t.last_step = r.step;
+    pool.step_scratch[r.step].push_back(static_cast<int32_t>(pool.tensors.size()));
+    pool.tensors.push_back(t);
+    pool.names.push_back(r.name);
+  }
+  const size_t n = pool.tensors.size();
+  pool.offsets.assign(n, -1);
+
+  // Persistent tensors (weights, optimizer variables) keep their bytes from one iteration to the
+  // next, so they are planned as live over the whole step order whatever lifetime they carry.
+  int32_t last_step = graph.num_steps() - 1;
+  for (const auto& t : pool.tensors)
+    if (t.first_step >= 0) last_step = std::max(last_step, t.last_step);
+
+  std::vector<PlanItem> items;
+  for (size_t i = 0; i < n; ++i) {
+    const cltrain_tensor_desc& t = pool.tensors[i];
+    if (t.first_step < 0) continue;
+    if (t.rank < 0 || t.rank > CLTRAIN_MAX_RANK)
+      fail(CLTRAIN_INVALID, pool.label(static_cast<int32_t>(i)) + " has rank " + std::to_string(t.rank));
+    if (t.last_step < t.first_step)
+      fail(CLTRAIN_INVALID, pool.label(static_cast<int32_t>(i)) + " has lifetime [" +
+                                std::to_string(t.first_step) + ", " + std::to_string(t.last_step) + "]");
+    PlanItem it;
+    it.id = static_cast<int32_t>(i);
+    it.bytes = tensor_bytes(t);
+    it.first = t.persistent ? 0 : t.first_step;
+    it.last = t.persistent ? last_step : t.last_step;
+    it.role = t.role;
+    items.push_back(it);
+  }
+
+  if (const std::string e = link_aliases(items, graph.tensors.data(), host); !e.empty()) fail(CLTRAIN_INVALID, "prepare: " + e);
+  pool.alignment = std::max<uint64_t>(64, b.device.base_addr_align_bits / 8);
+  const MemoryPlan plan = load_or_plan(b, graph, items);  // plan_cache.h: a saved plan, or a new one
+  if (const std::string conflict = check_plan(items, plan, pool.alignment); !conflict.empty())
+    fail(CLTRAIN_ERROR, "memory plan (" + plan.algorithm + ") is wrong: " + conflict);
+  for (size_t i = 0; i < items.size(); ++i) pool.offsets[items[i].id] = static_cast<int64_t>(plan.offsets[i]);
+
+  if (plan.pool_bytes > 0) allocate_pool(b, plan.pool_bytes);
+
+  // Blocking writes: the host's data is only valid during prepare. The first write also makes a
+  // lazily allocating driver commit the pool, so running out of memory shows here.
+  for (const PlanItem& it : items) {
+    if (it.id >= pool.num_host_tensors) continue;  // private scratch
+    const cltrain_tensor_desc& src = graph.tensors[it.id];
+    if (src.data) {
+      if (src.data_bytes != it.bytes)
+        fail(CLTRAIN_INVALID, pool.label(it.id) + " has " + std::to_string(it.bytes) +
+                                  " bytes but its initial data has " + std::to_string(src.data_bytes));
+      CLT_CALL(clEnqueueWriteBuffer,
+               (b.queue.handle(), pool.buffer, CL_TRUE, pool.offsets[it.id], it.bytes, src.data, 0, nullptr, nullptr),
+               "initial data of " + pool.label(it.id));
+    } else if (src.role == CLTRAIN_ROLE_OPTIMIZER && it.bytes > 0) {
+      const float zero = 0.0f;
+      CLT_CALL(clEnqueueFillBuffer,
+               (b.queue.handle(), pool.buffer, &zero, sizeof zero, pool.offsets[it.id], it.bytes, 0, nullptr, nullptr),
+               "zeroing " + pool.label(it.id));
+    }
+  }
+  CLT_CALL(clFinish, (b.queue.handle()), "after the initial uploads");
+
+  if (report) fill_memory_report(plan, items.size(), report);  // only what fits in the host's struct
+}
+
+}  // namespace cltrain::ocl

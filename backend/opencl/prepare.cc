@@ -1,0 +1,166 @@
+// prepare(): checks every assigned step, gives each the scratch it can take without raising the
+// pool's peak, plans the pool and has each op family prepare its step.
+#include "prepare.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "memory_plan.h"
+#include "program/disk_cache.h"
+
+namespace cltrain::ocl {
+
+// Empty if the backend can run the step, else why not.
+std::string why_unsupported(const Backend* b, const StepView& s) {
+  const OpFamily* family = find_op_family(s.step.op);
+  if (!family || !family->check || !family->prepare)
+    return std::string("op ") + cltrain_op_name(s.step.op) + " is not implemented on OpenCL";
+  if (b && b->filter.blocks(s.step.op)) return "filtered out by CLTRAIN_OPENCL_OP_FILTER";
+  if (s.step.num_inputs < 0 || s.step.num_inputs > CLTRAIN_MAX_STEP_IO || s.step.num_outputs < 0 ||
+      s.step.num_outputs > CLTRAIN_MAX_STEP_IO)
+    return "has a bad number of inputs or outputs";
+  for (int i = 0; i < s.step.num_inputs + s.step.num_outputs; ++i) {
+    const int32_t id = i < s.step.num_inputs ? s.step.inputs[i] : s.step.outputs[i - s.step.num_inputs];
+    if (id < -1) return "refers to tensor " + std::to_string(id);
+    const bool output = i >= s.step.num_inputs;
+    if (id >= 0 && s.tensor(id).dtype != cltrain_slot_dtype(&s.step, output, output ? i - s.step.num_inputs : i))
+      return "tensor " + std::to_string(id) + " is not " + (s.tensor(id).dtype == CLTRAIN_FLOAT32 ? "uint8" : "float32");
+  }
+  return family->check(s);
+}
+
+namespace {
+
+// Every tensor a step touches must be planned here and live at the step.
+void check_step_tensors(const Pool& pool, const StepView& s) {
+  for (int i = 0; i < s.step.num_inputs + s.step.num_outputs; ++i) {
+    const int32_t id = i < s.step.num_inputs ? s.step.inputs[i] : s.step.outputs[i - s.step.num_inputs];
+    if (id < 0) continue;
+    if (id >= pool.num_host_tensors)
+      fail(CLTRAIN_INVALID, s.what() + " refers to tensor " + std::to_string(id) + " outside the table");
+    const cltrain_tensor_desc& t = pool.tensors[id];
+    if (pool.offsets[id] < 0 || (!t.persistent && (s.index < t.first_step || s.index > t.last_step)))
+      fail(CLTRAIN_INVALID, s.what() + " uses " + pool.label(id) + " outside its lifetime [" +
+                                std::to_string(t.first_step) + ", " + std::to_string(t.last_step) + "]");
+  }
+}
+
+// Per step, the bytes of the host's tensors planned here that are live at it (an alias group
+// counted once, over the span of its members).
+std::vector<uint64_t> live_bytes(const HostGraph& g) {
+  const size_t n = g.tensors.size();
+  const int32_t num_steps = g.num_steps();
+  std::vector<uint64_t> live(static_cast<size_t>(std::max(num_steps, 1)) + 1, 0);
+  std::vector<int32_t> first(n, -1), last(n, -1);
+  std::vector<uint64_t> bytes(n, 0);
+  auto root = [&](size_t t) {
+    for (size_t hops = 0; g.tensors[t].alias > 0 && static_cast<size_t>(g.tensors[t].alias - 1) < n && hops < n; ++hops)
+      t = static_cast<size_t>(g.tensors[t].alias - 1);
+    return t;
+  };
+  for (size_t t = 0; t < n; ++t) {
+    const cltrain_tensor_desc& d = g.tensors[t];
+    if (d.first_step < 0) continue;
+    const size_t r = root(t);
+    const int32_t f = d.persistent ? 0 : d.first_step, l = d.persistent ? num_steps - 1 : d.last_step;
+    first[r] = first[r] < 0 ? f : std::min(first[r], f);
+    last[r] = std::max(last[r], l);
+    bytes[r] = std::max(bytes[r], tensor_bytes(d));
+  }
+  for (size_t t = 0; t < n; ++t)
+    for (int32_t s = std::max(first[t], 0); first[t] >= 0 && s <= last[t] && s < num_steps; ++s) live[s] += bytes[t];
+  return live;
+}
+
+// What prepare took from the cache directory: one line with CLTRAIN_OPENCL_TRACE; without it,
+// one note when corrupt or stale entries had to be rebuilt (nothing when all is well).
+void report_caches(const Backend& b) {
+  const int rejected = b.cache_rejected + b.programs->entries_rejected();
+  if (b.trace)
+    std::fprintf(stderr,
+                 "cltrain opencl: prepare: plan %s; programs: %d built, %d loaded from the cache, %d built from "
+                 "source by choice\n",
+                 b.plan_source.c_str(), b.programs->programs_built(), b.programs->programs_loaded(),
+                 b.programs->programs_from_source());
+  else if (rejected > 0)
+    std::fprintf(stderr, "cltrain: note: %d corrupt or stale %s in the OpenCL cache %s; rebuilt\n", rejected,
+                 rejected == 1 ? "entry" : "entries", b.cache_dir.c_str());
+}
+
+// The cache directory stays within cache_max_bytes(): the least recently used entries of other
+// graphs go first, this prepare's never.
+void trim_cache_dir(const Backend& b, std::filesystem::file_time_type prepare_started) {
+  if (b.cache_dir.empty()) return;
+  std::string error;
+  const uint64_t max_bytes = cache_max_bytes(&error);
+  if (!error.empty()) std::fprintf(stderr, "cltrain: warning: %s; keeping the cache under %llu bytes\n", error.c_str(),
+                                   static_cast<unsigned long long>(max_bytes));
+  const int deleted = trim_cache(b.cache_dir, max_bytes, prepare_started);
+  if (b.trace && deleted > 0)
+    std::fprintf(stderr, "cltrain opencl: cache: deleted the %d least recently used entries (bound %llu bytes)\n",
+                 deleted, static_cast<unsigned long long>(max_bytes));
+}
+
+}  // namespace
+
+void prepare_backend(Backend& b, const cltrain_graph_desc* host_graph, cltrain_memory_report* report) {
+  const auto prepare_started = CacheClock::now();
+    if (b.prepared || !b.steps.empty()) fail(CLTRAIN_INVALID, "prepare: called more than once");
+    HostGraph g;
+    if (const std::string e = read_graph(host_graph, &g); !e.empty()) fail(CLTRAIN_INVALID, "prepare: " + e);
+    const HostGraph* graph = &g;
+    b.steps = g.steps;
+    b.assigned = g.assigned;
+    b.runs.assign(g.steps.size(), StepRun{});
+
+    // Check every assigned step and collect the scratch tensors they need, then plan them all.
+    // The peak is that of the host's tensors, or higher where a step's least scratch (at the
+    // floor budget) raises it; each step's scratch may then fill what the step leaves below it.
+    const std::vector<uint64_t> live = live_bytes(*graph);
+    uint64_t peak = *std::max_element(live.begin(), live.end());
+    std::vector<uint64_t> budgets(live.size(), b.scratch_cap);
+    for (int32_t i = 0; i < graph->num_steps() && b.scratch_floor < b.scratch_cap; ++i) {
+      const OpFamily* family = b.assigned[i] ? find_op_family(b.steps[i].op) : nullptr;
+      const StepView s{b.steps[i], graph->tensors.data(), i};
+      if (!family || !family->scratch || !why_unsupported(&b, s).empty()) continue;  // refused below
+      uint64_t least = 0;
+      for (uint64_t bytes : family->scratch(OpContext(b, s, b.scratch_floor))) least += bytes;
+      peak = std::max(peak, live[static_cast<size_t>(i)] + least);
+    }
+    for (size_t i = 0; i < live.size(); ++i)
+      budgets[i] = std::clamp<uint64_t>(peak - std::min(peak, live[i]), b.scratch_floor, b.scratch_cap);
+    std::vector<ScratchRequest> scratch;
+    for (int32_t i = 0; i < graph->num_steps(); ++i) {
+      if (!b.assigned[i]) continue;
+      const StepView s{b.steps[i], graph->tensors.data(), i};
+      const cltrain_step_desc& st = s.step;
+      const bool counts_ok = st.num_inputs >= 0 && st.num_inputs <= CLTRAIN_MAX_STEP_IO && st.num_outputs >= 0 &&
+                             st.num_outputs <= CLTRAIN_MAX_STEP_IO;
+      for (int k = 0; counts_ok && k < st.num_inputs + st.num_outputs; ++k) {
+        const int32_t id = k < st.num_inputs ? st.inputs[k] : st.outputs[k - st.num_inputs];
+        if (id >= graph->num_tensors())
+          fail(CLTRAIN_INVALID, s.what() + " refers to tensor " + std::to_string(id) + " outside the table");
+      }
+      if (const std::string why = why_unsupported(&b, s); !why.empty())
+        fail(CLTRAIN_INVALID, s.what() + " cannot run on OpenCL: " + why);
+      const OpFamily* family = find_op_family(s.step.op);
+      if (!family->scratch) continue;
+      const std::vector<uint64_t> sizes = family->scratch(OpContext(b, s, budgets[static_cast<size_t>(i)]));
+      for (size_t k = 0; k < sizes.size(); ++k)
+        scratch.push_back({i, sizes[k], s.what() + " scratch " + std::to_string(k)});
+    }
+    plan_pool(b, *graph, scratch, report);
+
+    for (int32_t i = 0; i < graph->num_steps(); ++i) {
+      if (!b.assigned[i]) continue;
+      const StepView s{b.steps[i], b.pool.tensors.data(), i};
+      check_step_tensors(b.pool, s);
+      b.runs[i] = find_op_family(s.step.op)->prepare(OpContext(b, s, budgets[static_cast<size_t>(i)]));
+    }
+    CLT_CALL(clFinish, (b.queue.handle()), "end of prepare");
+    report_caches(b);
+    trim_cache_dir(b, prepare_started);
+    b.prepared = true;
+}
+
+}  // namespace cltrain::ocl
