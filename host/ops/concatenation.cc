@@ -20,7 +20,7 @@ WrittenOptions write_options(flatbuffers::FlatBufferBuilder& fbb, const Model&, 
               .Union()};
 }
 
-// Makes params.axis non-negative.
+// Makes params.axis non-negative and sets params.concat_extents.
 void check(OperandCheck& c) {
   const size_t rank = c.in(0).shape.size();
   for (size_t k = 0; k < c.op.inputs.size(); ++k) {
@@ -44,6 +44,7 @@ void check(OperandCheck& c) {
         c.bad("input " + std::to_string(k) + " shape " + shape_str(s) + " does not fit input 0 " +
               shape_str(c.in(0).shape) + " (all dimensions but axis " + std::to_string(ax) + " must be equal)");
     y[ax] += s[ax];
+    c.op.params.concat_extents[k] = s[ax];
   }
   c.expect_output(y);
 }

@@ -404,4 +404,38 @@ TEST_F(OpenCLPlugin, ProgramBinariesAreCachedOnDisk) {
   std::system(("rm -rf " + dir).c_str());
 }
 
+// supports() refuses what the kernels cannot index (the host then runs the op on the CPU).
+TEST_F(OpenCLPlugin, neg_ShapesTheKernelsCannotIndexAreRefused) {
+  ASSERT_EQ(create(-1), CLTRAIN_OK);
+  auto refused = [&](cltrain_op op, std::vector<std::vector<int>> ins, std::vector<int> yd, cltrain_op_params p) {
+    TinyGraph g;
+    std::vector<int> ids;
+    for (auto& d : ins) ids.push_back(g.tensor("x", d, CLTRAIN_ROLE_NON_CONST));
+    const int y = g.tensor("y", yd, CLTRAIN_ROLE_NON_CONST);
+    g.step(op, CLTRAIN_PHASE_FORWARD, ids, {y}, p);
+    return supports_step(g.steps[0], g.tensors) == 0;
+  };
+  const cltrain_op_params none{};
+  EXPECT_TRUE(refused(CLTRAIN_OP_ADD, {{}, {2, 3}}, {2, 3}, none)) << "rank 0 against rank 2";
+  EXPECT_TRUE(refused(CLTRAIN_OP_MUL, {{2, 3}, {3}}, {2, 3}, none)) << "ranks differ";
+  EXPECT_TRUE(refused(CLTRAIN_OP_SUB, {{2, 3}, {2, 2}}, {2, 3}, none)) << "3 against 2";
+  EXPECT_TRUE(refused(CLTRAIN_OP_DIV, {{2, 1}, {2, 1}}, {2, 3}, none)) << "y larger than the broadcast";
+  EXPECT_FALSE(refused(CLTRAIN_OP_ADD, {{}, {}}, {}, none)) << "scalars";
+  cltrain_op_params m{};
+  m.axes_mask = 0b1000;
+  EXPECT_TRUE(refused(CLTRAIN_OP_MEAN, {{2, 3, 4}}, {2, 3, 4}, m)) << "axis 3 of a rank-3 input";
+  m.axes_mask = 0b110;
+  EXPECT_TRUE(refused(CLTRAIN_OP_MEAN, {{2, 3, 4}}, {2, 1, 1}, m)) << "keep_dims shape without keep_dims";
+  cltrain_op_params pd{};
+  pd.pad_before[1] = 1;
+  EXPECT_TRUE(refused(CLTRAIN_OP_PAD, {{2, 3}}, {2, 5}, pd)) << "pads do not add up";
+  cltrain_op_params c{};
+  c.axis = 1;
+  EXPECT_TRUE(refused(CLTRAIN_OP_CONCATENATION, std::vector<std::vector<int>>(8, {2, 1}), {2, 8}, c)) << "8 parts";
+  EXPECT_TRUE(refused(CLTRAIN_OP_CONCATENATION, {{2, 1}, {3, 1}}, {2, 2}, c)) << "parts differ off the axis";
+  cltrain_op_params pool{};
+  pool.filter_h = pool.filter_w = 3, pool.stride_h = pool.stride_w = 1, pool.padding = CLTRAIN_PADDING_VALID;
+  EXPECT_TRUE(refused(CLTRAIN_OP_MAX_POOL_2D, {{1, 2, 5, 1}}, {1, 0, 3, 1}, pool)) << "filter taller than the input";
+}
+
 }  // namespace

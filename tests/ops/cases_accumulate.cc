@@ -26,7 +26,9 @@ OpCase accumulate_case(const std::string& tag, std::vector<int32_t> dims) {
   return c;
 }
 
-std::vector<OpCase> make_cases() { return {accumulate_case("x4x7", {4, 7}), accumulate_case("x64", {64})}; }
+std::vector<OpCase> make_cases() {
+  return {accumulate_case("x4x7", {4, 7}), accumulate_case("x64", {64}), accumulate_case("x32x784", {32, 784})};
+}
 
 const RegisterCases kCases(make_cases);
 

@@ -3,6 +3,8 @@
 // [N,1,1,C] against [N,H,W,C] (squeeze-and-excite), a [1,1,1,1] operand, both operands
 // broadcast, and the same tensor as both operands (x + x, x * x: one tensor id in both inputs,
 // two gradient outputs whose sum is the gradient).
+#include <type_traits>
+
 #include "op_case.h"
 #include "reference.h"
 
@@ -83,23 +85,28 @@ OpCase arith_case(int32_t op, const ArithSpec& s) {
   c.tol.fd_tol = 1e-2;
   const std::vector<uint64_t> ia = operand_index(s.a, ydims), ib = operand_index(bdims, ydims);
   const int32_t act = s.act;
-  c.reference = [=](const Values& in) {
-    const std::vector<double>& av = in.at(a);
-    const std::vector<double>& bv = in.at(b);
-    std::vector<double> yv(ia.size()), dav(av.size(), 0.0), dbv(bv.size(), 0.0);
+  // In the numerics' order: per element of y in increasing flat index, da += g (ADD, SUB), g * b
+  // (MUL), g / b (DIV); db += g, -g, g * a, -((g * a) / (b * b)).
+  const auto ref = [=](const auto& in) {
+    using T = typename std::decay_t<decltype(in.at(a))>::value_type;
+    const auto& av = in.at(a);
+    const auto& bv = in.at(b);
+    std::vector<T> yv(ia.size()), dav(av.size(), T(0)), dbv(bv.size(), T(0));
     for (size_t i = 0; i < ia.size(); ++i) {
-      const double x1 = av[ia[i]], x2 = bv[ib[i]];
-      const double z = op == CLTRAIN_OP_ADD ? x1 + x2 : op == CLTRAIN_OP_SUB ? x1 - x2 : mul ? x1 * x2 : x1 / x2;
-      yv[i] = ref_activation(act, z);
-      const double g = in.at(dy)[i] * ref_activation_derivative(act, yv[i]);
-      dav[ia[i]] += op == CLTRAIN_OP_ADD || op == CLTRAIN_OP_SUB ? g : mul ? g * x2 : g / x2;
-      dbv[ib[i]] += op == CLTRAIN_OP_ADD ? g : op == CLTRAIN_OP_SUB ? -g : mul ? g * x1 : -g * x1 / (x2 * x2);
+      const T x1 = av[ia[i]], x2 = bv[ib[i]];
+      const T z = op == CLTRAIN_OP_ADD ? x1 + x2 : op == CLTRAIN_OP_SUB ? x1 - x2 : mul ? x1 * x2 : x1 / x2;
+      yv[i] = ref_act(act, z);
+      const T g = ref_act_grad(act, yv[i], in.at(dy)[i]);
+      dav[ia[i]] = dav[ia[i]] + (op == CLTRAIN_OP_ADD || op == CLTRAIN_OP_SUB ? g : mul ? g * x2 : g / x2);
+      dbv[ib[i]] = dbv[ib[i]] + (op == CLTRAIN_OP_ADD ? g : op == CLTRAIN_OP_SUB ? -g : mul ? g * x1 : -((g * x1) / (x2 * x2)));
     }
-    Values out{{y, yv}};
+    std::decay_t<decltype(in)> out{{y, yv}};
     if (da >= 0) out[da] = dav;
     if (db >= 0) out[db] = dbv;
     return out;
   };
+  c.reference = ref;
+  c.exact = ref;
   return c;
 }
 
@@ -123,6 +130,13 @@ std::vector<OpCase> make_cases() {
       arith_case(DIV, {"broadcast_b_x2x3x3x3_1x1x1x3", {2, 3, 3, 3}, {1, 1, 1, 3}, RELU}),
       arith_case(DIV, {"broadcast_a_n2x1x1x3_n2x2x3x3", {2, 1, 1, 3}, {2, 2, 3, 3}}),
       arith_case(DIV, {"da_only_x4x3", {4, 3}, {4, 3}, CLTRAIN_ACT_NONE, true, false}),
+      // A per-channel bias, one gradient asked for, a fused activation of every kind, rank 6.
+      arith_case(ADD, {"channel_bias_n2x5x5x8_1x1x1x8", {2, 5, 5, 8}, {1, 1, 1, 8}}),
+      arith_case(ADD, {"broadcast_x2x3x4x5_1x3x1x5", {2, 3, 4, 5}, {1, 3, 1, 5}, RELU6, true, true, 4.0f}),
+      arith_case(SUB, {"db_only_x2x1x4_x1x3x1", {2, 1, 4}, {1, 3, 1}, RELU, false, true}),
+      arith_case(MUL, {"da_only_x2x3x4_x2x1x4", {2, 3, 4}, {2, 1, 4}, CLTRAIN_ACT_RELU_N1_TO_1, true, false, 2.0f}),
+      arith_case(DIV, {"broadcast_x3x4x5_x3x1x5", {3, 4, 5}, {3, 1, 5}, TANH}),
+      arith_case(DIV, {"scalar_divisor_rank6", {1, 2, 3, 2, 5, 3}, {1, 1, 1, 1, 1, 1}}),
   };
 }
 

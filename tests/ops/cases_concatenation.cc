@@ -1,13 +1,17 @@
 // CONCATENATION along any axis: forward in [x0, x1, ...] out [y], backward in [dy] out [dx0,
-// dx1, ...], where a dx may be -1 (an input that needs no gradient). Copies only: exact.
+// dx1, ...], where a dx may be -1 (an input that needs no gradient). Copies only: exact, bit for bit.
+#include <type_traits>
+
 #include "op_case.h"
 
 namespace cltrain {
 namespace optest {
 namespace {
 
+// extents: params.concat_extents given, as the host gives them; without, the backends take what
+// the tensors they have say.
 OpCase concat_case(const std::string& tag, const std::vector<std::vector<int32_t>>& parts, int32_t axis,
-                   const std::vector<bool>& needs_grad = {}) {
+                   const std::vector<bool>& needs_grad = {}, bool extents = true) {
   OpCase c;
   c.op = CLTRAIN_OP_CONCATENATION;
   c.name = "Concatenation_" + tag;
@@ -28,6 +32,7 @@ OpCase concat_case(const std::string& tag, const std::vector<std::vector<int32_t
   }
   cltrain_op_params p{};
   p.axis = axis;
+  for (size_t k = 0; k < parts.size() && extents; ++k) p.concat_extents[k] = parts[k][axis];
   c.step(c.op, CLTRAIN_PHASE_FORWARD, xs, {y}, p);
   c.step(c.op, CLTRAIN_PHASE_BACKWARD, {dy}, dxs, p);
   c.y = y;
@@ -41,13 +46,14 @@ OpCase concat_case(const std::string& tag, const std::vector<std::vector<int32_t
   uint64_t outer = 1, inner = 1;
   for (int32_t d = 0; d < axis; ++d) outer *= static_cast<uint64_t>(ydims[d]);
   for (size_t d = static_cast<size_t>(axis) + 1; d < ydims.size(); ++d) inner *= static_cast<uint64_t>(ydims[d]);
-  c.reference = [=](const Values& in) {
-    std::vector<double> yv(element_count(ydims));
-    Values out;
+  const auto ref = [=](const auto& in) {
+    using T = typename std::decay_t<decltype(in.at(dy))>::value_type;
+    std::vector<T> yv(element_count(ydims));
+    std::decay_t<decltype(in)> out;
     uint64_t start = 0;
     for (size_t k = 0; k < parts.size(); ++k) {
       const uint64_t len = static_cast<uint64_t>(parts[k][axis]) * inner;
-      std::vector<double> dxv(element_count(parts[k]));
+      std::vector<T> dxv(element_count(parts[k]));
       for (uint64_t o = 0; o < outer; ++o)
         for (uint64_t j = 0; j < len; ++j) {
           const uint64_t yi = o * static_cast<uint64_t>(ydims[axis]) * inner + start * inner + j;
@@ -60,6 +66,8 @@ OpCase concat_case(const std::string& tag, const std::vector<std::vector<int32_t
     out[y] = yv;
     return out;
   };
+  c.reference = ref;
+  c.exact = ref;
   return c;
 }
 
@@ -71,7 +79,12 @@ std::vector<OpCase> make_cases() {
       // Seven inputs, the fourth needing no gradient: its extent is what the others leave of dy.
       concat_case("seven_one_absent_axis2",
                   {{2, 2, 1}, {2, 2, 2}, {2, 2, 1}, {2, 2, 3}, {2, 2, 1}, {2, 2, 2}, {2, 2, 1}}, 2,
-                  {true, true, true, false, true, true, true}),
+                  {true, true, true, false, true, true, true}, false),
+      concat_case("axis3_three_n2x3x4", {{2, 3, 4, 5}, {2, 3, 4, 1}, {2, 3, 4, 7}}, 3),
+      concat_case("axis1_middle_absent_x2x3x4", {{2, 3, 4}, {2, 1, 4}, {2, 2, 4}}, 1, {true, false, true}, false),
+      // Gaps on both sides of a present gradient: its offset comes from params.concat_extents.
+      concat_case("axis0_seven_gaps", {{1, 3}, {2, 3}, {3, 3}, {1, 3}, {2, 3}, {1, 3}, {2, 3}}, 0,
+                  {false, true, false, true, true, false, true}),
   };
 }
 

@@ -85,6 +85,7 @@ std::vector<OpCase> make_cases() {
       loss_case(MSE, SOBS, "x2x4x8", {2, 4, 8}),
       loss_case(CCE, SOBS, "x4x10", {4, 10}),
       loss_case(CCE, SUM, "x4x16", {4, 16}),
+      loss_case(CCE, SOBS, "x32x10", {32, 10}),  // Fashion-MNIST at batch 32
       loss_case(CCE, SOBS, "clamped_x3x4", {3, 4}, clamped, classes),
       loss_case(CCE, SUM, "clamped_x3x4", {3, 4}, clamped, classes),
   };

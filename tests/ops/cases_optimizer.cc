@@ -111,6 +111,9 @@ std::vector<OpCase> make_cases() {
       sgd_case("lr_override_b64", {64}, 0.1f, 0.05f),
       adam_case("w7x10", {7, 10}, 0.01f, 0.9f, 0.999f, 1e-7f, 0.0f),
       adam_case("lr_override_w4x32", {4, 32}, 0.01f, 0.8f, 0.99f, 1e-5f, 0.003f),
+      // The mlp's first weight: more elements than any work-group.
+      sgd_case("w128x784", {128, 784}, 0.01f, 0.0f),
+      adam_case("w128x784", {128, 784}, 0.001f, 0.9f, 0.999f, 1e-7f, 0.0f),
   };
   for (OpCase& c : partial_cases()) cases.push_back(std::move(c));
   return cases;

@@ -30,7 +30,8 @@ OpCase softmax_case(const std::string& tag, std::vector<int32_t> dims, float bet
 
 std::vector<OpCase> make_cases() {
   return {softmax_case("beta1_x4x10", {4, 10}, 1.0f), softmax_case("beta0p5_x3x7", {3, 7}, 0.5f),
-          softmax_case("beta1_x2x4x16", {2, 4, 16}, 1.0f)};
+          softmax_case("beta1_x2x4x16", {2, 4, 16}, 1.0f),
+          softmax_case("beta1_x32x10", {32, 10}, 1.0f)};  // the mlp's output at batch 32
 }
 
 const RegisterCases kCases(make_cases);

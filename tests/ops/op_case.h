@@ -18,6 +18,7 @@ namespace optest {
 
 enum class Fill {
   Uniform,      // uniform in [-scale, scale]
+  Integers,     // whole numbers uniform in [0, scale]: many ties (a max pool's first maximum)
   SoftmaxRows,  // uniform in [-scale, scale], then softmax over the last dimension
   OneHotRows,   // one 1 per row of the last dimension
   Values,       // TensorSpec::values
@@ -49,6 +50,8 @@ struct Tolerance {
 
 // Values in double, by tensor id of the case.
 using Values = std::map<int32_t, std::vector<double>>;
+// Values in float, by tensor id of the case.
+using Floats = std::map<int32_t, std::vector<float>>;
 
 struct OpCase {
   std::string name;  // unique; letters, digits and '_'
@@ -71,6 +74,14 @@ struct OpCase {
   int fd_samples = 64;                    // elements perturbed per input; 0: no finite differences
   // Optional: the expected forward and backward outputs, given all inputs (and dy).
   std::function<Values(const Values& inputs)> reference;
+  // Optional: those outputs in float, computed in the rounding order of cltrain_ops.h's
+  // numerics. The CPU backend, and every backend on a device that rounds like it, must give them
+  // bit for bit. (A generic lambda over the value type can serve as both.)
+  std::function<Floats(const Floats& inputs)> exact;
+
+  // Environment variables set while the backends of the case are created and prepared (a
+  // backend's own settings, such as CLTRAIN_OPENCL_SCRATCH_BYTES; others ignore them).
+  std::vector<std::pair<std::string, std::string>> backend_env;
 
   // Stateful cases (ACCUMULATE, optimizer updates): all steps run once per iteration
   // (run_args.iteration = 1, 2, ...), `fresh` inputs get new random values every iteration, and

@@ -335,6 +335,13 @@ CaseInputs make_inputs(const OpCase& c) {
       case Fill::Uniform:
         in.initial[t] = uniform(n, s.scale);
         break;
+      case Fill::Integers: {
+        std::uniform_int_distribution<int> d(0, static_cast<int>(s.scale));
+        std::vector<float> v(n);
+        for (float& x : v) x = static_cast<float>(d(rng));
+        in.initial[t] = v;
+        break;
+      }
       case Fill::SoftmaxRows: {
         std::vector<float> v = uniform(n, s.scale);
         for (size_t r0 = 0; r0 < n; r0 += row) {
@@ -424,7 +431,7 @@ void expect_outputs_bitwise(const OpCase& c, const Outputs& got, const Outputs& 
       std::memcpy(&gb, &g[first], sizeof(gb));
       std::memcpy(&wb, &w[first], sizeof(wb));
       std::ostringstream m;
-      m << std::hexfloat << g[first] << " (0x" << std::hex << gb << ") vs cpu " << std::hexfloat << w[first] << " (0x"
+      m << std::hexfloat << g[first] << " (0x" << std::hex << gb << ") vs " << std::hexfloat << w[first] << " (0x"
         << std::hex << wb << ")" << std::dec << std::defaultfloat;
       ADD_FAILURE() << what << ": " << c.tensors[t].name
                     << (got.size() > 1 ? " after iteration " + std::to_string(k + 1) : "") << ": " << bad << " of "

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <tuple>
 
+#include "case_run.h"
 #include "op_harness.h"
 
 namespace cltrain {
@@ -14,11 +17,33 @@ namespace {
 
 const char* const kBackends[] = {"cpu", "opencl"};
 
+// Sets a case's backend environment for its lifetime, then puts back what was there.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const std::vector<std::pair<std::string, std::string>>& vars) {
+    for (const auto& [name, value] : vars) {
+      const char* old = std::getenv(name.c_str());
+      saved_.push_back({name, old ? std::optional<std::string>(old) : std::nullopt});
+      setenv(name.c_str(), value.c_str(), 1);
+    }
+  }
+  ~ScopedEnv() {
+    for (const auto& [name, old] : saved_) {
+      if (old) setenv(name.c_str(), old->c_str(), 1);
+      else unsetenv(name.c_str());
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
 class OpTest : public ::testing::TestWithParam<std::tuple<size_t, std::string>> {};
 
 TEST_P(OpTest, Matches) {
   const OpCase& c = all_cases()[std::get<0>(GetParam())];
   const std::string& name = std::get<1>(GetParam());
+  const ScopedEnv env(c.backend_env);
   std::string skip, error;
   std::unique_ptr<Backend> backend = open_test_backend(name, &skip, &error);
   if (!backend) {
@@ -50,8 +75,13 @@ TEST_P(OpTest, Matches) {
     // Where the device rounds as the CPU does, the Numerics of cltrain_backend.h make the two
     // backends agree bit for bit.
     const std::string device = backend->device_name();
-    if (name != "cpu" && rounds_like_the_cpu(device))
-      expect_outputs_bitwise(c, got, want, name + " (" + device + ") vs cpu, bitwise");
+    const bool exact = name == "cpu" || rounds_like_the_cpu(device);
+    if (name != "cpu" && exact) expect_outputs_bitwise(c, got, want, name + " (" + device + ") vs cpu, bitwise");
+    // And both are the numerics' float definition, where the case states it.
+    if (c.exact && exact) {
+      ASSERT_EQ(got.size(), 1u) << "exact outputs are for differentiable cases";
+      expect_outputs_bitwise(c, got, Outputs{c.exact(in.initial)}, name + " vs the numerics, bitwise");
+    }
   } catch (const std::exception& e) {
     FAIL() << e.what();
   }
@@ -66,6 +96,31 @@ INSTANTIATE_TEST_SUITE_P(Ops, OpTest,
                                             ::testing::ValuesIn(std::vector<std::string>(std::begin(kBackends),
                                                                                          std::end(kBackends)))),
                          param_name);
+
+// The chunked convolution cases give the OpenCL backend a scratch bound of a few KiB: its panels
+// are private layer-scope tensors of the plan, within that bound (and CLBlast's own scratch).
+TEST(OpenCLScratch, ChunkedConvolutionScratchIsLayerScopeWithinItsBound) {
+  int seen = 0;
+  for (const OpCase& c : all_cases()) {
+    if (c.backend_env.empty() || c.backend_env[0].first != "CLTRAIN_OPENCL_SCRATCH_BYTES") continue;
+    SCOPED_TRACE(c.name);
+    const ScopedEnv env(c.backend_env);
+    std::string skip, error;
+    std::unique_ptr<Backend> backend = open_test_backend("opencl", &skip, &error);
+    if (!backend) {
+      ASSERT_TRUE(error.empty()) << error;
+      GTEST_SKIP() << skip;
+    }
+    const CaseInputs in = make_inputs(c);
+    const CaseGraph g(c, &in);
+    const cltrain_memory_report r = backend->prepare(g.desc());
+    const uint64_t bound = std::stoull(c.backend_env[0].second);
+    EXPECT_GT(r.role_peak[CLTRAIN_ROLE_LAYER_SCOPE], 0u);
+    EXPECT_LE(r.role_peak[CLTRAIN_ROLE_LAYER_SCOPE], bound + (64u << 10));  // panels + CLBlast's scratch
+    ++seen;
+  }
+  EXPECT_GE(seen, 2);
+}
 
 // An op added to CLTRAIN_OP_LIST without a case here fails this test.
 TEST(OpCoverage, EveryOpHasACase) {

@@ -107,13 +107,14 @@ ConvRef conv_reference(const std::vector<double>& x, const std::vector<int32_t>&
   return r;
 }
 
-PoolRef pool_reference(const std::vector<double>& x, const std::vector<int32_t>& xd, const cltrain_op_params& p,
-                       bool max, const std::vector<double>& dy) {
+template <class T>
+PoolRef<T> pool_reference(const std::vector<T>& x, const std::vector<int32_t>& xd, const cltrain_op_params& p,
+                          bool max, const std::vector<T>& dy) {
   const int64_t N = xd[0], C = xd[3];
   const RefAxis ah(p.padding, xd[1], p.filter_h, p.stride_h, 1), aw(p.padding, xd[2], p.filter_w, p.stride_w, 1);
-  PoolRef r;
-  r.y.assign(static_cast<size_t>(N * ah.out * aw.out * C), 0.0);
-  if (!dy.empty()) r.dx.assign(x.size(), 0.0);
+  PoolRef<T> r;
+  r.y.assign(static_cast<size_t>(N * ah.out * aw.out * C), T(0));
+  if (!dy.empty()) r.dx.assign(x.size(), T(0));
   for (int64_t n = 0; n < N; ++n)
     for (int64_t oh = 0; oh < ah.out; ++oh)
       for (int64_t ow = 0; ow < aw.out; ++ow)
@@ -131,17 +132,23 @@ PoolRef pool_reference(const std::vector<double>& x, const std::vector<int32_t>&
             for (int64_t i : inside)
               if (x[i] > x[arg]) arg = i;
             r.y[yi] = x[arg];
-            if (!dy.empty()) r.dx[arg] += dy[yi];
+            if (!dy.empty()) r.dx[arg] = r.dx[arg] + dy[yi];
           } else {
-            double s = 0.0;
-            for (int64_t i : inside) s += x[i];
-            r.y[yi] = s / static_cast<double>(inside.size());
+            const T count = static_cast<T>(inside.size());
+            T s = 0;
+            for (int64_t i : inside) s = s + x[i];
+            r.y[yi] = s / count;
             if (!dy.empty())
-              for (int64_t i : inside) r.dx[i] += dy[yi] / static_cast<double>(inside.size());
+              for (int64_t i : inside) r.dx[i] = r.dx[i] + dy[yi] / count;
           }
         }
   return r;
 }
+
+template PoolRef<double> pool_reference(const std::vector<double>&, const std::vector<int32_t>&, const cltrain_op_params&,
+                                        bool, const std::vector<double>&);
+template PoolRef<float> pool_reference(const std::vector<float>&, const std::vector<int32_t>&, const cltrain_op_params&,
+                                       bool, const std::vector<float>&);
 
 std::vector<float> distinct_values(size_t n, float gap, uint32_t seed) {
   std::vector<float> v(n);

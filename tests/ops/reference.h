@@ -1,13 +1,18 @@
-// References in double for the op cases, written from the definitions in cltrain_backend.h and
+// References for the op cases, written from the definitions in cltrain_backend.h and
 // cltrain_ops.h (independently of the CPU backend): fused activations, window geometry,
-// convolutions and pools, forward and backward.
+// convolutions and pools, forward and backward. The templates compute in double for a case's
+// reference, and in float, in the rounding order of the numerics, for its exact outputs.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cltrain/cltrain_backend.h"
+#include "numerics.h"
 
 namespace cltrain {
 namespace optest {
@@ -15,6 +20,50 @@ namespace optest {
 const char* act_name(int32_t act);
 double ref_activation(int32_t act, double z);
 double ref_activation_derivative(int32_t act, double y);  // d act / dz through y = act(z)
+
+// The numerics' TANH and LOGISTIC forward in float (clt_exp); std::tanh and std::exp in double.
+template <class T>
+T ref_tanh(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float e = clt_exp(-2.0f * std::fabs(x)), t = (1.0f - e) / (1.0f + e);
+    return x < 0.0f ? -t : t;
+  } else {
+    return std::tanh(x);
+  }
+}
+template <class T>
+T ref_logistic(T x) {
+  if constexpr (std::is_same_v<T, float>) return 1.0f / (1.0f + clt_exp(-x));
+  else return 1.0 / (1.0 + std::exp(-x));
+}
+// A fused activation: clamps as v = z < lo ? lo : z, then v > hi ? hi : v.
+template <class T>
+T ref_act(int32_t act, T z) {
+  switch (act) {
+    case CLTRAIN_ACT_RELU: return z < T(0) ? T(0) : z;
+    case CLTRAIN_ACT_RELU_N1_TO_1: {
+      const T v = z < T(-1) ? T(-1) : z;
+      return v > T(1) ? T(1) : v;
+    }
+    case CLTRAIN_ACT_RELU6: {
+      const T v = z < T(0) ? T(0) : z;
+      return v > T(6) ? T(6) : v;
+    }
+    case CLTRAIN_ACT_TANH: return ref_tanh(z);
+    default: return z;
+  }
+}
+// dz from y = act(z) and dy: a select for the clamps, dy * (1 - y * y) for TANH.
+template <class T>
+T ref_act_grad(int32_t act, T y, T dy) {
+  switch (act) {
+    case CLTRAIN_ACT_RELU: return y > T(0) ? dy : T(0);
+    case CLTRAIN_ACT_RELU_N1_TO_1: return (y > T(-1) && y < T(1)) ? dy : T(0);
+    case CLTRAIN_ACT_RELU6: return (y > T(0) && y < T(6)) ? dy : T(0);
+    case CLTRAIN_ACT_TANH: return dy * (T(1) - y * y);
+    default: return dy;
+  }
+}
 
 // One spatial axis of a window op per cltrain_ops.h: out and the padding before.
 struct RefAxis {
@@ -33,12 +82,16 @@ ConvRef conv_reference(const std::vector<double>& x, const std::vector<int32_t>&
                        const std::vector<int32_t>& wdims, const std::vector<double>& b, const cltrain_op_params& p,
                        bool depthwise, const std::vector<double>& dy);
 
-// Max or average pool on x [N,H,W,C], with dx for dy if non-empty.
+// Max or average pool on x [N,H,W,C], with dx for dy if non-empty: the first maximum of each
+// window in (kh, kw) order, or the sum of its inside positions over their count; dx summed over
+// the windows in increasing order.
+template <class T>
 struct PoolRef {
-  std::vector<double> y, dx;
+  std::vector<T> y, dx;
 };
-PoolRef pool_reference(const std::vector<double>& x, const std::vector<int32_t>& xdims, const cltrain_op_params& p,
-                       bool max, const std::vector<double>& dy);
+template <class T>
+PoolRef<T> pool_reference(const std::vector<T>& x, const std::vector<int32_t>& xdims, const cltrain_op_params& p,
+                          bool max, const std::vector<T>& dy);
 
 // Output dims of a window op on x [N,H,W,*] with `channels` output channels.
 std::vector<int32_t> window_output(const std::vector<int32_t>& xdims, const cltrain_op_params& p, int64_t filter_h,

@@ -1,6 +1,7 @@
-// The plugin ABI's growth rules (cltrain_backend.h), held by two plugins built from frozen copies of
-// the header (tests/runtime/abi/): one with a member fewer at the end of the function table and of
-// cltrain_tensor_desc, one with a member more there and at the end of every other array struct.
+// The plugin ABI's growth rules (cltrain_backend.h), held by two plugins built from copies of the
+// header (tests/runtime/abi/): one frozen with a member fewer at the end of the function table and
+// of cltrain_tensor_desc, one a step ahead with a member more there and at the end of every other
+// array struct.
 // The host must serve both: the same losses as the CPU alone, the ReLU steps on the plugin, and
 // the plugin's rows read by their row size. And it must refuse, naming both versions, an ABI
 // version outside the range it serves, and a table too short for the required functions.

@@ -1,9 +1,10 @@
 // CONCATENATION along params.axis: forward in [x0, x1, ...] out [y]; backward in [dy] out
 // [dx0, dx1, ...], each of which may be -1 (no gradient needed). Copies only: exact.
 //
-// The backward knows an input's extent along the axis only from its dx. Where one dx is absent
-// its extent is what the others leave of dy's; where several are, the present ones must all
-// come before them (else where they start in dy is unknown).
+// The backward knows an input's extent along the axis from params.concat_extents, else only from
+// its dx. Without the extents, where one dx is absent its extent is what the others leave of dy's;
+// where several are, the present ones must all come before them (else where they start in dy is
+// unknown).
 #include <cstring>
 #include <vector>
 
@@ -34,12 +35,21 @@ std::string layout(const StepView& s, const TensorRef* parts, int count, const T
   int absent = 0;
   for (int k = 0; k < count; ++k) {
     const TensorRef& p = parts[k];
+    const int32_t given = k < CLTRAIN_MAX_STEP_IO ? s.params().concat_extents[k] : 0;
     if (!p.present()) {
       if (!backward) return "input " + std::to_string(k) + " is missing";
+      if (given > 0) {
+        l->extent.push_back(given);
+        known += given;
+        continue;
+      }
       ++absent;
       l->extent.push_back(-1);
       continue;
     }
+    if (given > 0 && given != (p.rank() > axis ? p.dim(axis) : -1))
+      return std::string(backward ? "dx" : "x") + std::to_string(k) + " " + shape_string(p) + " is not " +
+             std::to_string(given) + " long along axis " + std::to_string(axis) + " as params.concat_extents says";
     bool fits = p.rank() == rank;
     for (int d = 0; fits && d < rank; ++d) fits = d == axis || p.dim(d) == whole.dim(d);
     if (!fits)

@@ -3,8 +3,8 @@
 //   backward: in [dy]           out [dx0, dx1, ...]  concat_backward: each present dx gets its slice
 // The tensors are viewed as [OUTER, width] with OUTER the product of the dims before the axis;
 // forward and backward of one op instance share a program. The backward takes the widths from the
-// dx shapes; absent dx that form one block take the block's width, and otherwise (a present dx
-// between two absent ones) the widths come from the inputs of the forward step of the same model op.
+// dx shapes and params.concat_extents; without the extents, absent dx that form one block take
+// the block's width, and a present dx between two absent ones is refused.
 #include "ops/op.h"
 #include "ops/dims.h"
 
@@ -18,7 +18,6 @@ struct ConcatShape {
   uint64_t outer = 0, row = 0, inner = 0;
   int parts = 0;
   uint64_t width[kMaxInputs] = {};
-  bool unresolved = false;  // absent dx on both sides of a present one: widths from the forward
 };
 
 std::string check_shape(const StepView& s, ConcatShape& sh) {
@@ -48,7 +47,14 @@ std::string check_shape(const StepView& s, ConcatShape& sh) {
     const int32_t x = fwd ? s.in(k) : s.out(k);
     if (x < 0) {
       if (fwd) return "needs input " + std::to_string(k);
-      if (missing >= 0 && last_missing != k - 1) sh.unresolved = true;
+      if (const int32_t given = s.step.params.concat_extents[k]; given > 0) {
+        sh.width[k] = static_cast<uint64_t>(given) * inner;
+        known += sh.width[k];
+        continue;
+      }
+      if (missing >= 0 && last_missing != k - 1)
+        return "dx" + std::to_string(k - 1) + " lies between absent gradients whose extents params.concat_extents "
+               "does not give";
       if (missing < 0) missing = k;
       last_missing = k;
       continue;
@@ -69,29 +75,6 @@ std::string check_shape(const StepView& s, ConcatShape& sh) {
   return {};
 }
 
-// The widths of all parts from the inputs of the forward step of the same model op.
-void widths_from_forward(const OpContext& c, const StepView& s, ConcatShape& sh) {
-  for (int32_t i = 0; i < c.num_graph_steps(); ++i) {
-    const cltrain_step_desc& f = c.graph_step(i);
-    if (f.op != CLTRAIN_OP_CONCATENATION || f.phase != CLTRAIN_PHASE_FORWARD || s.step.model_op < 0 ||
-        f.model_op != s.step.model_op || f.num_inputs != sh.parts)
-      continue;
-    uint64_t sum = 0;
-    for (int k = 0; k < sh.parts; ++k) {
-      const int32_t x = f.inputs[k];
-      if (x < 0 || x >= c.num_host_tensors()) return;
-      const cltrain_tensor_desc& t = c.host_tensor(x);
-      const int32_t axis = s.step.params.axis;
-      if (t.rank <= axis || t.dims[axis] < 0) return;
-      sh.width[k] = static_cast<uint64_t>(t.dims[axis]) * sh.inner;
-      sum += sh.width[k];
-    }
-    if (sum != sh.row) fail(CLTRAIN_INVALID, s.what() + ": the inputs of its forward step do not add up to dy");
-    sh.unresolved = false;
-    return;
-  }
-}
-
 std::string check(const StepView& s) {
   ConcatShape sh;
   return check_shape(s, sh);
@@ -101,10 +84,6 @@ StepRun prepare(const OpContext& c) {
   const StepView& s = c.s;
   ConcatShape sh;
   check_shape(s, sh);
-  if (sh.unresolved) widths_from_forward(c, s, sh);
-  if (sh.unresolved)
-    fail(CLTRAIN_INVALID, s.what() + ": absent input gradients on both sides of a present one, and no forward "
-                                     "step of the same model op to take the part widths from");
   Defines d;
   d.set("NIN", sh.parts).set("ROW", static_cast<long long>(sh.row));
   d.set("COUNT", static_cast<long long>(sh.outer * sh.row));

@@ -74,13 +74,6 @@ std::string StepView::what() const {
 const DeviceInfo& OpContext::device() const { return b_.device; }
 uint64_t OpContext::scratch_cap() const { return b_.scratch_cap; }
 const GemmEngine& OpContext::gemm() const { return b_.gemm; }
-const cltrain_step_desc& OpContext::graph_step(int32_t index) const { return b_.steps.at(static_cast<size_t>(index)); }
-int32_t OpContext::num_graph_steps() const { return static_cast<int32_t>(b_.steps.size()); }
-const cltrain_tensor_desc& OpContext::host_tensor(int32_t id) const {
-  if (id < 0 || id >= b_.pool.num_host_tensors) fail(CLTRAIN_ERROR, s.what() + ": no host tensor " + std::to_string(id));
-  return b_.pool.tensors[static_cast<size_t>(id)];
-}
-int32_t OpContext::num_host_tensors() const { return b_.pool.num_host_tensors; }
 
 Kernel OpContext::kernel(const std::string& family, const Defines& defines, const char* name) const {
   return b_.kernels->make(family, defines, name);

@@ -57,13 +57,6 @@ class OpContext {
   uint64_t scratch_cap() const;  // the largest budget any step gets
   const GemmEngine& gemm() const;
 
-  // The step of the graph with that global index (an op whose backward needs its forward's shapes).
-  const cltrain_step_desc& graph_step(int32_t index) const;
-  int32_t num_graph_steps() const;
-  // Any tensor of the host's table (after the pool is planned).
-  const cltrain_tensor_desc& host_tensor(int32_t id) const;
-  int32_t num_host_tensors() const;
-
   // --- prepare() only ---
   Kernel kernel(const std::string& family, const Defines& defines, const char* name) const;
   cl_mem pool() const;

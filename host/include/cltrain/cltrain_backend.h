@@ -165,6 +165,10 @@ typedef struct cltrain_op_params {
   /* CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D backward: the fused activation of the producer of
    * x, whose derivative this step applies to dx (cltrain_ops.h); 0 (NONE) for none. */
   int32_t dx_activation;
+  /* CONCATENATION: each input's extent along axis, as the host knows it from the model (a
+   * backward whose dx of an input is -1 cannot see it otherwise); 0: not given, the backend takes
+   * the extents from the tensors the step has. */
+  int32_t concat_extents[CLTRAIN_MAX_STEP_IO];
 } cltrain_op_params;
 
 /* One step. Its last member is params, and the struct grows only there (new params). */

@@ -1,9 +1,10 @@
-/* A frozen copy of host/include/cltrain/cltrain_backend.h (ABI version 3) with one member more at
- * the end of the function table, of the array structs (cltrain_tensor_desc, cltrain_step_desc's
- * params, the rows cltrain_private_tensor and cltrain_kernel_profile) and of cltrain_run_args:
- * the header of a plugin built after those members were appended. Never edit it to follow the
- * real header; tests/runtime/abi_compat_test.cc checks that the host serves such a plugin.
- * Documentation stripped: the real header has it. */
+/* A copy of host/include/cltrain/cltrain_backend.h (ABI version 3) with one member more at the end
+ * of the function table, of the array structs (cltrain_tensor_desc, cltrain_step_desc's params,
+ * the rows cltrain_private_tensor and cltrain_kernel_profile) and of cltrain_run_args: the header
+ * of a plugin built after the host's, which appended those members. When the real header grows,
+ * this copy grows with it (the appended members stay last): it is always one step newer.
+ * tests/runtime/abi_compat_test.cc checks that the host serves such a plugin. Documentation
+ * stripped: the real header has it. */
 #ifndef CLTRAIN_BACKEND_H
 #define CLTRAIN_BACKEND_H
 
@@ -87,6 +88,7 @@ typedef struct cltrain_op_params {
   int32_t pad_before[CLTRAIN_MAX_RANK], pad_after[CLTRAIN_MAX_RANK]; /* PAD, per axis */
   int32_t update_offset, update_count;
   int32_t dx_activation;
+  int32_t concat_extents[CLTRAIN_MAX_STEP_IO];
   int32_t appended; /* zero from a host that does not know it */
 } cltrain_op_params;
 
