@@ -76,7 +76,7 @@
  *     e_i; y_i = e_i / s. Backward: d = sum of (dy_i * y_i) (products rounded, then summed);
  *     dx_i = beta * (y_i * (dy_i - d)).
  * CONCATENATION  fwd in [x0, x1, ...] out [y] along params.axis; bwd in [dy] out [dx0, dx1, ...]
- *     (each may be -1).
+ *     (each may be -1); params.concat_extents gives each input's extent along the axis.
  * LOSS_MSE, LOSS_CCE  fwd in [pred, expected] out [loss] (one element); bwd in [pred, expected]
  *     out [dpred]. Reduction: SUM_OVER_BATCH_SIZE divides the sum over samples by the batch N
  *     (dims[0] of pred), SUM does not; the backward includes the same scale.
