@@ -4,7 +4,7 @@
 //   A_KM 0: A(i, k) = A[i lda + k]   A_KM 1: A(i, k) = A[k lda + i]
 //   B_NK 0: B(k, j) = B[k ldb + j]   B_NK 1: B(k, j) = B[j ldb + k]
 //   C_T 0:  C(i, j) = C[i ldc + j]   C_T 1:  C(i, j) = C[j ldc + i]
-// gemm_native.cc turns every layout and transpose CLBlast takes into this form, as the product
+// gemm/gemm_native.cc turns every layout and transpose CLBlast takes into this form, as the product
 // itself or as the product of the transposes, so no operand is ever copied to global scratch.
 //
 // Shape of the work (as a CPU BLAS, not as a GPU kernel): work-groups of one work-item, so that
@@ -28,7 +28,7 @@
 #define NV 2   // float8 vectors of a register tile's row: NR = 8 NV columns
 #endif
 // KC (k per packed slice), NB_MAX and MB_MAX (the largest block): from the device's local memory
-// (gemm_native.cc, native_limits).
+// (gemm/gemm_native.cc, native_limits).
 #define NR (8 * NV)
 
 #if A_KM

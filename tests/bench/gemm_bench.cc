@@ -14,14 +14,14 @@
 // scratch budget (8 MiB, or an eighth of the device's largest allocation;
 // CLTRAIN_OPENCL_SCRATCH_BYTES) and the GEMM tile. The backend has changed its planning since;
 // --calls FILE times the calls a real step makes, recorded by the backend itself
-// (CLTRAIN_OPENCL_GEMM_LOG=FILE, launch.cc), whatever its code is. A "group" is
+// (CLTRAIN_OPENCL_GEMM_LOG=FILE, gemm/gemm.cc), whatever its code is. A "group" is
 // all the GEMM calls of one (layer, pass): forward y, dW, dx. Only the GEMMs are timed, not the
 // im2col panel fills and the dx gather around them. OpenBLAS runs the very same calls on host
 // memory. Not a test: it is built only where CMake finds OpenBLAS (Debian: libopenblas-dev) and
 // ctest does not run it.
 //
 // Device: --device N, else CLTRAIN_OPENCL_DEVICE, else the first GPU, else the first device
-// (backend/opencl/device.cc, as the backend chooses). CLTRAIN_CLBLAST_XGEMM and
+// (backend/opencl/device/device.cc, as the backend chooses). CLTRAIN_CLBLAST_XGEMM and
 // CLTRAIN_CLBLAST_MIN_INDIRECT override the parameters as they do in the backend.
 #include <cblas.h>
 #include <clblast.h>

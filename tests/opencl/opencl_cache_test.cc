@@ -64,7 +64,7 @@ std::vector<std::string> files_with(const std::string& dir, const std::string& p
   return out;
 }
 
-// The offsets a plan entry stores (plan_cache.cc's payload: alignment, pool, lower bound, the
+// The offsets a plan entry stores (memory/plan_cache.cc's payload: alignment, pool, lower bound, the
 // role count and peaks, the algorithm's name, the tensor count, then id, bytes, offset each).
 size_t first_tensor_at(const Bytes& f) {
   size_t at = kHeader + 8 * 3;

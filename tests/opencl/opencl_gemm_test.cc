@@ -1,5 +1,5 @@
 // kernels/gemm.cl, the matrix product of CPU devices, with the forms and blocks
-// backend/opencl/gemm_native.cc chooses, against the dot products of cltrain_backend.h's Numerics
+// backend/opencl/gemm/gemm_native.cc chooses, against the dot products of cltrain_backend.h's Numerics
 // (acc = fma(a, b, acc) over k in increasing order, then alpha acc + beta C), bit for bit on the
 // first OpenCL device (POCL in CI). Every layout and transpose CLBlast takes, both forms (the
 // product and the product of the transposes), blocks read in place and packed, partial tiles and
