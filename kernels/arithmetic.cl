@@ -44,7 +44,12 @@ __kernel void arith_forward(__global float* pool, uint a_off, uint b_off, uint y
     ia += c * SA##k;         \
     ib += c * SB##k;         \
   }
-  ARITH_COORD(5) ARITH_COORD(4) ARITH_COORD(3) ARITH_COORD(2) ARITH_COORD(1) ARITH_COORD(0)
+  ARITH_COORD(5);
+  ARITH_COORD(4);
+  ARITH_COORD(3);
+  ARITH_COORD(2);
+  ARITH_COORD(1);
+  ARITH_COORD(0);
 #undef ARITH_COORD
   pool[y_off + i] = clt_act(arith_op(pool[a_off + ia], pool[b_off + ib]));
 }
@@ -53,19 +58,24 @@ __kernel void arith_forward(__global float* pool, uint a_off, uint b_off, uint y
 // for_a is a constant at both call sites, so the selections below fold away. Dims along which the
 // gradient's own tensor is broadcast (stride 0) are looped over, outermost first: that visits
 // the elements of y in increasing flat index.
-float arith_grad(__global const float* pool, const uint j, const int for_a, const uint a_off,
-                 const uint b_off, const uint y_off, const uint dy_off) {
+float arith_grad(__global const float* pool, const uint j, const int for_a, const uint a_off, const uint b_off,
+                 const uint y_off, const uint dy_off) {
   uint r = j, yi = 0, ia = 0, ib = 0;
 #define ARITH_SELF(k) (for_a ? SA##k : SB##k)
-#define ARITH_KEPT(k)                \
-  if (ARITH_SELF(k) != 0) {          \
-    const uint c = r % Y##k;         \
-    r /= Y##k;                       \
-    yi += c * YS##k;                 \
-    ia += c * SA##k;                 \
-    ib += c * SB##k;                 \
+#define ARITH_KEPT(k)        \
+  if (ARITH_SELF(k) != 0) {  \
+    const uint c = r % Y##k; \
+    r /= Y##k;               \
+    yi += c * YS##k;         \
+    ia += c * SA##k;         \
+    ib += c * SB##k;         \
   }
-  ARITH_KEPT(5) ARITH_KEPT(4) ARITH_KEPT(3) ARITH_KEPT(2) ARITH_KEPT(1) ARITH_KEPT(0)
+  ARITH_KEPT(5);
+  ARITH_KEPT(4);
+  ARITH_KEPT(3);
+  ARITH_KEPT(2);
+  ARITH_KEPT(1);
+  ARITH_KEPT(0);
 #undef ARITH_KEPT
 #define ARITH_RED(k) (ARITH_SELF(k) != 0 ? 1u : (uint)(Y##k))
   float s = 0.0f;

@@ -9,23 +9,28 @@
 
 // For column col of a row of y: *k the part, *off its tensor's offset (of x0..x6), *w its row
 // width, *start its first column in y.
-#define CONCAT_PICK(j)                 \
-  if (j < NIN && col >= C##j) {        \
-    *k = j;                            \
-    *off = x##j;                       \
-    *w = W##j;                         \
-    *start = C##j;                     \
+#define CONCAT_PICK(j)          \
+  if (j < NIN && col >= C##j) { \
+    *k = j;                     \
+    *off = x##j;                \
+    *w = W##j;                  \
+    *start = C##j;              \
   }
 void concat_part(const uint col, const uint x0, const uint x1, const uint x2, const uint x3, const uint x4,
                  const uint x5, const uint x6, uint* k, uint* off, uint* w, uint* start) {
   *k = 0, *off = x0, *w = W0, *start = C0;
-  CONCAT_PICK(1) CONCAT_PICK(2) CONCAT_PICK(3) CONCAT_PICK(4) CONCAT_PICK(5) CONCAT_PICK(6)
+  CONCAT_PICK(1);
+  CONCAT_PICK(2);
+  CONCAT_PICK(3);
+  CONCAT_PICK(4);
+  CONCAT_PICK(5);
+  CONCAT_PICK(6);
 }
 #undef CONCAT_PICK
 
 // y = the inputs side by side.
-__kernel void concat_forward(__global float* pool, uint y_off, uint x0, uint x1, uint x2, uint x3, uint x4,
-                             uint x5, uint x6) {
+__kernel void concat_forward(__global float* pool, uint y_off, uint x0, uint x1, uint x2, uint x3, uint x4, uint x5,
+                             uint x6) {
   const uint i = get_global_id(0);
   if (i >= COUNT) return;
   const uint row = i / ROW, col = i % ROW;
@@ -35,8 +40,8 @@ __kernel void concat_forward(__global float* pool, uint y_off, uint x0, uint x1,
 }
 
 // dx_k = its slice of dy, for the parts whose bit is set in `present`.
-__kernel void concat_backward(__global float* pool, uint dy_off, uint present, uint x0, uint x1, uint x2,
-                              uint x3, uint x4, uint x5, uint x6) {
+__kernel void concat_backward(__global float* pool, uint dy_off, uint present, uint x0, uint x1, uint x2, uint x3,
+                              uint x4, uint x5, uint x6) {
   const uint i = get_global_id(0);
   if (i >= COUNT) return;
   const uint row = i / ROW, col = i % ROW;

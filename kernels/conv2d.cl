@@ -16,8 +16,7 @@
 // positions row0 + r, r < rows (the GEMM's A as [K, M]). A 2-D range of (8 rows, tap): each
 // work-item reads PANEL_CH contiguous channels at each of its 8 positions and writes them as
 // 8 neighbouring floats per channel.
-__kernel void conv_panel_t(__global float* pool, uint x_off, uint panel_off, uint row0, uint rows, uint p0,
-                           uint c0) {
+__kernel void conv_panel_t(__global float* pool, uint x_off, uint panel_off, uint row0, uint rows, uint p0, uint c0) {
   const uint r0 = get_global_id(0) * 8, t = get_global_id(1);
   if (r0 >= rows || t >= PANEL_TAPS) return;
   const uint p = p0 + t;
@@ -49,8 +48,7 @@ __kernel void conv_panel_t(__global float* pool, uint x_off, uint panel_off, uin
 
 // A panel of rows: panel[r, (p - p0) PANEL_CH + (c - c0)] for the output positions row0 + r
 // (the dW GEMM's B as [K, N]). One work-item per (r, tap), copying PANEL_CH channels.
-__kernel void conv_panel(__global float* pool, uint x_off, uint panel_off, uint row0, uint rows, uint p0,
-                         uint c0) {
+__kernel void conv_panel(__global float* pool, uint x_off, uint panel_off, uint row0, uint rows, uint p0, uint c0) {
   const uint gid = get_global_id(0);
   if (gid >= rows * PANEL_TAPS) return;
   const uint r = gid / PANEL_TAPS, t = gid % PANEL_TAPS;
@@ -89,7 +87,8 @@ __kernel void conv_gather_dx(__global float* pool, uint dcol_off, uint dx_off, u
       if (tw < 0 || tw % SW != 0 || tw / SW >= OW) continue;
       const uint ow = (uint)(tw / SW);
 #if DCOL_T  // dcol stored [K, images OH OW] (VEC is 1)
-      const vfloat t = pool[dcol_off + ((kh * KW + kw) * IC + i) * (images * ROWS_PER_IMAGE) + nl * ROWS_PER_IMAGE + oh * OW + ow];
+      const vfloat t =
+          pool[dcol_off + ((kh * KW + kw) * IC + i) * (images * ROWS_PER_IMAGE) + nl * ROWS_PER_IMAGE + oh * OW + ow];
 #else
       const vfloat t = VLOAD(pool + dcol_off + (nl * ROWS_PER_IMAGE + oh * OW + ow) * K + (kh * KW + kw) * IC + i);
 #endif

@@ -22,80 +22,81 @@
 // not read) and alpha acc + beta C otherwise: the same values as CLBlast's kernels give.
 
 #ifndef MR
-#define MR 4   // rows of a register tile
+#define MR 4  // rows of a register tile
 #endif
 #ifndef NV
-#define NV 2   // float8 vectors of a register tile's row: NR = 8 NV columns
+#define NV 2  // float8 vectors of a register tile's row: NR = 8 NV columns
 #endif
 // KC (k per packed slice), NB_MAX and MB_MAX (the largest block): from the device's local memory
 // (gemm/gemm_native.cc, native_limits).
 #define NR (8 * NV)
 
 #if A_KM
-#define A_AT(i, k) ((k) * lda + (i))
+#define A_AT(i, k) ((k)*lda + (i))
 #define A_STEP lda
 #else
-#define A_AT(i, k) ((i) * lda + (k))
+#define A_AT(i, k) ((i)*lda + (k))
 #define A_STEP 1
 #endif
 #if B_NK
-#define B_AT(k, j) ((j) * ldb + (k))
+#define B_AT(k, j) ((j)*ldb + (k))
 #else
-#define B_AT(k, j) ((k) * ldb + (j))
+#define B_AT(k, j) ((k)*ldb + (j))
 #endif
 // Packed B: column jj of the block at kk in its NR-wide panel.
 #if C_T
-#define C_AT(i, j) ((j) * ldc + (i))
+#define C_AT(i, j) ((j)*ldc + (i))
 #else
-#define C_AT(i, j) ((i) * ldc + (j))
+#define C_AT(i, j) ((i)*ldc + (j))
 #endif
-#define PACKED(kk, jj) (((jj) / NR) * (KC * NR) + (kk) * NR + (jj) % NR)
+#define PACKED(kk, jj) (((jj) / NR) * (KC * NR) + (kk)*NR + (jj) % NR)
 
 // Inside the loops over a block's tiles (r0: the tile's first row in the block):
 // ar[r], A's row r of the tile at k = K0. Rows past M repeat row M - 1: computed, never stored.
-#define ROW_POINTERS(K0)                                                                  \
-  const __global float* ar[MR];                                                           \
+#define ROW_POINTERS(K0)        \
+  const __global float* ar[MR]; \
   _Pragma("unroll") for (int r = 0; r < MR; ++r) ar[r] = A + A_AT(min(ib + r0 + r, M - 1), (K0));
 // acc += the tile's products over kk < KN, B's row kk of the tile's columns at BPTR + kk BSTRIDE,
 // A's row r at ar[r][kk ASTEP]; UNROLL: a loop pragma or nothing (unrolling by 2 measured faster
 // in place and slower over packed panels, on POCL).
-#define TILE_K_LOOP(BPTR, BSTRIDE, KN, ASTEP, UNROLL)                                      \
-  UNROLL for (int kk = 0; kk < (KN); ++kk) {                                              \
-    float8 b[NV];                                                                         \
+#define TILE_K_LOOP(BPTR, BSTRIDE, KN, ASTEP, UNROLL)                                         \
+  UNROLL for (int kk = 0; kk < (KN); ++kk) {                                                  \
+    float8 b[NV];                                                                             \
     _Pragma("unroll") for (int v = 0; v < NV; ++v) b[v] = vload8(v, (BPTR) + kk * (BSTRIDE)); \
-    _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                      \
-      const float8 a = (float8)(ar[r][kk * (ASTEP)]);                                     \
-      _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = fma(a, b[v], acc[r][v]); \
-    }                                                                                     \
+    _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                          \
+      const float8 a = (float8)(ar[r][kk * (ASTEP)]);                                         \
+      _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = fma(a, b[v], acc[r][v]);     \
+    }                                                                                         \
   }
 // C of the tile whose columns start at block column CS: its columns from FROM (>= CS) to the
 // tile's or the block's end, rows below M. Whole tiles with beta 0 store as vectors.
-#define STORE_TILE(CS, FROM)                                                              \
-  _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                        \
-    const int i = ib + r0 + r;                                                            \
-    if (i < M) {                                                                          \
-      if (!C_T && (CS) == (FROM) && (CS) + NR <= nb && beta == 0.0f) {                    \
-        __global float* cr = C + C_AT(i, jb + (CS));                                      \
-        _Pragma("unroll") for (int v = 0; v < NV; ++v) vstore8(alpha * acc[r][v], v, cr); \
-      } else {                                                                            \
-        _Pragma("unroll") for (int v = 0; v < NV; ++v) {                                  \
-          float out[8];                                                                   \
-          vstore8(acc[r][v], 0, out);                                                     \
-          _Pragma("unroll 1") for (int l = 0; l < 8; ++l) {                               \
-            const int j = (CS) + 8 * v + l;                                               \
-            if (j >= (FROM) && j < nb) {                                                  \
-              __global float* c = C + C_AT(i, jb + j);                                    \
-              *c = beta == 0.0f ? alpha * out[l] : alpha * out[l] + beta * *c;            \
-            }                                                                             \
-          }                                                                               \
-        }                                                                                 \
-      }                                                                                   \
-    }                                                                                     \
+#define STORE_TILE(CS, FROM)                                                             \
+  _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                       \
+    const int i = ib + r0 + r;                                                           \
+    if (i < M) {                                                                         \
+      if (!C_T && (CS) == (FROM) && (CS) + NR <= nb && beta == 0.0f) {                   \
+        __global float* cr = C + C_AT(i, jb + (CS));                                     \
+        _Pragma("unroll") for (int v = 0; v < NV; ++v) vstore8(alpha* acc[r][v], v, cr); \
+      } else {                                                                           \
+        _Pragma("unroll") for (int v = 0; v < NV; ++v) {                                 \
+          float out[8];                                                                  \
+          vstore8(acc[r][v], 0, out);                                                    \
+          _Pragma("unroll 1") for (int l = 0; l < 8; ++l) {                              \
+            const int j = (CS) + 8 * v + l;                                              \
+            if (j >= (FROM) && j < nb) {                                                 \
+              __global float* c = C + C_AT(i, jb + j);                                   \
+              *c = beta == 0.0f ? alpha * out[l] : alpha * out[l] + beta * *c;           \
+            }                                                                            \
+          }                                                                              \
+        }                                                                                \
+      }                                                                                  \
+    }                                                                                    \
   }
 
-__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void gemm(__global float* pool, uint a_off, uint b_off, uint c_off, int M, int N, int K, int lda, int ldb,
-          int ldc, int mb, int nb_max, int direct, float alpha, float beta) {
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float* pool, uint a_off, uint b_off,
+                                                                  uint c_off, int M, int N, int K, int lda, int ldb,
+                                                                  int ldc, int mb, int nb_max, int direct, float alpha,
+                                                                  float beta) {
   __local float packed[KC * NB_MAX];
   __local float8 partial[MB_MAX * NB_MAX / 8];  // the chains between slices, [r][c / 8]
   const __global float* A = pool + a_off;
@@ -115,8 +116,8 @@ void gemm(__global float* pool, uint a_off, uint b_off, uint c_off, int M, int N
       for (int r0 = 0; r0 < mb && ib + r0 < M; r0 += MR) {
         ROW_POINTERS(0)
         float8 acc[MR][NV];
-        _Pragma("unroll") for (int r = 0; r < MR; ++r)
-          _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = (float8)(0.0f);
+        _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] =
+            (float8)(0.0f);
         TILE_K_LOOP(bg, ldb, K, A_STEP, _Pragma("unroll 2"))
         STORE_TILE(cs, c0)
       }
@@ -147,13 +148,11 @@ void gemm(__global float* pool, uint a_off, uint b_off, uint c_off, int M, int N
       for (int r0 = 0; r0 < mb && ib + r0 < M; r0 += MR) {
         ROW_POINTERS(k0)
         float8 acc[MR][NV];
-        _Pragma("unroll") for (int r = 0; r < MR; ++r)
-          _Pragma("unroll") for (int v = 0; v < NV; ++v)
-            acc[r][v] = first ? (float8)(0.0f) : partial[(r0 + r) * (NB_MAX / 8) + c0 / 8 + v];
+        _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] =
+            first ? (float8)(0.0f) : partial[(r0 + r) * (NB_MAX / 8) + c0 / 8 + v];
         TILE_K_LOOP(bq, NR, kc, A_STEP, )
         if (!last) {
-          _Pragma("unroll") for (int r = 0; r < MR; ++r)
-            _Pragma("unroll") for (int v = 0; v < NV; ++v)
+          _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v)
               partial[(r0 + r) * (NB_MAX / 8) + c0 / 8 + v] = acc[r][v];
           continue;
         }

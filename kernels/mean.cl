@@ -15,13 +15,18 @@ __kernel void mean_forward(__global float* pool, uint x_off, uint y_off) {
   if (o >= YCOUNT) return;
   // The coordinates of o over the kept dims give the first element of x it averages.
   uint r = o, xi = 0;
-#define MEAN_KEPT(k)           \
-  if (YS##k != 0) {            \
-    const uint c = r % X##k;   \
-    r /= X##k;                 \
-    xi += c * XS##k;           \
+#define MEAN_KEPT(k)         \
+  if (YS##k != 0) {          \
+    const uint c = r % X##k; \
+    r /= X##k;               \
+    xi += c * XS##k;         \
   }
-  MEAN_KEPT(5) MEAN_KEPT(4) MEAN_KEPT(3) MEAN_KEPT(2) MEAN_KEPT(1) MEAN_KEPT(0)
+  MEAN_KEPT(5);
+  MEAN_KEPT(4);
+  MEAN_KEPT(3);
+  MEAN_KEPT(2);
+  MEAN_KEPT(1);
+  MEAN_KEPT(0);
 #undef MEAN_KEPT
   __global const float* x = pool + x_off + xi;
   float s = 0.0f;
@@ -40,13 +45,18 @@ __kernel void mean_backward(__global float* pool, uint dy_off, uint dx_off) {
   const uint i = get_global_id(0);
   if (i >= XCOUNT) return;
   uint r = i, o = 0;
-#define MEAN_COORD(k)          \
-  {                            \
-    const uint c = r % X##k;   \
-    r /= X##k;                 \
-    o += c * YS##k;            \
+#define MEAN_COORD(k)        \
+  {                          \
+    const uint c = r % X##k; \
+    r /= X##k;               \
+    o += c * YS##k;          \
   }
-  MEAN_COORD(5) MEAN_COORD(4) MEAN_COORD(3) MEAN_COORD(2) MEAN_COORD(1) MEAN_COORD(0)
+  MEAN_COORD(5);
+  MEAN_COORD(4);
+  MEAN_COORD(3);
+  MEAN_COORD(2);
+  MEAN_COORD(1);
+  MEAN_COORD(0);
 #undef MEAN_COORD
   pool[dx_off + i] = pool[dy_off + o] / RCOUNT;
 }

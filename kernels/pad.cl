@@ -17,15 +17,19 @@ __kernel void pad_forward(__global float* pool, uint x_off, uint y_off) {
   const uint c5x = c5 - PB5;  // (uint)(c - PB) < X: c >= PB and c < PB + X in one compare
   bool inside = c5x < X5;
   uint xi = c5x, yi = c5;
-#define PAD_COORD(k)                  \
-  {                                   \
-    const uint c = r % Y##k;          \
-    r /= Y##k;                        \
+#define PAD_COORD(k)                     \
+  {                                      \
+    const uint c = r % Y##k;             \
+    r /= Y##k;                           \
     inside = inside && c - PB##k < X##k; \
-    xi += (c - PB##k) * XS##k;        \
-    yi += c * YS##k;                  \
+    xi += (c - PB##k) * XS##k;           \
+    yi += c * YS##k;                     \
   }
-  PAD_COORD(4) PAD_COORD(3) PAD_COORD(2) PAD_COORD(1) PAD_COORD(0)
+  PAD_COORD(4);
+  PAD_COORD(3);
+  PAD_COORD(2);
+  PAD_COORD(1);
+  PAD_COORD(0);
 #undef PAD_COORD
   // The load is unconditional (from element 0 in the padding), then a select: no branch.
   const float v = pool[x_off + (inside ? xi : 0u)];
@@ -38,14 +42,18 @@ __kernel void pad_backward(__global float* pool, uint dy_off, uint dx_off) {
   if (c5 >= X5) return;
   uint r = get_global_id(1);
   uint xi = c5, yi = c5 + PB5;
-#define PAD_COORD(k)                  \
-  {                                   \
-    const uint c = r % X##k;          \
-    r /= X##k;                        \
-    xi += c * XS##k;                  \
-    yi += (c + PB##k) * YS##k;        \
+#define PAD_COORD(k)           \
+  {                            \
+    const uint c = r % X##k;   \
+    r /= X##k;                 \
+    xi += c * XS##k;           \
+    yi += (c + PB##k) * YS##k; \
   }
-  PAD_COORD(4) PAD_COORD(3) PAD_COORD(2) PAD_COORD(1) PAD_COORD(0)
+  PAD_COORD(4);
+  PAD_COORD(3);
+  PAD_COORD(2);
+  PAD_COORD(1);
+  PAD_COORD(0);
 #undef PAD_COORD
   pool[dx_off + xi] = pool[dy_off + yi];
 }

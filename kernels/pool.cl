@@ -22,8 +22,8 @@ void pool_window(const int oh, const int ow, int* h0, int* h1, int* w0, int* w1)
 // dim of OUT outputs.
 void pool_takers(const int i, const int S, const int P, const int F, const int OUT, int* o0, int* o1) {
   // o * S - P <= i  and  i < o * S - P + F   <=>   (i + P - F) / S < o <= (i + P) / S
-  const int hi = (i + P) / S;                     // i + P >= 0
-  const int lo_num = i + P - F + 1;               // o >= ceil(lo_num / S)
+  const int hi = (i + P) / S;        // i + P >= 0
+  const int lo_num = i + P - F + 1;  // o >= ceil(lo_num / S)
   const int lo = lo_num <= 0 ? 0 : (lo_num + S - 1) / S;
   *o0 = lo;
   *o1 = min(hi + 1, OUT);

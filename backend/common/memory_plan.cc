@@ -10,14 +10,12 @@ namespace {
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-bool overlaps(const PlanItem& a, const PlanItem& b) {
-  return a.first <= b.last && b.first <= a.last;
-}
+bool overlaps(const PlanItem& a, const PlanItem& b) { return a.first <= b.last && b.first <= a.last; }
 
 // Places items one by one in the given order; each goes to the lowest-waste gap (best fit) or
 // the lowest gap (first fit) among the items already placed whose lifetimes overlap it.
-uint64_t place_in_order(const std::vector<PlanItem>& items, const std::vector<size_t>& order,
-                        uint64_t alignment, bool first_fit, std::vector<uint64_t>& offsets) {
+uint64_t place_in_order(const std::vector<PlanItem>& items, const std::vector<size_t>& order, uint64_t alignment,
+                        bool first_fit, std::vector<uint64_t>& offsets) {
   offsets.assign(items.size(), 0);
   std::vector<size_t> placed;
   placed.reserve(items.size());
@@ -58,9 +56,7 @@ uint64_t tensor_elements(const cltrain_tensor_desc& t) {
   return n;
 }
 
-uint64_t tensor_bytes(const cltrain_tensor_desc& t) {
-  return tensor_elements(t) * (t.dtype == CLTRAIN_UINT8 ? 1 : 4);
-}
+uint64_t tensor_bytes(const cltrain_tensor_desc& t) { return tensor_elements(t) * (t.dtype == CLTRAIN_UINT8 ? 1 : 4); }
 
 std::string link_aliases(std::vector<PlanItem>& items, const cltrain_tensor_desc* tensors, size_t num_tensors) {
   std::map<int32_t, size_t> index;
@@ -142,7 +138,8 @@ MemoryPlan plan_memory(const std::vector<PlanItem>& items, uint64_t alignment) {
     for (int32_t s = 0; s <= max_step; ++s) {
       const PlanItem* holder = nullptr;
       for (size_t i : m)
-        if (items[i].first <= s && s <= items[i].last && (!holder || items[i].first > holder->first)) holder = &items[i];
+        if (items[i].first <= s && s <= items[i].last && (!holder || items[i].first > holder->first))
+          holder = &items[i];
       if (holder && holder->role >= 0 && holder->role < CLTRAIN_ROLE_COUNT) role_live[holder->role][s] += holder->bytes;
     }
   for (int r = 0; r < CLTRAIN_ROLE_COUNT; ++r)
@@ -161,8 +158,7 @@ MemoryPlan plan_groups(const std::vector<PlanItem>& items, uint64_t alignment) {
   int32_t max_step = 0;
   for (const auto& it : items) max_step = std::max(max_step, it.last);
   std::vector<uint64_t> live(static_cast<size_t>(max_step) + 2, 0);
-  std::vector<std::vector<uint64_t>> role_live(CLTRAIN_ROLE_COUNT,
-                                               std::vector<uint64_t>(live.size(), 0));
+  std::vector<std::vector<uint64_t>> role_live(CLTRAIN_ROLE_COUNT, std::vector<uint64_t>(live.size(), 0));
   for (const auto& it : items) {
     const uint64_t size = align_up(std::max<uint64_t>(it.bytes, 1), alignment);
     for (int32_t s = it.first; s <= it.last; ++s) {
@@ -258,8 +254,7 @@ MemoryPlan plan_groups(const std::vector<PlanItem>& items, uint64_t alignment) {
 
 }  // namespace
 
-std::string check_plan(const std::vector<PlanItem>& items, const MemoryPlan& plan,
-                       uint64_t alignment) {
+std::string check_plan(const std::vector<PlanItem>& items, const MemoryPlan& plan, uint64_t alignment) {
   if (plan.offsets.size() != items.size()) return "plan has a different number of offsets";
   if (alignment == 0) alignment = 1;
   // Sort by offset, then compare each item with those that start before its end.
@@ -285,8 +280,8 @@ std::string check_plan(const std::vector<PlanItem>& items, const MemoryPlan& pla
       const bool shared = root[a] == root[b] && plan.offsets[a] == plan.offsets[b];
       if (!shared && overlaps(items[a], items[b])) {
         std::ostringstream m;
-        m << "tensors " << items[a].id << " and " << items[b].id << " share bytes at offset "
-          << plan.offsets[b] << " while both live";
+        m << "tensors " << items[a].id << " and " << items[b].id << " share bytes at offset " << plan.offsets[b]
+          << " while both live";
         return m.str();
       }
     }

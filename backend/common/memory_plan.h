@@ -10,21 +10,21 @@
 namespace cltrain {
 
 struct PlanItem {
-  int32_t id = -1;       // caller's tensor id
-  uint64_t bytes = 0;    // size before alignment
-  int32_t first = 0;     // lifetime, inclusive
+  int32_t id = -1;     // caller's tensor id
+  uint64_t bytes = 0;  // size before alignment
+  int32_t first = 0;   // lifetime, inclusive
   int32_t last = 0;
-  int32_t role = 0;      // cltrain_role, for the report
-  int32_t alias = -1;    // caller's id of an item whose bytes this one shares (the same offset;
-                         // planned as one block over both lifetimes), -1: none
+  int32_t role = 0;    // cltrain_role, for the report
+  int32_t alias = -1;  // caller's id of an item whose bytes this one shares (the same offset;
+                       // planned as one block over both lifetimes), -1: none
 };
 
 struct MemoryPlan {
   std::vector<uint64_t> offsets;  // one per item, in the order given
   uint64_t pool_bytes = 0;
-  uint64_t lower_bound = 0;       // largest sum of (aligned) live bytes at one step
+  uint64_t lower_bound = 0;  // largest sum of (aligned) live bytes at one step
   uint64_t role_peak[CLTRAIN_ROLE_COUNT] = {};
-  std::string algorithm;          // which algorithm produced the kept result
+  std::string algorithm;  // which algorithm produced the kept result
 };
 
 // Plans offsets for items; each offset is a multiple of `alignment`. Runs several algorithms
@@ -34,8 +34,7 @@ MemoryPlan plan_memory(const std::vector<PlanItem>& items, uint64_t alignment);
 
 // Empty string if no two items with overlapping lifetimes share a byte (unless one is an alias
 // of the other, at the same offset) and all offsets are aligned; else the first conflict.
-std::string check_plan(const std::vector<PlanItem>& items, const MemoryPlan& plan,
-                       uint64_t alignment);
+std::string check_plan(const std::vector<PlanItem>& items, const MemoryPlan& plan, uint64_t alignment);
 
 // Fills each item's alias from tensors[item.id].alias (the ABI's 1-based encoding). Empty string
 // if every alias names another planned item of the same byte size; else the first problem.

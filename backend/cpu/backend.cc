@@ -55,12 +55,12 @@ struct FreeDeleter {
 struct CpuBackend {
   std::string error;
   bool prepared = false;
-  std::vector<std::string> names;           // owned copies of the tensor names
-  std::vector<cltrain_tensor_desc> tensors; // the host's table, names pointing into `names`
-  std::vector<int64_t> offsets;             // byte offset in the pool, -1 where not planned
+  std::vector<std::string> names;            // owned copies of the tensor names
+  std::vector<cltrain_tensor_desc> tensors;  // the host's table, names pointing into `names`
+  std::vector<int64_t> offsets;              // byte offset in the pool, -1 where not planned
   std::vector<cltrain_step_desc> steps;
   std::vector<uint8_t> assigned;
-  std::vector<StepView> views;              // per step, resolved against the pool if assigned
+  std::vector<StepView> views;  // per step, resolved against the pool if assigned
   std::unique_ptr<uint8_t, FreeDeleter> pool;
   uint64_t pool_bytes = 0;
   // stats and profile: steps run since the last reset_stats and, with profiling on, each step's
@@ -132,19 +132,19 @@ std::string check_step(const cltrain_step_desc& step, const TensorAt& tensors, i
     for (int i = 0; i < count; ++i) {
       const int32_t id = ids[i];
       if (id < -1 || id >= num_tensors)
-        return where + (side ? "output " : "input ") + std::to_string(i) + " is tensor " +
-               std::to_string(id) + ", outside the tensor table";
+        return where + (side ? "output " : "input ") + std::to_string(i) + " is tensor " + std::to_string(id) +
+               ", outside the tensor table";
       if (id < 0) continue;
       const cltrain_tensor_desc& t = *tensors(id);
       if (t.dtype != cltrain_slot_dtype(&step, side, i))
         return where + tensor_label(t, id) + " is not " + (t.dtype == CLTRAIN_FLOAT32 ? "uint8" : "float32");
-      if (t.rank < 0 || t.rank > CLTRAIN_MAX_RANK) return where + tensor_label(t, id) + " has rank " + std::to_string(t.rank);
+      if (t.rank < 0 || t.rank > CLTRAIN_MAX_RANK)
+        return where + tensor_label(t, id) + " has rank " + std::to_string(t.rank);
       for (int d = 0; d < t.rank; ++d)
         if (t.dims[d] < 0) return where + tensor_label(t, id) + " has a negative dimension";
     }
   }
-  if (std::string e = kOps[step.op]->phase[step.phase].check(make_view(step, tensors, nullptr, nullptr));
-      !e.empty())
+  if (std::string e = kOps[step.op]->phase[step.phase].check(make_view(step, tensors, nullptr, nullptr)); !e.empty())
     return where + e;
   return {};
 }
@@ -161,8 +161,7 @@ std::string check_tensor(const cltrain_tensor_desc& t, int32_t id, int32_t last_
   } else if (t.role < 0 || t.role >= CLTRAIN_ROLE_COUNT) {
     m << "role " << t.role << " is unknown";
   } else if (t.first_step > t.last_step || t.last_step > last_step) {
-    m << "lifetime [" << t.first_step << ", " << t.last_step << "] is not within the "
-      << (last_step + 1) << " steps";
+    m << "lifetime [" << t.first_step << ", " << t.last_step << "] is not within the " << (last_step + 1) << " steps";
   } else if (t.data && t.data_bytes != tensor_bytes(t)) {
     m << "initial data has " << t.data_bytes << " bytes, the tensor " << tensor_bytes(t);
   } else {
@@ -220,8 +219,9 @@ cltrain_status prepare(CpuBackend* b, const cltrain_graph_desc* graph, cltrain_m
         const bool keep = t.persistent != 0 || host[static_cast<size_t>(ids[i])].data != nullptr;
         if (t.first_step < 0 || (!keep && (s < t.first_step || s > t.last_step)))
           return fail(b, CLTRAIN_INVALID,
-                      where + cltrain_op_name(step.op) + " uses " + tensor_label(t, ids[i]) + " outside its lifetime [" +
-                          std::to_string(t.first_step) + ", " + std::to_string(t.last_step) + "]");
+                      where + cltrain_op_name(step.op) + " uses " + tensor_label(t, ids[i]) +
+                          " outside its lifetime [" + std::to_string(t.first_step) + ", " +
+                          std::to_string(t.last_step) + "]");
       }
     }
   }
@@ -237,8 +237,7 @@ cltrain_status prepare(CpuBackend* b, const cltrain_graph_desc* graph, cltrain_m
     const uint64_t bytes = (plan.pool_bytes + kPoolAlignment - 1) / kPoolAlignment * kPoolAlignment;
     void* p = std::aligned_alloc(kPoolAlignment, bytes);
     if (!p)
-      return fail(b, CLTRAIN_OUT_OF_MEMORY,
-                  "prepare: cannot allocate the pool of " + std::to_string(bytes) + " bytes");
+      return fail(b, CLTRAIN_OUT_OF_MEMORY, "prepare: cannot allocate the pool of " + std::to_string(bytes) + " bytes");
     std::memset(p, 0, bytes);
     b->pool.reset(static_cast<uint8_t*>(p));
   }
@@ -274,8 +273,9 @@ cltrain_status run(CpuBackend* b, const int32_t* steps, int32_t num_steps, const
     const cltrain_step_desc& step = b->steps[s];
     const auto t0 = b->profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (std::string e = kOps[step.op]->phase[step.phase].run(b->views[s], run_args); !e.empty())
-      return fail(b, CLTRAIN_ERROR, "step " + std::to_string(s) + " (" + cltrain_op_name(step.op) +
-                                        " " + phase_name(step.phase) + "): " + e);
+      return fail(
+          b, CLTRAIN_ERROR,
+          "step " + std::to_string(s) + " (" + cltrain_op_name(step.op) + " " + phase_name(step.phase) + "): " + e);
     ++b->steps_run;
     if (b->profiling) {
       if (b->step_times.size() < b->steps.size()) b->step_times.resize(b->steps.size());
@@ -304,8 +304,8 @@ uint8_t* tensor_address(CpuBackend* b, int32_t id, uint64_t bytes, const char* w
   }
   const uint64_t size = tensor_bytes(b->tensors[id]);
   if (bytes != size) {
-    b->error = std::string(what) + ": " + tensor_label(b->tensors[id], id) + " has " +
-               std::to_string(size) + " bytes, not " + std::to_string(bytes);
+    b->error = std::string(what) + ": " + tensor_label(b->tensors[id], id) + " has " + std::to_string(size) +
+               " bytes, not " + std::to_string(bytes);
     return nullptr;
   }
   return b->pool.get() + b->offsets[id];
@@ -372,8 +372,7 @@ int iface_supports(cltrain_backend* backend, const cltrain_graph_desc* graph, in
   }
 }
 
-cltrain_status iface_prepare(cltrain_backend* backend, const cltrain_graph_desc* graph,
-                             cltrain_memory_report* report) {
+cltrain_status iface_prepare(cltrain_backend* backend, const cltrain_graph_desc* graph, cltrain_memory_report* report) {
   CpuBackend* b = self(backend);
   return guarded(b, "prepare", [&] { return prepare(b, graph, report); });
 }

@@ -162,7 +162,8 @@ void chain_avx2(const ChainShape& s, const ChainSegment* segs, size_t n) {
 CLTRAIN_AVX2 void elementwise_avx2(float* acc, const float* a, const float* b, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), _mm256_loadu_ps(acc + i)));
+    _mm256_storeu_ps(acc + i,
+                     _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), _mm256_loadu_ps(acc + i)));
   for (; i < n; ++i) acc[i] = std::fma(a[i], b[i], acc[i]);
 }
 #endif  // CLTRAIN_CPU_X86

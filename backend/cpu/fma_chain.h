@@ -26,7 +26,7 @@ struct ChainShape {
   int64_t rows = 1, cols = 0;
   int64_t a_step = 1, a_row = 0;  // see ChainSegment
   int64_t b_step = 0;
-  float* acc = nullptr;           // acc[r * acc_row + c], read and written
+  float* acc = nullptr;  // acc[r * acc_row + c], read and written
   int64_t acc_row = 0;
 };
 

@@ -20,8 +20,8 @@ int64_t WindowAxis::out_for(int64_t i, int64_t k) const {
   return o < out ? o : -1;
 }
 
-std::string window_axis(int32_t padding, int64_t in, int64_t filter, int64_t stride, int64_t dilation,
-                        const char* what, WindowAxis* a) {
+std::string window_axis(int32_t padding, int64_t in, int64_t filter, int64_t stride, int64_t dilation, const char* what,
+                        WindowAxis* a) {
   AxisGeometry g;
   if (std::string e = axis_geometry(padding, in, filter, stride, dilation, what, &g); !e.empty()) return e;
   a->in = in;

@@ -27,8 +27,8 @@ struct Window {
 };
 
 // Fills *axis for one spatial dimension; "" or what is wrong ("height" / "width" in `what`).
-std::string window_axis(int32_t padding, int64_t in, int64_t filter, int64_t stride, int64_t dilation,
-                        const char* what, WindowAxis* axis);
+std::string window_axis(int32_t padding, int64_t in, int64_t filter, int64_t stride, int64_t dilation, const char* what,
+                        WindowAxis* axis);
 
 // The window of an op on x [N,H,W,C] with the given filter, whose output y must be
 // [N,OH,OW,out_channels]; "" or what is wrong. Reads padding and strides from params.

@@ -47,8 +47,7 @@ cltrain_status guarded(std::string* msg, F&& f) {
 }
 
 // A member of a struct that carries its own struct_size, if the caller's struct has it.
-#define CLT_HAS_MEMBER(ptr, type, member) \
-  ((ptr)->struct_size >= offsetof(type, member) + sizeof((ptr)->member))
+#define CLT_HAS_MEMBER(ptr, type, member) ((ptr)->struct_size >= offsetof(type, member) + sizeof((ptr)->member))
 
 cltrain_status probe(char* err, size_t err_len) {
   std::string msg;
@@ -224,7 +223,8 @@ cltrain_status run(cltrain_backend* b, const int32_t* steps, int32_t num_steps, 
       CLT_CALL(clFinish, (b->queue.handle()), "trace");
       // The first run of a step (CLBlast compiles its kernels then) is not counted.
       if (b->trace_runs[steps[i]]++ > 0)
-        b->trace_ms[steps[i]] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        b->trace_ms[steps[i]] +=
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
     return CLTRAIN_OK;
   });
@@ -242,8 +242,8 @@ cltrain_status write_tensor(cltrain_backend* b, int32_t tensor, const void* src,
     if (!b->prepared) fail(CLTRAIN_INVALID, "write_tensor: prepare has not succeeded");
     const uint64_t size = b->pool.planned_bytes(tensor);
     if (bytes != size)
-      fail(CLTRAIN_INVALID, "write_tensor: " + b->pool.label(tensor) + " has " + std::to_string(size) +
-                                " bytes, got " + std::to_string(bytes));
+      fail(CLTRAIN_INVALID, "write_tensor: " + b->pool.label(tensor) + " has " + std::to_string(size) + " bytes, got " +
+                                std::to_string(bytes));
     if (!src && bytes > 0) fail(CLTRAIN_INVALID, "write_tensor: src is NULL");
     if (bytes == 0) return CLTRAIN_OK;
     StagedWrite& w = b->staged[tensor];
@@ -259,7 +259,8 @@ cltrain_status write_tensor(cltrain_backend* b, int32_t tensor, const void* src,
     w.bytes.resize(bytes);  // allocated by the first write, reused after
     std::memcpy(w.bytes.data(), src, bytes);
     CLT_CALL(clEnqueueWriteBuffer,
-             (b->queue.handle(), b->pool.buffer, CL_FALSE, b->pool.offsets[tensor], bytes, w.bytes.data(), 0, nullptr, &w.done),
+             (b->queue.handle(), b->pool.buffer, CL_FALSE, b->pool.offsets[tensor], bytes, w.bytes.data(), 0, nullptr,
+              &w.done),
              "write_tensor " + b->pool.label(tensor));
     return CLTRAIN_OK;
   });
@@ -272,11 +273,12 @@ cltrain_status read_tensor(cltrain_backend* b, int32_t tensor, void* dst, uint64
     if (!b->prepared) fail(CLTRAIN_INVALID, "read_tensor: prepare has not succeeded");
     const uint64_t size = b->pool.planned_bytes(tensor);
     if (bytes != size)
-      fail(CLTRAIN_INVALID, "read_tensor: " + b->pool.label(tensor) + " has " + std::to_string(size) +
-                                " bytes, got " + std::to_string(bytes));
+      fail(CLTRAIN_INVALID, "read_tensor: " + b->pool.label(tensor) + " has " + std::to_string(size) + " bytes, got " +
+                                std::to_string(bytes));
     if (!dst && bytes > 0) fail(CLTRAIN_INVALID, "read_tensor: dst is NULL");
     if (bytes > 0)  // blocking, after everything queued before it
-      CLT_CALL(clEnqueueReadBuffer, (b->queue.handle(), b->pool.buffer, CL_TRUE, b->pool.offsets[tensor], bytes, dst, 0, nullptr, nullptr),
+      CLT_CALL(clEnqueueReadBuffer,
+               (b->queue.handle(), b->pool.buffer, CL_TRUE, b->pool.offsets[tensor], bytes, dst, 0, nullptr, nullptr),
                "read_tensor " + b->pool.label(tensor));
     if (!b->counters.timed.empty()) collect_times(b->counters);  // everything before the read has completed
     return CLTRAIN_OK;
@@ -348,8 +350,8 @@ cltrain_status set_profiling(cltrain_backend* b, int on) {
       cl_int e = CL_SUCCESS;
       cl_command_queue q = clCreateCommandQueue(b->context, b->device.id, CL_QUEUE_PROFILING_ENABLE, &e);
       if (e != CL_SUCCESS || !q)
-        fail(CLTRAIN_UNAVAILABLE, "set_profiling: clCreateCommandQueue with CL_QUEUE_PROFILING_ENABLE: " +
-                                      cl_error_name(e));
+        fail(CLTRAIN_UNAVAILABLE,
+             "set_profiling: clCreateCommandQueue with CL_QUEUE_PROFILING_ENABLE: " + cl_error_name(e));
       clReleaseCommandQueue(b->queue.handle());
       b->queue.set_handle(q);
       b->queue_properties = CL_QUEUE_PROFILING_ENABLE;

@@ -78,8 +78,8 @@ struct cltrain_backend {
   std::vector<cltrain_step_desc> steps;
   std::vector<uint8_t> assigned;
   std::vector<cltrain::ocl::StepRun> runs;
-  std::vector<cltrain_private_tensor> private_rows;  // plan_private's answer
-  std::vector<cltrain_kernel_profile> profile_rows;  // profile's answer
+  std::vector<cltrain_private_tensor> private_rows;     // plan_private's answer
+  std::vector<cltrain_kernel_profile> profile_rows;     // profile's answer
   std::map<int32_t, cltrain::ocl::StagedWrite> staged;  // per tensor the host writes
 
   // CLTRAIN_OPENCL_TRACE: run() waits for each step and adds its wall time here (per global

@@ -16,8 +16,8 @@ OpFilter OpFilter::from_env() {
     f.re = std::regex(pattern, std::regex::ECMAScript);
     f.active = true;
   } catch (const std::regex_error& e) {
-    f.error = std::string("CLTRAIN_OPENCL_OP_FILTER='") + pattern + "' is not a valid regular expression (" +
-              e.what() + "); it filters no op";
+    f.error = std::string("CLTRAIN_OPENCL_OP_FILTER='") + pattern + "' is not a valid regular expression (" + e.what() +
+              "); it filters no op";
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true)) std::fprintf(stderr, "cltrain: warning: %s\n", f.error.c_str());
   }

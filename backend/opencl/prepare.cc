@@ -24,7 +24,8 @@ std::string why_unsupported(const Backend* b, const StepView& s) {
     if (id < -1) return "refers to tensor " + std::to_string(id);
     const bool output = i >= s.step.num_inputs;
     if (id >= 0 && s.tensor(id).dtype != cltrain_slot_dtype(&s.step, output, output ? i - s.step.num_inputs : i))
-      return "tensor " + std::to_string(id) + " is not " + (s.tensor(id).dtype == CLTRAIN_FLOAT32 ? "uint8" : "float32");
+      return "tensor " + std::to_string(id) + " is not " +
+             (s.tensor(id).dtype == CLTRAIN_FLOAT32 ? "uint8" : "float32");
   }
   return family->check(s);
 }
@@ -93,8 +94,9 @@ void trim_cache_dir(const Backend& b, std::filesystem::file_time_type prepare_st
   if (b.cache_dir.empty()) return;
   std::string error;
   const uint64_t max_bytes = cache_max_bytes(&error);
-  if (!error.empty()) std::fprintf(stderr, "cltrain: warning: %s; keeping the cache under %llu bytes\n", error.c_str(),
-                                   static_cast<unsigned long long>(max_bytes));
+  if (!error.empty())
+    std::fprintf(stderr, "cltrain: warning: %s; keeping the cache under %llu bytes\n", error.c_str(),
+                 static_cast<unsigned long long>(max_bytes));
   const int deleted = trim_cache(b.cache_dir, max_bytes, prepare_started);
   if (b.trace && deleted > 0)
     std::fprintf(stderr, "cltrain opencl: cache: deleted the %d least recently used entries (bound %llu bytes)\n",
@@ -105,62 +107,62 @@ void trim_cache_dir(const Backend& b, std::filesystem::file_time_type prepare_st
 
 void prepare_backend(Backend& b, const cltrain_graph_desc* host_graph, cltrain_memory_report* report) {
   const auto prepare_started = CacheClock::now();
-    if (b.prepared || !b.steps.empty()) fail(CLTRAIN_INVALID, "prepare: called more than once");
-    HostGraph g;
-    if (const std::string e = read_graph(host_graph, &g); !e.empty()) fail(CLTRAIN_INVALID, "prepare: " + e);
-    const HostGraph* graph = &g;
-    b.steps = g.steps;
-    b.assigned = g.assigned;
-    b.runs.assign(g.steps.size(), StepRun{});
+  if (b.prepared || !b.steps.empty()) fail(CLTRAIN_INVALID, "prepare: called more than once");
+  HostGraph g;
+  if (const std::string e = read_graph(host_graph, &g); !e.empty()) fail(CLTRAIN_INVALID, "prepare: " + e);
+  const HostGraph* graph = &g;
+  b.steps = g.steps;
+  b.assigned = g.assigned;
+  b.runs.assign(g.steps.size(), StepRun{});
 
-    // Check every assigned step and collect the scratch tensors they need, then plan them all.
-    // The peak is that of the host's tensors, or higher where a step's least scratch (at the
-    // floor budget) raises it; each step's scratch may then fill what the step leaves below it.
-    const std::vector<uint64_t> live = live_bytes(*graph);
-    uint64_t peak = *std::max_element(live.begin(), live.end());
-    std::vector<uint64_t> budgets(live.size(), b.scratch_cap);
-    for (int32_t i = 0; i < graph->num_steps() && b.scratch_floor < b.scratch_cap; ++i) {
-      const OpFamily* family = b.assigned[i] ? find_op_family(b.steps[i].op) : nullptr;
-      const StepView s{b.steps[i], graph->tensors.data(), i};
-      if (!family || !family->scratch || !why_unsupported(&b, s).empty()) continue;  // refused below
-      uint64_t least = 0;
-      for (uint64_t bytes : family->scratch(OpContext(b, s, b.scratch_floor))) least += bytes;
-      peak = std::max(peak, live[static_cast<size_t>(i)] + least);
+  // Check every assigned step and collect the scratch tensors they need, then plan them all.
+  // The peak is that of the host's tensors, or higher where a step's least scratch (at the
+  // floor budget) raises it; each step's scratch may then fill what the step leaves below it.
+  const std::vector<uint64_t> live = live_bytes(*graph);
+  uint64_t peak = *std::max_element(live.begin(), live.end());
+  std::vector<uint64_t> budgets(live.size(), b.scratch_cap);
+  for (int32_t i = 0; i < graph->num_steps() && b.scratch_floor < b.scratch_cap; ++i) {
+    const OpFamily* family = b.assigned[i] ? find_op_family(b.steps[i].op) : nullptr;
+    const StepView s{b.steps[i], graph->tensors.data(), i};
+    if (!family || !family->scratch || !why_unsupported(&b, s).empty()) continue;  // refused below
+    uint64_t least = 0;
+    for (uint64_t bytes : family->scratch(OpContext(b, s, b.scratch_floor))) least += bytes;
+    peak = std::max(peak, live[static_cast<size_t>(i)] + least);
+  }
+  for (size_t i = 0; i < live.size(); ++i)
+    budgets[i] = std::clamp<uint64_t>(peak - std::min(peak, live[i]), b.scratch_floor, b.scratch_cap);
+  std::vector<ScratchRequest> scratch;
+  for (int32_t i = 0; i < graph->num_steps(); ++i) {
+    if (!b.assigned[i]) continue;
+    const StepView s{b.steps[i], graph->tensors.data(), i};
+    const cltrain_step_desc& st = s.step;
+    const bool counts_ok = st.num_inputs >= 0 && st.num_inputs <= CLTRAIN_MAX_STEP_IO && st.num_outputs >= 0 &&
+                           st.num_outputs <= CLTRAIN_MAX_STEP_IO;
+    for (int k = 0; counts_ok && k < st.num_inputs + st.num_outputs; ++k) {
+      const int32_t id = k < st.num_inputs ? st.inputs[k] : st.outputs[k - st.num_inputs];
+      if (id >= graph->num_tensors())
+        fail(CLTRAIN_INVALID, s.what() + " refers to tensor " + std::to_string(id) + " outside the table");
     }
-    for (size_t i = 0; i < live.size(); ++i)
-      budgets[i] = std::clamp<uint64_t>(peak - std::min(peak, live[i]), b.scratch_floor, b.scratch_cap);
-    std::vector<ScratchRequest> scratch;
-    for (int32_t i = 0; i < graph->num_steps(); ++i) {
-      if (!b.assigned[i]) continue;
-      const StepView s{b.steps[i], graph->tensors.data(), i};
-      const cltrain_step_desc& st = s.step;
-      const bool counts_ok = st.num_inputs >= 0 && st.num_inputs <= CLTRAIN_MAX_STEP_IO && st.num_outputs >= 0 &&
-                             st.num_outputs <= CLTRAIN_MAX_STEP_IO;
-      for (int k = 0; counts_ok && k < st.num_inputs + st.num_outputs; ++k) {
-        const int32_t id = k < st.num_inputs ? st.inputs[k] : st.outputs[k - st.num_inputs];
-        if (id >= graph->num_tensors())
-          fail(CLTRAIN_INVALID, s.what() + " refers to tensor " + std::to_string(id) + " outside the table");
-      }
-      if (const std::string why = why_unsupported(&b, s); !why.empty())
-        fail(CLTRAIN_INVALID, s.what() + " cannot run on OpenCL: " + why);
-      const OpFamily* family = find_op_family(s.step.op);
-      if (!family->scratch) continue;
-      const std::vector<uint64_t> sizes = family->scratch(OpContext(b, s, budgets[static_cast<size_t>(i)]));
-      for (size_t k = 0; k < sizes.size(); ++k)
-        scratch.push_back({i, sizes[k], s.what() + " scratch " + std::to_string(k)});
-    }
-    plan_pool(b, *graph, scratch, report);
+    if (const std::string why = why_unsupported(&b, s); !why.empty())
+      fail(CLTRAIN_INVALID, s.what() + " cannot run on OpenCL: " + why);
+    const OpFamily* family = find_op_family(s.step.op);
+    if (!family->scratch) continue;
+    const std::vector<uint64_t> sizes = family->scratch(OpContext(b, s, budgets[static_cast<size_t>(i)]));
+    for (size_t k = 0; k < sizes.size(); ++k)
+      scratch.push_back({i, sizes[k], s.what() + " scratch " + std::to_string(k)});
+  }
+  plan_pool(b, *graph, scratch, report);
 
-    for (int32_t i = 0; i < graph->num_steps(); ++i) {
-      if (!b.assigned[i]) continue;
-      const StepView s{b.steps[i], b.pool.tensors.data(), i};
-      check_step_tensors(b.pool, s);
-      b.runs[i] = find_op_family(s.step.op)->prepare(OpContext(b, s, budgets[static_cast<size_t>(i)]));
-    }
-    CLT_CALL(clFinish, (b.queue.handle()), "end of prepare");
-    report_caches(b);
-    trim_cache_dir(b, prepare_started);
-    b.prepared = true;
+  for (int32_t i = 0; i < graph->num_steps(); ++i) {
+    if (!b.assigned[i]) continue;
+    const StepView s{b.steps[i], b.pool.tensors.data(), i};
+    check_step_tensors(b.pool, s);
+    b.runs[i] = find_op_family(s.step.op)->prepare(OpContext(b, s, budgets[static_cast<size_t>(i)]));
+  }
+  CLT_CALL(clFinish, (b.queue.handle()), "end of prepare");
+  report_caches(b);
+  trim_cache_dir(b, prepare_started);
+  b.prepared = true;
 }
 
 }  // namespace cltrain::ocl

@@ -18,7 +18,8 @@ namespace {
 std::vector<size_t> backends_used(const Session& session) {
   std::vector<size_t> used;
   for (int32_t b : session.step_backend())
-    if (std::find(used.begin(), used.end(), static_cast<size_t>(b)) == used.end()) used.push_back(static_cast<size_t>(b));
+    if (std::find(used.begin(), used.end(), static_cast<size_t>(b)) == used.end())
+      used.push_back(static_cast<size_t>(b));
   std::sort(used.begin(), used.end());
   return used;
 }
@@ -95,8 +96,8 @@ void print_profile(const std::vector<ProfileRow>& rows, double ms_per_step) {
   std::printf("profile (device time per step, by op and phase):\n");
   std::printf("  %-34s %10s %10s %7s %9s\n", "op phase", "calls", "ms", "share", "GFLOP/s");
   for (const ProfileRow& r : rows) {
-    std::printf("  %-34s %10.1f %10.3f %6.1f%% %9.2f\n", (r.op + " " + r.phase).c_str(), r.calls, r.ms,
-                100.0 * r.share, r.gflops());
+    std::printf("  %-34s %10.1f %10.3f %6.1f%% %9.2f\n", (r.op + " " + r.phase).c_str(), r.calls, r.ms, 100.0 * r.share,
+                r.gflops());
     calls += r.calls;
     ms += r.ms;
     flops += r.flops;
@@ -141,16 +142,16 @@ int run_bench(const Options& o) {
     const float loss = session.train_step(input.data(), expected.data(), ++iteration, nullptr);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const bool warm = s >= o.warmup;
-    std::printf("%s %d - loss: %.6f - %.3f ms\n", warm ? "step" : "warm-up step", warm ? s - o.warmup + 1 : s + 1,
-                loss, ms);
+    std::printf("%s %d - loss: %.6f - %.3f ms\n", warm ? "step" : "warm-up step", warm ? s - o.warmup + 1 : s + 1, loss,
+                ms);
     std::fflush(stdout);
     steps.push_back({{"step", s + 1}, {"warmup", !warm}, {"loss", loss}, {"ms", ms}});
     if (warm) times.push_back(ms);
   }
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
-  const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                          : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+  const double median =
+      sorted.size() % 2 ? sorted[sorted.size() / 2] : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
   double mean = 0;
   for (double t : times) mean += t / static_cast<double>(times.size());
   std::printf("median: %.3f ms/step over %zu steps (mean %.3f)\n", median, times.size(), mean);
@@ -178,8 +179,10 @@ int run_bench(const Options& o) {
   std::optional<std::vector<ProfileRow>> rows;
   if (profiling) {
     rows = profile_rows(session, used, o.steps);
-    if (rows) print_profile(*rows, mean);
-    else std::printf("profile: n/a\n");
+    if (rows)
+      print_profile(*rows, mean);
+    else
+      std::printf("profile: n/a\n");
   }
 
   if (!o.report.empty()) {
@@ -191,7 +194,9 @@ int run_bench(const Options& o) {
     j["ms_per_step"] = median;
     j["flops_per_step"] = flops;
     j["gflops"] = gflops;
-    const auto per_step = [&](uint64_t v) { return st ? nlohmann::json(static_cast<double>(v) / n) : nlohmann::json(); };
+    const auto per_step = [&](uint64_t v) {
+      return st ? nlohmann::json(static_cast<double>(v) / n) : nlohmann::json();
+    };
     j["launches_per_step"] = per_step(st ? st->launches : 0);
     j["transfer_bytes_per_step"] = per_step(st ? st->bytes_to_device + st->bytes_from_device : 0);
     j["bytes_to_device_per_step"] = per_step(st ? st->bytes_to_device : 0);
@@ -205,7 +210,11 @@ int run_bench(const Options& o) {
     if (rows)
       for (const ProfileRow& r : *rows) {
         device_ms += r.ms;
-        kernels.push_back({{"op", r.op}, {"phase", r.phase}, {"calls", r.calls}, {"ms", r.ms}, {"share", r.share},
+        kernels.push_back({{"op", r.op},
+                           {"phase", r.phase},
+                           {"calls", r.calls},
+                           {"ms", r.ms},
+                           {"share", r.share},
                            {"gflops", r.gflops()}});
       }
     j["kernels"] = kernels;

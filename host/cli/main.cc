@@ -6,15 +6,15 @@
 
 #include "backend.h"
 #include "bench_command.h"
-#include "plan_command.h"
+#include "checkpoint.h"
 #include "dataset.h"
 #include "model/builder.h"
 #include "model/model.h"
 #include "ops_command.h"
 #include "options.h"
+#include "plan_command.h"
 #include "train_command.h"
 #include "trainer.h"
-#include "checkpoint.h"
 
 namespace {
 
@@ -37,13 +37,19 @@ int make_model_command(const std::vector<std::string>& args) {
       if (i + 1 >= args.size()) throw cltrain::UsageError(args[i] + " needs a value");
       return args[++i];
     };
-    if (args[i] == "-o" || args[i] == "--output") out = value();
-    else if (args[i] == "--batch_size") batch = std::stoi(value());
-    else if (args[i] == "--format") format = value();
-    else if (name.empty() && args[i][0] != '-') name = args[i];
-    else throw cltrain::UsageError("make-model: unexpected argument " + args[i]);
+    if (args[i] == "-o" || args[i] == "--output")
+      out = value();
+    else if (args[i] == "--batch_size")
+      batch = std::stoi(value());
+    else if (args[i] == "--format")
+      format = value();
+    else if (name.empty() && args[i][0] != '-')
+      name = args[i];
+    else
+      throw cltrain::UsageError("make-model: unexpected argument " + args[i]);
   }
-  if (name.empty() || out.empty()) throw cltrain::UsageError("usage: cltrain make-model NAME -o FILE [--batch_size B] [--format circle|tflite]");
+  if (name.empty() || out.empty())
+    throw cltrain::UsageError("usage: cltrain make-model NAME -o FILE [--batch_size B] [--format circle|tflite]");
   if (format != "circle" && format != "tflite") throw cltrain::UsageError("--format is circle or tflite");
   const cltrain::Model m = cltrain::make_named_model(name, batch);
   cltrain::save_file_atomic(out, cltrain::write_model(m, format));

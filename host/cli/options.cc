@@ -54,7 +54,8 @@ const char* train_usage() {
          "  --metric N                -1 = none (default), 0 = categorical accuracy\n"
          "  --validation_split F      fraction in [0,1) of the training data kept for validation\n"
          "  --num_of_trainable_ops N  -1 = all (default), 0 = none, N = the last N operations\n"
-         "  --train_config FILE       onert-micro's per-operator training configuration (ALL, ONLY_BIAS, UP_1_2_PART, LOWER_1_2_PART)\n"
+         "  --train_config FILE       onert-micro's per-operator training configuration (ALL, ONLY_BIAS, UP_1_2_PART, "
+         "LOWER_1_2_PART)\n"
          "  --load_input:raw FILE     float32 input samples back to back\n"
          "  --load_expected:raw FILE  float32 expected outputs back to back\n"
          "  --data fashion-mnist[:DIR]  train on Fashion-MNIST (default DIR /usr/share/datasets/fashion-mnist)\n"
@@ -126,7 +127,8 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       o.metric = one_of(a, to_int(a, next()), {-1, 0}, "-1 (none), 0 (categorical accuracy)");
     } else if (a == "--validation_split") {
       o.validation_split = to_float(a, next());
-      if (!(o.validation_split >= 0 && o.validation_split < 1)) throw UsageError("--validation_split must be in [0, 1)");
+      if (!(o.validation_split >= 0 && o.validation_split < 1))
+        throw UsageError("--validation_split must be in [0, 1)");
     } else if (a == "--num_of_trainable_ops") {
       o.num_of_trainable_ops = to_int(a, next());
       if (o.num_of_trainable_ops < -1) throw UsageError("--num_of_trainable_ops must be -1 (all), 0 (none) or a count");

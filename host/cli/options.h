@@ -18,17 +18,17 @@ struct UsageError : std::runtime_error {
 struct Options {
   std::string model;
   int32_t epochs = 5;
-  std::optional<int32_t> batch_size;     // default: the model's first dimension
+  std::optional<int32_t> batch_size;  // default: the model's first dimension
   float learning_rate = 0.001f;
-  int32_t loss = 2;                      // 1 = MSE, 2 = CCE (onert_train's codes)
-  int32_t loss_reduction = 1;            // 1 = sum over batch size, 2 = sum
-  int32_t optimizer = 2;                 // 1 = SGD, 2 = Adam
-  int32_t metric = -1;                   // -1 none, 0 categorical accuracy
+  int32_t loss = 2;            // 1 = MSE, 2 = CCE (onert_train's codes)
+  int32_t loss_reduction = 1;  // 1 = sum over batch size, 2 = sum
+  int32_t optimizer = 2;       // 1 = SGD, 2 = Adam
+  int32_t metric = -1;         // -1 none, 0 categorical accuracy
   float validation_split = 0.0f;
   int32_t num_of_trainable_ops = -1;
   std::string load_input_raw, load_expected_raw;
-  std::string data;                      // "fashion-mnist" or "fashion-mnist:DIR"
-  int64_t data_limit = -1;               // use only the first N training samples
+  std::string data;         // "fashion-mnist" or "fashion-mnist:DIR"
+  int64_t data_limit = -1;  // use only the first N training samples
   std::vector<std::string> backends = {"opencl", "cpu"};
   int32_t device = -1;
   // --cache-dir DIR: where backends keep saved plans and kernel binaries; "" (or --no-cache):
@@ -41,7 +41,8 @@ struct Options {
   std::set<std::string> given;
   // From a model's training info (not command-line options).
   std::vector<int32_t> info_ranks;
-  float adam_beta1 = 0, adam_beta2 = 0, adam_epsilon = 0;  // options given on the command line (they win over a model's training info)
+  float adam_beta1 = 0, adam_beta2 = 0,
+        adam_epsilon = 0;  // options given on the command line (they win over a model's training info)
   bool progress = true;
   // cltrain bench
   int32_t steps = 10;

@@ -1,9 +1,9 @@
 #include "plan_command.h"
 
 #include <algorithm>
-#include <map>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "memory_plan.h"
@@ -13,7 +13,7 @@
 namespace cltrain {
 namespace {
 
-const char* kRoleNames[CLTRAIN_ROLE_COUNT] = {"non-const", "trainable", "back-prop", "gradient",
+const char* kRoleNames[CLTRAIN_ROLE_COUNT] = {"non-const",           "trainable",  "back-prop",  "gradient",
                                               "optimizer variables", "disposable", "layer-scope"};
 const char* kRoleColors[CLTRAIN_ROLE_COUNT] = {"#4e79a7", "#59a14f", "#e15759", "#f28e2b",
                                                "#b07aa1", "#edc948", "#9c755f"};
@@ -38,12 +38,14 @@ std::vector<PlannedTensor> planned_tensors(Session& s) {
       const auto& d = per_backend[b][t];
       if (d.first_step < 0) continue;
       out.push_back({s.backend_name(b), d.name, d.role, tensor_bytes(d), offsets.empty() ? -1 : offsets[t],
-                     d.first_step, d.last_step, d.alias > 0 ? per_backend[b][static_cast<size_t>(d.alias - 1)].name : ""});
+                     d.first_step, d.last_step,
+                     d.alias > 0 ? per_backend[b][static_cast<size_t>(d.alias - 1)].name : ""});
     }
     std::map<int32_t, int> per_step;  // the backend's kernel scratch, named by step
     for (const cltrain_private_tensor& p : s.plan_private(b))
-      out.push_back({s.backend_name(b), "scratch " + std::to_string(per_step[p.step]++) + " of step " + std::to_string(p.step),
-                     p.role, p.bytes, static_cast<int64_t>(p.offset), p.step, p.step, ""});
+      out.push_back({s.backend_name(b),
+                     "scratch " + std::to_string(per_step[p.step]++) + " of step " + std::to_string(p.step), p.role,
+                     p.bytes, static_cast<int64_t>(p.offset), p.step, p.step, ""});
   }
   return out;
 }
@@ -60,12 +62,17 @@ void write_json(Session& s, const std::vector<PlannedTensor>& tensors, const std
   nlohmann::json j;
   j["steps"] = nlohmann::json::array();
   for (size_t i = 0; i < s.graph().steps.size(); ++i)
-    j["steps"].push_back({{"index", i}, {"step", step_label(s, i)},
+    j["steps"].push_back({{"index", i},
+                          {"step", step_label(s, i)},
                           {"backend", s.backend_name(static_cast<size_t>(s.step_backend()[i]))}});
   j["tensors"] = nlohmann::json::array();
   for (const auto& t : tensors) {
-    j["tensors"].push_back({{"backend", t.backend}, {"name", t.name}, {"role", kRoleNames[t.role]},
-                            {"bytes", t.bytes}, {"offset", t.offset}, {"first_step", t.first},
+    j["tensors"].push_back({{"backend", t.backend},
+                            {"name", t.name},
+                            {"role", kRoleNames[t.role]},
+                            {"bytes", t.bytes},
+                            {"offset", t.offset},
+                            {"first_step", t.first},
                             {"last_step", t.last}});
     if (!t.shares.empty()) j["tensors"].back()["shares"] = t.shares;
   }
@@ -93,12 +100,13 @@ void write_svg(Session& s, const std::vector<PlannedTensor>& tensors, const std:
       const double y = y0 + panel_h * (1.0 - (static_cast<double>(t.offset) + static_cast<double>(t.bytes)) / pool);
       const double h = std::max(0.5, panel_h * static_cast<double>(t.bytes) / pool);
       body << "<rect x='" << x << "' y='" << y << "' width='" << w << "' height='" << h << "' fill='"
-           << kRoleColors[t.role] << "' fill-opacity='0.8' stroke='#222' stroke-width='0.3'><title>" << t.name
-           << " (" << kRoleNames[t.role] << ", " << t.bytes << " bytes, steps " << t.first << "-" << t.last
+           << kRoleColors[t.role] << "' fill-opacity='0.8' stroke='#222' stroke-width='0.3'><title>" << t.name << " ("
+           << kRoleNames[t.role] << ", " << t.bytes << " bytes, steps " << t.first << "-" << t.last
            << ")</title></rect>\n";
     }
     body << "<text x='" << left + width / 2 << "' y='" << y0 + panel_h + 18
-         << "' font-size='12' text-anchor='middle'>step (" << steps << " steps: forward, loss, backward with updates)</text>\n";
+         << "' font-size='12' text-anchor='middle'>step (" << steps
+         << " steps: forward, loss, backward with updates)</text>\n";
     body << "<text x='20' y='" << y0 + panel_h / 2 << "' font-size='12' transform='rotate(-90 20 " << y0 + panel_h / 2
          << ")' text-anchor='middle'>offset in pool</text>\n";
     y0 += panel_h + 60;
@@ -136,10 +144,12 @@ int run_plan(const std::vector<std::string>& raw) {
     for (int r = 0; r < CLTRAIN_ROLE_COUNT; ++r)
       std::printf("[      ALLOC     ] allocation capacity: %llu # %s\n",
                   static_cast<unsigned long long>(m.report.role_peak[r]), kRoleNames[r]);
-    std::printf("planned pool: %llu bytes; lower bound: %llu bytes (%.2f%% above)\n",
-                static_cast<unsigned long long>(m.report.pool_bytes),
-                static_cast<unsigned long long>(m.report.lower_bound),
-                m.report.lower_bound ? 100.0 * (static_cast<double>(m.report.pool_bytes) / static_cast<double>(m.report.lower_bound) - 1.0) : 0.0);
+    std::printf(
+        "planned pool: %llu bytes; lower bound: %llu bytes (%.2f%% above)\n",
+        static_cast<unsigned long long>(m.report.pool_bytes), static_cast<unsigned long long>(m.report.lower_bound),
+        m.report.lower_bound
+            ? 100.0 * (static_cast<double>(m.report.pool_bytes) / static_cast<double>(m.report.lower_bound) - 1.0)
+            : 0.0);
   }
   if (!json_path.empty() || !svg_path.empty()) {
     const auto tensors = planned_tensors(s);

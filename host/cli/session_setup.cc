@@ -20,7 +20,7 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 const char* role_key(int r) {
-  static const char* keys[CLTRAIN_ROLE_COUNT] = {"non_const", "trainable", "back_prop", "gradient",
+  static const char* keys[CLTRAIN_ROLE_COUNT] = {"non_const", "trainable",  "back_prop",  "gradient",
                                                  "optimizer", "disposable", "layer_scope"};
   return keys[r];
 }
@@ -92,7 +92,8 @@ void apply_training_info(Options& o, const TrainingInfo& info, int32_t num_opera
   if (missing("--optimizer")) o.optimizer = info.optimizer == TrainingInfo::kSgd ? 1 : 2;
   if (missing("--loss")) {
     if (info.loss == TrainingInfo::kSparseCategoricalCrossentropy)
-      throw ModelError(o.model + ": CIRCLE_TRAINING asks for sparse categorical cross-entropy, which cltrain does not "
+      throw ModelError(o.model +
+                       ": CIRCLE_TRAINING asks for sparse categorical cross-entropy, which cltrain does not "
                        "train; give --loss 1 or 2");
     o.loss = info.loss == TrainingInfo::kMeanSquaredError ? 1 : 2;
   }

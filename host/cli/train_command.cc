@@ -9,9 +9,9 @@
 
 #include "backend.h"
 #include "checkpoint.h"
-#include "model/builder.h"
 #include "dataset.h"
 #include "memory_plan.h"
+#include "model/builder.h"
 #include "model/model.h"
 #include "session.h"
 #include "session_setup.h"

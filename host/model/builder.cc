@@ -206,8 +206,7 @@ int ModelBuilder::concat(std::vector<int> inputs, int axis, std::string name) {
   if (inputs.empty()) throw std::invalid_argument("ModelBuilder::concat: no inputs");
   cltrain_op_params p{};
   p.axis = axis;
-  return op(CLTRAIN_OP_CONCATENATION, std::vector<int32_t>(inputs.begin(), inputs.end()), p,
-            auto_name(name, "concat"));
+  return op(CLTRAIN_OP_CONCATENATION, std::vector<int32_t>(inputs.begin(), inputs.end()), p, auto_name(name, "concat"));
 }
 
 // The shape operand as the TFLite converter writes it: an INT32 constant.
@@ -238,6 +237,5 @@ Model ModelBuilder::build() const {
   detail::check_graph(m, "ModelBuilder");  // what the loader would say of it (and its params)
   return m;
 }
-
 
 }  // namespace cltrain

@@ -1,6 +1,5 @@
 #include "model/builtin_names.h"
 
-
 namespace cltrain {
 namespace {
 

@@ -75,8 +75,8 @@ std::vector<uint8_t> export_with_weights(const Model& m, const std::map<int32_t,
     for (size_t u = 0; u < m.tensors.size(); ++u) {
       const Tensor& b = m.tensors[u];
       if (static_cast<int32_t>(u) == t || b.file_offset < 0 || b.data.empty()) continue;
-      const bool overlap = b.file_offset < off + static_cast<int64_t>(size) &&
-                           off < b.file_offset + static_cast<int64_t>(b.data.size());
+      const bool overlap =
+          b.file_offset < off + static_cast<int64_t>(size) && off < b.file_offset + static_cast<int64_t>(b.data.size());
       if (!overlap) continue;
       auto it = weights.find(static_cast<int32_t>(u));
       const std::vector<uint8_t> theirs = it != weights.end() ? host_bytes(it->second) : b.data;

@@ -38,10 +38,10 @@ std::vector<uint8_t> export_with_weights(const Model& m, const std::map<int32_t,
 // from onert_train's command line (--optimizer 1 = SGD, 2 = Adam; --loss 1 = MSE, 2 = CCE;
 // --loss_reduction_type 1 = sum over batch size, 2 = sum).
 struct TrainingInfo {
-  static constexpr int32_t kSgd = 0, kAdam = 1;                       // optimizer
-  static constexpr int32_t kSparseCategoricalCrossentropy = 0,        // loss
+  static constexpr int32_t kSgd = 0, kAdam = 1;                 // optimizer
+  static constexpr int32_t kSparseCategoricalCrossentropy = 0,  // loss
       kCategoricalCrossentropy = 1, kMeanSquaredError = 2;
-  static constexpr int32_t kSumOverBatchSize = 0, kSum = 1;           // reduction
+  static constexpr int32_t kSumOverBatchSize = 0, kSum = 1;  // reduction
 
   int32_t optimizer = kSgd;
   // beta1, beta2 and epsilon are Adam's. Reading an SGD entry leaves them at these defaults;
@@ -49,7 +49,7 @@ struct TrainingInfo {
   // defaults too (Keras', and the ones onert uses).
   float learning_rate = 0.001f, beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-7f;
   int32_t loss = kCategoricalCrossentropy;
-  bool from_logits = false;        // (sparse) categorical cross-entropy only; false for MSE
+  bool from_logits = false;  // (sparse) categorical cross-entropy only; false for MSE
   // 0: not stored (onert writes epochs = 0); the command line's defaults apply then.
   int32_t epochs = 0, batch_size = 0;
   int32_t reduction = kSumOverBatchSize;

@@ -94,8 +94,7 @@ class Checker {
                           : state[static_cast<size_t>(t)] == kInput        ? "is a subgraph input"
                           : state[static_cast<size_t>(t)] == kComputed     ? "is computed twice"
                                                                            : nullptr;
-        if (why)
-          fail(what_, label_ + ": output " + std::to_string(k) + " " + tensor_label(m_, t) + " " + why);
+        if (why) fail(what_, label_ + ": output " + std::to_string(k) + " " + tensor_label(m_, t) + " " + why);
         if (m_.tensors[static_cast<size_t>(t)].dtype != CLTRAIN_FLOAT32)
           fail(what_, label_ + ": output " + tensor_label(m_, t) + " is not float32");
         state[static_cast<size_t>(t)] = kComputed;
@@ -105,14 +104,14 @@ class Checker {
     for (size_t k = 0; k < m_.outputs.size(); ++k) {
       const int32_t t = m_.outputs[k];
       if (state[static_cast<size_t>(t)] != kComputed)
-        fail(what_, "subgraph output " + std::to_string(k) + ": " + tensor_label(m_, t) +
-                        " is not computed by any operator");
+        fail(what_,
+             "subgraph output " + std::to_string(k) + ": " + tensor_label(m_, t) + " is not computed by any operator");
     }
     // Any other int32 tensor is one no operator reads as a constant operand.
     for (size_t t = 0; t < m_.tensors.size(); ++t)
       if (m_.tensors[t].dtype == CLTRAIN_INT32 && !m_.tensors[t].is_constant())
-        fail(what_, tensor_label(m_, static_cast<int32_t>(t)) +
-                        ": int32 tensors are supported only as constant operands");
+        fail(what_,
+             tensor_label(m_, static_cast<int32_t>(t)) + ": int32 tensors are supported only as constant operands");
   }
 
  private:

@@ -70,8 +70,7 @@ struct Buffers {
     if (off > 1) {  // the format's "valid if > 1"
       if (off > file.size() || size > file.size() - off)
         fail(what, "buffer " + std::to_string(b) + ": data at offset " + std::to_string(off) + " size " +
-                       std::to_string(size) + " lies outside the file (" + std::to_string(file.size()) +
-                       " bytes)");
+                       std::to_string(size) + " lies outside the file (" + std::to_string(file.size()) + " bytes)");
       return {file.data() + off, size};
     }
     return {nullptr, 0};
@@ -81,8 +80,7 @@ struct Buffers {
 void copy_le32(const uint8_t* src, uint64_t bytes, std::vector<uint8_t>& dst) {
   dst.assign(src, src + bytes);
 #if !FLATBUFFERS_LITTLEENDIAN
-  for (uint64_t i = 0; i + 4 <= bytes; i += 4)
-    std::swap(dst[i], dst[i + 3]), std::swap(dst[i + 1], dst[i + 2]);
+  for (uint64_t i = 0; i + 4 <= bytes; i += 4) std::swap(dst[i], dst[i + 3]), std::swap(dst[i + 1], dst[i + 2]);
 #endif
 }
 
@@ -92,13 +90,12 @@ Tensor load_tensor(const fb::Tensor* ft, int32_t index, const Buffers& bufs, con
   const std::string label = "tensor " + std::to_string(index) + " '" + printable(t.name) + "'";
   if (ft->shape()) t.shape.assign(ft->shape()->begin(), ft->shape()->end());
   if (t.shape.size() > CLTRAIN_MAX_RANK)
-    fail(what, label + ": rank " + std::to_string(t.shape.size()) + " is more than " +
-                   std::to_string(CLTRAIN_MAX_RANK));
+    fail(what,
+         label + ": rank " + std::to_string(t.shape.size()) + " is more than " + std::to_string(CLTRAIN_MAX_RANK));
   uint64_t elements = 1;
   for (int32_t d : t.shape) {
     if (d <= 0)
-      fail(what, label + ": shape " + shape_str(t.shape) + " has a " + (d < 0 ? "negative" : "zero") +
-                     " dimension");
+      fail(what, label + ": shape " + shape_str(t.shape) + " has a " + (d < 0 ? "negative" : "zero") + " dimension");
     elements *= static_cast<uint64_t>(d);
     if (elements > kMaxTensorBytes / 4) fail(what, label + ": shape " + shape_str(t.shape) + " is too large");
   }
@@ -121,9 +118,8 @@ Tensor load_tensor(const fb::Tensor* ft, int32_t index, const Buffers& bufs, con
     const uint64_t need = elements * detail::dtype_size(t.dtype);
     if (size > 0) {
       if (size != need)
-        fail(what, label + ": buffer holds " + std::to_string(size) + " bytes, shape " + shape_str(t.shape) +
-                       " " + (t.dtype == CLTRAIN_INT32 ? "int32" : "float32") + " needs " +
-                       std::to_string(need));
+        fail(what, label + ": buffer holds " + std::to_string(size) + " bytes, shape " + shape_str(t.shape) + " " +
+                       (t.dtype == CLTRAIN_INT32 ? "int32" : "float32") + " needs " + std::to_string(need));
       copy_le32(data, size, t.data);
       t.buffer = static_cast<int32_t>(b);
       t.file_offset = static_cast<int64_t>(data - bufs.file.data());
@@ -205,8 +201,7 @@ void check_indices(const std::vector<int32_t>& v, size_t ntensors, bool allow_ab
 // Parses and checks bytes, which the returned model then keeps (no second copy of the file).
 Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   if (bytes.empty()) fail(what, "file is empty");
-  if (bytes.size() < 8)
-    fail(what, "not a circle or tflite file (only " + std::to_string(bytes.size()) + " bytes)");
+  if (bytes.size() < 8) fail(what, "not a circle or tflite file (only " + std::to_string(bytes.size()) + " bytes)");
   Model m;
   if (std::memcmp(bytes.data() + 4, "CIR0", 4) == 0) {
     m.format = "circle";
@@ -225,8 +220,8 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   const auto* subgraphs = fm->subgraphs();
   if (!subgraphs || subgraphs->size() == 0) fail(what, "model has no subgraph");
   if (subgraphs->size() > 1)
-    fail(what, "model has " + std::to_string(subgraphs->size()) +
-                   " subgraphs; only single-subgraph models are supported");
+    fail(what,
+         "model has " + std::to_string(subgraphs->size()) + " subgraphs; only single-subgraph models are supported");
   const fb::SubGraph* sg = subgraphs->Get(0);
 
   Buffers bufs{bytes, fm->buffers(), what};

@@ -17,12 +17,12 @@ struct ModelError : std::runtime_error {
 
 struct Tensor {
   std::string name;
-  std::vector<int32_t> shape;    // shape[0] is the batch for activations
+  std::vector<int32_t> shape;  // shape[0] is the batch for activations
   int32_t dtype = CLTRAIN_FLOAT32;
   // Constant contents (weights, shape operands), empty for activations. Float32 data is stored
   // as floats in host order.
   std::vector<uint8_t> data;
-  int32_t buffer = 0;            // index of the model buffer holding data (0: none)
+  int32_t buffer = 0;  // index of the model buffer holding data (0: none)
   // Byte offset of data within Model::file (inside the flatbuffer, or after it for offset/size
   // buffers); -1 where the tensor has no data or the model was not loaded from a file.
   int64_t file_offset = -1;
@@ -35,8 +35,8 @@ struct Tensor {
 };
 
 struct Operator {
-  int32_t op = -1;                // cltrain_op
-  std::vector<int32_t> inputs;    // tensor indices; -1 for an absent optional input
+  int32_t op = -1;              // cltrain_op
+  std::vector<int32_t> inputs;  // tensor indices; -1 for an absent optional input
   std::vector<int32_t> outputs;
   cltrain_op_params params{};
 };
@@ -45,19 +45,19 @@ struct Operator {
 // the buffer it points to (e.g. "CIRCLE_TRAINING", model/export.h).
 struct ModelMetadata {
   std::string name;
-  int32_t buffer = 0;             // index of the model buffer
-  std::vector<uint8_t> data;      // that buffer's bytes (empty for buffer 0 or an empty buffer)
+  int32_t buffer = 0;         // index of the model buffer
+  std::vector<uint8_t> data;  // that buffer's bytes (empty for buffer 0 or an empty buffer)
 };
 
 struct Model {
-  std::string format;             // "circle" or "tflite"
+  std::string format;  // "circle" or "tflite"
   std::vector<Tensor> tensors;
   std::vector<Operator> operators;
-  std::vector<int32_t> inputs;    // subgraph inputs
-  std::vector<int32_t> outputs;   // subgraph outputs
-  std::vector<uint8_t> file;      // the file as loaded (for export with new weights)
+  std::vector<int32_t> inputs;          // subgraph inputs
+  std::vector<int32_t> outputs;         // subgraph outputs
+  std::vector<uint8_t> file;            // the file as loaded (for export with new weights)
   std::vector<ModelMetadata> metadata;  // in file order
-  std::string source;             // the path or name the loader was given (for messages)
+  std::string source;                   // the path or name the loader was given (for messages)
 };
 
 // Loads and verifies a .circle (CIR0) or .tflite (TFL3) file. Throws ModelError with one line

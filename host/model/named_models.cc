@@ -70,7 +70,7 @@ Model make_mobilenetv2(int32_t batch) {
   struct Stage {
     int t, c, n, s;
   };
-  const Stage stages[] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2},
+  const Stage stages[] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                           {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   int block = 0;
   for (const Stage& st : stages) {
@@ -143,11 +143,8 @@ struct Named {
 
 // Add new benchmark models here, and describe them above.
 const Named kNamed[] = {
-    {"mlp", make_mlp},
-    {"mnist-kaggle", make_mnist_kaggle},
-    {"mobilenetv2", make_mobilenetv2},
-    {"branched", make_branched},
-    {"cnn-tiny", make_cnn_tiny},
+    {"mlp", make_mlp},           {"mnist-kaggle", make_mnist_kaggle}, {"mobilenetv2", make_mobilenetv2},
+    {"branched", make_branched}, {"cnn-tiny", make_cnn_tiny},
 };
 
 }  // namespace

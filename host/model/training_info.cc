@@ -66,10 +66,9 @@ std::string identifier_str(const uint8_t* p) {
 }  // namespace
 
 bool operator==(const TrainingInfo& a, const TrainingInfo& b) {
-  return a.optimizer == b.optimizer && a.learning_rate == b.learning_rate && a.beta1 == b.beta1 &&
-         a.beta2 == b.beta2 && a.epsilon == b.epsilon && a.loss == b.loss && a.from_logits == b.from_logits &&
-         a.epochs == b.epochs && a.batch_size == b.batch_size && a.reduction == b.reduction &&
-         a.trainable_ops == b.trainable_ops;
+  return a.optimizer == b.optimizer && a.learning_rate == b.learning_rate && a.beta1 == b.beta1 && a.beta2 == b.beta2 &&
+         a.epsilon == b.epsilon && a.loss == b.loss && a.from_logits == b.from_logits && a.epochs == b.epochs &&
+         a.batch_size == b.batch_size && a.reduction == b.reduction && a.trainable_ops == b.trainable_ops;
 }
 
 std::optional<TrainingInfo> read_training_info(const Model& m) {
@@ -84,14 +83,13 @@ std::optional<TrainingInfo> read_training_info(const Model& m) {
   const std::string what = source_of(m);
   const std::vector<uint8_t>& bytes = entry->data;
   auto invalid = [&](const std::string& why) {
-    detail::fail(what, std::string(kTrainingInfoMetadataName) +
-                           " metadata is not a valid training-info flatbuffer (" + why + ")");
+    detail::fail(what, std::string(kTrainingInfoMetadataName) + " metadata is not a valid training-info flatbuffer (" +
+                           why + ")");
   };
   if (bytes.empty()) invalid("buffer " + std::to_string(entry->buffer) + " is empty");
   if (bytes.size() < 8) invalid("only " + std::to_string(bytes.size()) + " bytes");
   if (!ft::ModelTrainingBufferHasIdentifier(bytes.data()))
-    invalid("identifier '" + identifier_str(bytes.data() + 4) + "', expected '" +
-            ft::ModelTrainingIdentifier() + "'");
+    invalid("identifier '" + identifier_str(bytes.data() + 4) + "', expected '" + ft::ModelTrainingIdentifier() + "'");
   flatbuffers::Verifier verifier(bytes.data(), bytes.size());
   if (!ft::VerifyModelTrainingBuffer(verifier)) invalid("flatbuffer verification failed");
   const ft::ModelTraining* mt = ft::GetModelTraining(bytes.data());
@@ -170,10 +168,9 @@ std::vector<uint8_t> serialize_training_info(const TrainingInfo& info, size_t nu
     default: loss_opt = ft::CreateMeanSquaredErrorOptions(fbb).Union(); break;
   }
   const auto ops = fbb.CreateVector(info.trainable_ops);
-  const auto root = ft::CreateModelTraining(
-      fbb, /*version=*/0, static_cast<ft::Optimizer>(info.optimizer), opt_type, opt,
-      static_cast<ft::LossFn>(info.loss), loss_type, loss_opt, info.epochs, info.batch_size,
-      static_cast<ft::LossReductionType>(info.reduction), ops);
+  const auto root = ft::CreateModelTraining(fbb, /*version=*/0, static_cast<ft::Optimizer>(info.optimizer), opt_type,
+                                            opt, static_cast<ft::LossFn>(info.loss), loss_type, loss_opt, info.epochs,
+                                            info.batch_size, static_cast<ft::LossReductionType>(info.reduction), ops);
   ft::FinishModelTrainingBuffer(fbb, root);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }

@@ -65,8 +65,8 @@ std::vector<uint8_t> write_model(const Model& m, const std::string& format) {
   std::vector<Offset<fb::Tensor>> tensors;
   for (size_t i = 0; i < m.tensors.size(); ++i) {
     const Tensor& t = m.tensors[i];
-    tensors.push_back(fb::CreateTensor(fbb, fbb.CreateVector(t.shape), to_tensor_type(t.dtype),
-                                       tensor_buffer[i], fbb.CreateString(t.name)));
+    tensors.push_back(fb::CreateTensor(fbb, fbb.CreateVector(t.shape), to_tensor_type(t.dtype), tensor_buffer[i],
+                                       fbb.CreateString(t.name)));
   }
 
   std::map<int32_t, uint32_t> code_index;  // builtin code -> index in operator_codes
@@ -86,13 +86,12 @@ std::vector<uint8_t> write_model(const Model& m, const std::string& format) {
       codes.push_back(fb::CreateOperatorCode(fbb, dep, 0, 1, code));
     }
     auto [type, opts] = d->write_options ? d->write_options(fbb, m, op) : WrittenOptions{fb::BuiltinOptions::NONE, 0};
-    ops.push_back(fb::CreateOperator(fbb, it->second, fbb.CreateVector(op.inputs),
-                                     fbb.CreateVector(op.outputs), type, opts));
+    ops.push_back(
+        fb::CreateOperator(fbb, it->second, fbb.CreateVector(op.inputs), fbb.CreateVector(op.outputs), type, opts));
   }
 
-  auto subgraph =
-      fb::CreateSubGraph(fbb, fbb.CreateVector(tensors), fbb.CreateVector(m.inputs),
-                         fbb.CreateVector(m.outputs), fbb.CreateVector(ops), fbb.CreateString("main"));
+  auto subgraph = fb::CreateSubGraph(fbb, fbb.CreateVector(tensors), fbb.CreateVector(m.inputs),
+                                     fbb.CreateVector(m.outputs), fbb.CreateVector(ops), fbb.CreateString("main"));
   const uint32_t version = format == "tflite" ? 3 : 0;
   auto model = fb::CreateModel(fbb, version, fbb.CreateVector(codes), fbb.CreateVector(&subgraph, 1),
                                fbb.CreateString("cltrain"), fbb.CreateVector(buffers));

@@ -24,7 +24,8 @@ void check(OperandCheck& c) {
   const std::vector<int32_t>& a = c.in(0).shape;
   const std::vector<int32_t>& b = c.in(1).shape;
   if (a.size() != b.size())
-    c.bad("operand shapes " + shape_str(a) + " and " + shape_str(b) + " differ in rank (broadcasting needs equal ranks)");
+    c.bad("operand shapes " + shape_str(a) + " and " + shape_str(b) +
+          " differ in rank (broadcasting needs equal ranks)");
   std::vector<int64_t> y;
   for (size_t d = 0; d < a.size(); ++d) {
     if (a[d] != b[d] && a[d] != 1 && b[d] != 1)

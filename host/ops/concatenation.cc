@@ -14,10 +14,10 @@ void read_options(const fb::Operator& fo, OptionReader& r, cltrain_op_params& p)
 }
 
 WrittenOptions write_options(flatbuffers::FlatBufferBuilder& fbb, const Model&, const Operator& op) {
-  return {fb::BuiltinOptions::ConcatenationOptions,
-          fb::CreateConcatenationOptions(fbb, op.params.axis,
-                                         static_cast<fb::ActivationFunctionType>(op.params.activation))
-              .Union()};
+  return {
+      fb::BuiltinOptions::ConcatenationOptions,
+      fb::CreateConcatenationOptions(fbb, op.params.axis, static_cast<fb::ActivationFunctionType>(op.params.activation))
+          .Union()};
 }
 
 // Makes params.axis non-negative and sets params.concat_extents.

@@ -30,8 +30,10 @@ void check(OperandCheck& c) {
   c.op.params.keep_dims = c.op.params.keep_dims != 0;
   std::vector<int64_t> y;
   for (int64_t d = 0; d < rank; ++d) {
-    if (!(mask & (1 << d))) y.push_back(x.shape[static_cast<size_t>(d)]);
-    else if (c.op.params.keep_dims) y.push_back(1);
+    if (!(mask & (1 << d)))
+      y.push_back(x.shape[static_cast<size_t>(d)]);
+    else if (c.op.params.keep_dims)
+      y.push_back(1);
   }
   c.expect_output(y);
 }

@@ -21,8 +21,7 @@ void OperandCheck::bad(const std::string& msg) const { detail::fail(what_, label
 std::string OperandCheck::label(int32_t tensor) const { return detail::tensor_label(m_, tensor); }
 
 void OperandCheck::require_float(size_t k) const {
-  if (in(k).dtype != CLTRAIN_FLOAT32)
-    bad("input " + std::to_string(k) + " " + label(op.inputs[k]) + " is not float32");
+  if (in(k).dtype != CLTRAIN_FLOAT32) bad("input " + std::to_string(k) + " " + label(op.inputs[k]) + " is not float32");
 }
 
 void OperandCheck::require_rank4(const Tensor& x, const char* what, const char* layout) const {
@@ -106,7 +105,8 @@ void check_operands(Model& m, size_t index, const std::string& what, bool infer)
   OperandCheck c(m, index, what, infer);
   const OpDescriptor& d = *find_op(c.op.op);
   const int32_t a = c.op.params.activation;
-  if (a < CLTRAIN_ACT_NONE || a > CLTRAIN_ACT_TANH) c.bad("fused activation " + std::to_string(a) + " is not supported");
+  if (a < CLTRAIN_ACT_NONE || a > CLTRAIN_ACT_TANH)
+    c.bad("fused activation " + std::to_string(a) + " is not supported");
   if (d.fused_activation != FusedActivation::kAny && a != CLTRAIN_ACT_NONE)
     c.bad("fused activation " + detail::activation_str(a) + " is not supported (only NONE)");
   d.check(c);

@@ -47,7 +47,8 @@ OpDescriptor descriptor_of(int32_t op) {
 
 int32_t OptionReader::activation(fb::ActivationFunctionType a) const {
   const int32_t act = static_cast<int8_t>(a);
-  if (act < CLTRAIN_ACT_NONE || act > CLTRAIN_ACT_TANH) fail("fused activation " + std::to_string(act) + " is not supported");
+  if (act < CLTRAIN_ACT_NONE || act > CLTRAIN_ACT_TANH)
+    fail("fused activation " + std::to_string(act) + " is not supported");
   return act;
 }
 

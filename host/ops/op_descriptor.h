@@ -52,17 +52,17 @@ using WrittenOptions = std::pair<fb::BuiltinOptions, flatbuffers::Offset<void>>;
 
 struct OpDescriptor {
   int32_t op = -1;
-  const char* name = "?";            // from the op list
-  int kind = CLTRAIN_KIND_MODEL;     // from the op list (CLTRAIN_KIND_*)
+  const char* name = "?";              // from the op list
+  int kind = CLTRAIN_KIND_MODEL;       // from the op list (CLTRAIN_KIND_*)
   std::vector<int32_t> builtin_codes;  // the circle/tflite codes it loads from; the first is written
 
   // Slots of the model operator: inputs [min_inputs, max_inputs], those from optional_from on may
   // be -1 (absent); exactly `outputs` outputs.
   int min_inputs = 1, max_inputs = 1, optional_from = 1, outputs = 1;
   ConstantOperand constant;
-  int bias_slot = -1;                // the bias (trained alone with ONLY_BIAS), -1 for none
-  bool half_weight_ranks = false;    // onert-micro's UPPER/LOWER half ranks apply
-  bool folds_pad = false;            // a Pad before it folds into SAME padding (padding-free VALID)
+  int bias_slot = -1;              // the bias (trained alone with ONLY_BIAS), -1 for none
+  bool half_weight_ranks = false;  // onert-micro's UPPER/LOWER half ranks apply
+  bool folds_pad = false;          // a Pad before it folds into SAME padding (padding-free VALID)
   FusedActivation fused_activation = FusedActivation::kNone;
 
   // Options: the union type its operators carry (NONE: none), whether it must be there, how the
@@ -143,8 +143,8 @@ class StepBuilder {
   StepBuilder(const Operator& op, cltrain_op_params params) : op(op), params(params) {}
   virtual ~StepBuilder() = default;
 
-  const Operator& op;         // the model operator as trained (a folded Pad's input, SAME padding)
-  cltrain_op_params params;   // the step's params; backward: activation NONE where a consumer applied it
+  const Operator& op;        // the model operator as trained (a folded Pad's input, SAME padding)
+  cltrain_op_params params;  // the step's params; backward: activation NONE where a consumer applied it
   std::vector<int32_t> in, out;
 
   int32_t input(size_t k) const { return k < op.inputs.size() ? op.inputs[k] : -1; }

@@ -28,8 +28,8 @@ void max_forward(StepBuilder& s) {
   const int32_t x = s.input(0);
   const int64_t window = int64_t{s.params.filter_h} * s.params.filter_w;
   if (!s.needs_grad(x) || window > 256 || s.elements(s.y()) >= s.elements(x) * 4) return;
-  const int32_t argmax = s.add_tensor(std::string("argmax/") + s.name_of(s.y()), s.y(), CLTRAIN_UINT8,
-                                      CLTRAIN_ROLE_NON_CONST);
+  const int32_t argmax =
+      s.add_tensor(std::string("argmax/") + s.name_of(s.y()), s.y(), CLTRAIN_UINT8, CLTRAIN_ROLE_NON_CONST);
   s.out.push_back(argmax);
   s.keep(argmax);
 }

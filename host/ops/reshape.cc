@@ -36,9 +36,12 @@ std::vector<int64_t> resolved(const std::vector<int32_t>& target, uint64_t total
   uint64_t known = 1;
   int infer = -1;
   for (size_t i = 0; i < target.size(); ++i) {
-    if (target[i] == -1 && infer < 0) infer = static_cast<int>(i);
-    else if (target[i] < 1) return {};
-    else known *= static_cast<uint64_t>(target[i]);
+    if (target[i] == -1 && infer < 0)
+      infer = static_cast<int>(i);
+    else if (target[i] < 1)
+      return {};
+    else
+      known *= static_cast<uint64_t>(target[i]);
   }
   std::vector<int64_t> out(target.begin(), target.end());
   if (infer >= 0) out[static_cast<size_t>(infer)] = static_cast<int64_t>(total / known);

@@ -76,8 +76,7 @@ cltrain_memory_report Backend::prepare(const cltrain_graph_desc& graph) {
 
 void Backend::run(const std::vector<int32_t>& steps, const cltrain_run_args& args) {
   if (steps.empty()) return;
-  const cltrain_status s =
-      iface_.run(obj_, steps.data(), static_cast<int32_t>(steps.size()), &args);
+  const cltrain_status s = iface_.run(obj_, steps.data(), static_cast<int32_t>(steps.size()), &args);
   if (s != CLTRAIN_OK) fail("run", s);
 }
 
@@ -262,16 +261,14 @@ std::unique_ptr<Backend> open_plugin_file(const std::string& path, const cltrain
   return create_from_iface(sized_iface(*iface), handle, config, why);
 }
 
-std::unique_ptr<Backend> open_backend(const std::string& name, const cltrain_backend_config& config,
-                                      std::string* why) {
+std::unique_ptr<Backend> open_backend(const std::string& name, const cltrain_backend_config& config, std::string* why) {
   if (name == "cpu") return create_from_iface(sized_iface(*cltrain_cpu_backend_iface()), nullptr, config, why);
   const std::string file = "libcltrain_" + name + ".so";
   for (const auto& dir : plugin_search_dirs()) {
     const std::string path = dir + "/" + file;
     if (file_exists(path)) return open_plugin_file(path, config, why);
   }
-  *why = "backend plugin " + file + " not found (looked in CLTRAIN_BACKEND_PATH and " +
-         executable_dir() + ")";
+  *why = "backend plugin " + file + " not found (looked in CLTRAIN_BACKEND_PATH and " + executable_dir() + ")";
   return nullptr;
 }
 

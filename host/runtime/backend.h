@@ -77,8 +77,7 @@ std::vector<std::string> plugin_search_dirs();
 // *why to one line when the backend cannot be used here (missing plugin, failed load, an ABI
 // version outside [CLTRAIN_BACKEND_ABI_OLDEST, CLTRAIN_BACKEND_ABI_VERSION], a function table
 // without the required functions, no device, failed create).
-std::unique_ptr<Backend> open_backend(const std::string& name, const cltrain_backend_config& config,
-                                      std::string* why);
+std::unique_ptr<Backend> open_backend(const std::string& name, const cltrain_backend_config& config, std::string* why);
 
 // Why the host cannot use a plugin's function table (an ABI version outside the range it serves, a
 // table too short for the required functions, one of them NULL), or "" when it can.

@@ -92,12 +92,14 @@ std::vector<uint8_t> make_checkpoint(Session& s, const TrainingPosition& pos) {
 
 TrainingPosition load_checkpoint(Session& s, const std::vector<uint8_t>& b, const std::string& what) {
   const TrainingGraph& g = s.graph();
-  if (b.size() < kHeaderBytes) throw CheckpointError(what + ": truncated (" + std::to_string(b.size()) + " bytes, no header)");
+  if (b.size() < kHeaderBytes)
+    throw CheckpointError(what + ": truncated (" + std::to_string(b.size()) + " bytes, no header)");
   const uint16_t magic = static_cast<uint16_t>(b[0] | (b[1] << 8));
   if (magic != kMagic)
     throw CheckpointError(what + ": not a checkpoint (magic " + std::to_string(magic) + ", expected " +
                           std::to_string(kMagic) + ")");
-  if (b[2] != kSchema) throw CheckpointError(what + ": checkpoint schema " + std::to_string(b[2]) + " is not supported");
+  if (b[2] != kSchema)
+    throw CheckpointError(what + ": checkpoint schema " + std::to_string(b[2]) + " is not supported");
   const uint32_t opt1 = get32(b, 4), opt2 = get32(b, 8), other = get32(b, 12), length = get32(b, 16);
   if (length != g.weights.size())
     throw CheckpointError(what + ": holds " + std::to_string(length) + " trainable tensors, the model trains " +

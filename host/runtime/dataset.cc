@@ -87,7 +87,9 @@ Dataset load_fashion_mnist(const std::string& dir, bool train) {
   d.expected.assign(n * 10, 0.0f);
   for (uint64_t i = 0; i < n; ++i) {
     const uint8_t label = lbl[8 + i];
-    if (label > 9) throw DataError(lbl_path + ": label " + std::to_string(label) + " of sample " + std::to_string(i) + " is not in 0..9");
+    if (label > 9)
+      throw DataError(lbl_path + ": label " + std::to_string(label) + " of sample " + std::to_string(i) +
+                      " is not in 0..9");
     d.expected[i * 10 + label] = 1.0f;
   }
   return d;
@@ -104,8 +106,8 @@ std::vector<float> read_floats(const std::string& path, uint64_t sample, const c
   const uint64_t sample_bytes = sample * sizeof(float);
   if (static_cast<uint64_t>(size) % sample_bytes != 0)
     throw DataError(std::string(what) + " file " + path + " has " + std::to_string(size) +
-                    " bytes, not a multiple of the sample size (" + std::to_string(sample) + " float32 = " +
-                    std::to_string(sample_bytes) + " bytes)");
+                    " bytes, not a multiple of the sample size (" + std::to_string(sample) +
+                    " float32 = " + std::to_string(sample_bytes) + " bytes)");
   std::vector<float> v(static_cast<size_t>(size) / sizeof(float));
   if (std::fread(v.data(), 1, static_cast<size_t>(size), f.get()) != static_cast<size_t>(size))
     throw DataError(std::string(what) + " file " + path + ": short read");

@@ -110,7 +110,10 @@ void Session::compute_lifetimes() {
   // iterations (the first from the initial holders, the second from the steady state), then
   // evaluation and prediction.
   const int32_t loss_end = graph_.loss_step + 1;
-  struct Range { int32_t end; bool loss; };
+  struct Range {
+    int32_t end;
+    bool loss;
+  };
   const Range ranges[] = {{nsteps, true}, {nsteps, true}, {loss_end, true}, {graph_.num_forward, false}};
   WalkHooks hooks;
   hooks.write = [&](int32_t t, int32_t b) { access(b, t, 0); };
@@ -194,8 +197,7 @@ void Session::prepare() {
   }
 }
 
-void Session::walk(int32_t end, bool with_expected, bool read_loss, bool read_prediction,
-                   const WalkHooks& hooks) {
+void Session::walk(int32_t end, bool with_expected, bool read_loss, bool read_prediction, const WalkHooks& hooks) {
   for (size_t t = 0; t < graph_.tensors.size(); ++t)
     if (!graph_.tensors[t].persistent) valid_[t] = 0;
   // The host writes its tensors into the backend of their first reader, before any step.
@@ -219,7 +221,8 @@ void Session::walk(int32_t end, bool with_expected, bool read_loss, bool read_pr
     auto need = [&](int32_t t) {
       if (t < 0 || (valid_[static_cast<size_t>(t)] & (1u << b))) return;
       const int32_t from = lowest_bit(valid_[static_cast<size_t>(t)]);
-      if (from < 0) throw BackendError(std::string("internal: tensor ") + graph_.name_of(t) + " is read before it is written");
+      if (from < 0)
+        throw BackendError(std::string("internal: tensor ") + graph_.name_of(t) + " is read before it is written");
       hooks.copy(t, from, b, s);
       valid_[static_cast<size_t>(t)] |= 1u << b;
     };
@@ -238,8 +241,8 @@ void Session::walk(int32_t end, bool with_expected, bool read_loss, bool read_pr
   }
 }
 
-float Session::run_range(int32_t end, const float* input, const float* expected,
-                         const cltrain_run_args& args, float* prediction, bool want_loss) {
+float Session::run_range(int32_t end, const float* input, const float* expected, const cltrain_run_args& args,
+                         float* prediction, bool want_loss) {
   std::vector<int32_t>& pending = pending_;
   pending.clear();
   int32_t pending_backend = -1;
@@ -269,8 +272,10 @@ float Session::run_range(int32_t end, const float* input, const float* expected,
   };
   hooks.read = [&](int32_t t, int32_t from) {
     flush();
-    if (t == graph_.loss) backends_[static_cast<size_t>(from)]->read(t, &loss, sizeof(float));
-    else backends_[static_cast<size_t>(from)]->read(t, prediction, bytes_of(t));
+    if (t == graph_.loss)
+      backends_[static_cast<size_t>(from)]->read(t, &loss, sizeof(float));
+    else
+      backends_[static_cast<size_t>(from)]->read(t, prediction, bytes_of(t));
   };
   walk(end, want_loss, want_loss, prediction != nullptr, hooks);
   flush();
@@ -327,7 +332,8 @@ std::vector<std::string> Session::model_op_placement() const {
   for (int32_t s = 0; s < graph_.num_forward; ++s) {
     const auto& st = graph_.steps[static_cast<size_t>(s)];
     if (st.model_op >= static_cast<int32_t>(out.size())) out.resize(static_cast<size_t>(st.model_op) + 1);
-    out[static_cast<size_t>(st.model_op)] = backends_[static_cast<size_t>(step_backend_[static_cast<size_t>(s)])]->name();
+    out[static_cast<size_t>(st.model_op)] =
+        backends_[static_cast<size_t>(step_backend_[static_cast<size_t>(s)])]->name();
   }
   for (const auto& [op, into] : graph_.folded_into)  // a folded op runs inside the one it is folded into
     if (static_cast<size_t>(op) < out.size() && static_cast<size_t>(into) < out.size())

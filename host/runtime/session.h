@@ -39,14 +39,14 @@ class Session {
   // read from a backend that holds the current value; write to every backend that holds one.
   std::vector<float> read_persistent(int32_t tensor);
   void write_persistent(int32_t tensor, const std::vector<float>& values);
-  uint64_t input_elements() const;      // per batch
-  uint64_t prediction_elements() const; // per batch
+  uint64_t input_elements() const;       // per batch
+  uint64_t prediction_elements() const;  // per batch
   int32_t batch() const;
 
   // Backend name of each model operator (by model index).
   std::vector<std::string> model_op_placement() const;
   std::vector<BackendMemory> memory() const { return memory_; }
-  std::string backend_names() const;    // the backends that run steps, comma-separated
+  std::string backend_names() const;  // the backends that run steps, comma-separated
   std::string device_names() const;
 
   // Per backend used, its tensor table with lifetimes (as prepare received it).
@@ -57,7 +57,9 @@ class Session {
   std::string backend_name(size_t b) const { return backends_[b]->name(); }
   size_t num_backends() const { return backends_.size(); }
   Backend& backend(size_t b) { return *backends_[b]; }
-  std::vector<int64_t> plan_offsets(size_t b) { return backends_[b]->plan_offsets(static_cast<int32_t>(graph_.tensors.size())); }
+  std::vector<int64_t> plan_offsets(size_t b) {
+    return backends_[b]->plan_offsets(static_cast<int32_t>(graph_.tensors.size()));
+  }
   std::vector<cltrain_private_tensor> plan_private(size_t b) { return backends_[b]->plan_private(); }
 
  private:
@@ -65,8 +67,8 @@ class Session {
   void compute_lifetimes();
   // Which outputs share the bytes of an input (cltrain_tensor_desc.alias), per backend.
   void choose_aliases();
-  float run_range(int32_t end, const float* input, const float* expected,
-                  const cltrain_run_args& args, float* prediction, bool want_loss);
+  float run_range(int32_t end, const float* input, const float* expected, const cltrain_run_args& args,
+                  float* prediction, bool want_loss);
   // Walks steps [0, end) as they run: the host's writes, cross-backend copies, steps and the
   // host's reads, tracking where each tensor is valid. Serves both the lifetime computation and
   // the run, so that the two cannot disagree.
@@ -80,9 +82,9 @@ class Session {
 
   TrainingGraph graph_;
   std::vector<std::unique_ptr<Backend>> backends_;
-  std::vector<int32_t> step_backend_;          // per step, index into backends_
+  std::vector<int32_t> step_backend_;                      // per step, index into backends_
   std::vector<std::vector<cltrain_tensor_desc>> tensors_;  // per backend
-  std::vector<uint32_t> valid_;                // per tensor, bitmask of backends holding it
+  std::vector<uint32_t> valid_;                            // per tensor, bitmask of backends holding it
   std::vector<BackendMemory> memory_;
   std::vector<float> staging_;
   std::vector<int32_t> pending_;

@@ -5,10 +5,13 @@
 namespace cltrain {
 
 std::vector<int32_t> parse_train_config(const std::vector<uint8_t>& b, int32_t num_operators, const std::string& what) {
-  if (b.size() < 8) throw ModelError(what + ": truncated training configuration (" + std::to_string(b.size()) + " bytes)");
+  if (b.size() < 8)
+    throw ModelError(what + ": truncated training configuration (" + std::to_string(b.size()) + " bytes)");
   const uint16_t magic = static_cast<uint16_t>(b[0] | (b[1] << 8));
-  if (magic != 29) throw ModelError(what + ": not a training configuration (magic " + std::to_string(magic) + ", expected 29)");
-  if (b[2] != 1) throw ModelError(what + ": training configuration schema " + std::to_string(b[2]) + " is not supported");
+  if (magic != 29)
+    throw ModelError(what + ": not a training configuration (magic " + std::to_string(magic) + ", expected 29)");
+  if (b[2] != 1)
+    throw ModelError(what + ": training configuration schema " + std::to_string(b[2]) + " is not supported");
   const uint32_t count = b[4] | (b[5] << 8) | (b[6] << 16) | (static_cast<uint32_t>(b[7]) << 24);
   if (b.size() != 8 + 3ull * count)
     throw ModelError(what + ": training configuration of " + std::to_string(count) + " entries should be " +
@@ -20,7 +23,9 @@ std::vector<int32_t> parse_train_config(const std::vector<uint8_t>& b, int32_t n
     if (op >= num_operators)
       throw ModelError(what + ": entry " + std::to_string(i) + " names operator " + std::to_string(op) +
                        ", the model has " + std::to_string(num_operators) + " operators");
-    if (rank > 3) throw ModelError(what + ": entry " + std::to_string(i) + " has rank type " + std::to_string(rank) + " (0-3 are defined)");
+    if (rank > 3)
+      throw ModelError(what + ": entry " + std::to_string(i) + " has rank type " + std::to_string(rank) +
+                       " (0-3 are defined)");
     static const int32_t kRanks[] = {kRankAll, kRankOnlyBias, kRankUpperHalf, kRankLowerHalf};
     ranks[op] = kRanks[rank];
   }
@@ -39,8 +44,14 @@ std::vector<int32_t> read_train_config(const std::string& path, int32_t num_oper
 
 std::vector<uint8_t> make_train_config(const std::vector<std::pair<uint16_t, uint8_t>>& entries) {
   const uint32_t n = static_cast<uint32_t>(entries.size());
-  std::vector<uint8_t> b = {29, 0, 1, 0, static_cast<uint8_t>(n), static_cast<uint8_t>(n >> 8),
-                            static_cast<uint8_t>(n >> 16), static_cast<uint8_t>(n >> 24)};
+  std::vector<uint8_t> b = {29,
+                            0,
+                            1,
+                            0,
+                            static_cast<uint8_t>(n),
+                            static_cast<uint8_t>(n >> 8),
+                            static_cast<uint8_t>(n >> 16),
+                            static_cast<uint8_t>(n >> 24)};
   for (const auto& e : entries) {
     b.push_back(static_cast<uint8_t>(e.first));
     b.push_back(static_cast<uint8_t>(e.first >> 8));

@@ -5,30 +5,26 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <string>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <numeric>
 #include <random>
+#include <string>
 
 namespace cltrain {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-uint64_t argmax(const float* v, uint64_t n) {
-  return static_cast<uint64_t>(std::max_element(v, v + n) - v);
-}
+uint64_t argmax(const float* v, uint64_t n) { return static_cast<uint64_t>(std::max_element(v, v + n) - v); }
 
 // Gathers samples idx[first, first+count) into contiguous batch buffers, padding with the last
 // sample when fewer than `batch` remain.
-void gather(const Dataset& d, const std::vector<uint64_t>& idx, uint64_t first, uint64_t batch,
-            std::vector<float>& in, std::vector<float>& out) {
+void gather(const Dataset& d, const std::vector<uint64_t>& idx, uint64_t first, uint64_t batch, std::vector<float>& in,
+            std::vector<float>& out) {
   in.resize(batch * d.input_size);
   out.resize(batch * d.expected_size);
   for (uint64_t i = 0; i < batch; ++i) {
@@ -40,8 +36,7 @@ void gather(const Dataset& d, const std::vector<uint64_t>& idx, uint64_t first, 
 
 uint64_t count_correct(const float* pred, const float* expected, uint64_t rows, uint64_t width) {
   uint64_t correct = 0;
-  for (uint64_t r = 0; r < rows; ++r)
-    correct += argmax(pred + r * width, width) == argmax(expected + r * width, width);
+  for (uint64_t r = 0; r < rows; ++r) correct += argmax(pred + r * width, width) == argmax(expected + r * width, width);
   return correct;
 }
 
@@ -50,7 +45,8 @@ void check_sizes(const Session& s, const Dataset& d) {
   if (d.input_size * b != s.input_elements() || d.expected_size * b != s.prediction_elements())
     throw DataError("the data has samples of " + std::to_string(d.input_size) + " inputs and " +
                     std::to_string(d.expected_size) + " outputs, the model takes " +
-                    std::to_string(s.input_elements() / b) + " and gives " + std::to_string(s.prediction_elements() / b));
+                    std::to_string(s.input_elements() / b) + " and gives " +
+                    std::to_string(s.prediction_elements() / b));
 }
 
 }  // namespace
@@ -85,7 +81,8 @@ std::vector<EpochResult> train(Session& session, const Dataset& data, const Data
     auto last_progress = t0;
     for (uint64_t s = 0; s < steps; ++s) {
       gather(data, order, s * batch, batch, in, out);
-      const float loss = session.train_step(in.data(), out.data(), ++iteration, config.accuracy ? pred.data() : nullptr);
+      const float loss =
+          session.train_step(in.data(), out.data(), ++iteration, config.accuracy ? pred.data() : nullptr);
       if (!std::isfinite(loss))
         throw TrainingError("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
                             std::to_string(e) + ", step " + std::to_string(s + 1) +

@@ -18,10 +18,10 @@ struct TrainingError : std::runtime_error {
 
 struct TrainerConfig {
   int32_t epochs = 5;
-  bool accuracy = false;      // categorical accuracy per epoch (reads the predictions back)
-  bool shuffle = true;        // reshuffle the training samples each epoch
-  uint32_t seed = 1;          // of the shuffle
-  bool progress = false;      // a progress line that refreshes in place (for terminals)
+  bool accuracy = false;  // categorical accuracy per epoch (reads the predictions back)
+  bool shuffle = true;    // reshuffle the training samples each epoch
+  uint32_t seed = 1;      // of the shuffle
+  bool progress = false;  // a progress line that refreshes in place (for terminals)
   // Where training starts (from a checkpoint): epochs and optimizer iterations already done.
   // Epochs done+1 .. epochs run; each epoch's shuffle depends only on (seed, epoch number), so a
   // resumed run sees the same batches as an uninterrupted one.
@@ -31,8 +31,8 @@ struct TrainerConfig {
 
 struct EpochResult {
   int32_t epoch = 0;
-  double loss = 0;            // mean of the step losses
-  double accuracy = -1;       // -1: not measured
+  double loss = 0;       // mean of the step losses
+  double accuracy = -1;  // -1: not measured
   double val_loss = -1, val_accuracy = -1;
   double ms = 0, ms_per_step = 0;
   int64_t steps = 0;

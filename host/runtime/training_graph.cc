@@ -31,8 +31,7 @@ class GraphBuilder {
   TrainingGraph build();
 
  private:
-  int32_t add_tensor(const std::string& name, const std::vector<int32_t>& shape, int32_t role,
-                     bool persistent) {
+  int32_t add_tensor(const std::string& name, const std::vector<int32_t>& shape, int32_t role, bool persistent) {
     cltrain_tensor_desc d{};
     g_.names.push_back(name);
     d.name = g_.names.back().c_str();
@@ -49,8 +48,8 @@ class GraphBuilder {
     const auto& d = g_.tensors[static_cast<size_t>(t)];
     return std::vector<int32_t>(d.dims, d.dims + d.rank);
   }
-  int32_t add_step(int32_t op, int32_t phase, int32_t model_op, std::vector<int32_t> in,
-                   std::vector<int32_t> out, const cltrain_op_params& params, int32_t owner) {
+  int32_t add_step(int32_t op, int32_t phase, int32_t model_op, std::vector<int32_t> in, std::vector<int32_t> out,
+                   const cltrain_op_params& params, int32_t owner) {
     cltrain_step_desc s{};
     s.op = op;
     s.phase = phase;
@@ -76,8 +75,8 @@ class GraphBuilder {
       grad_[t] = g;
       return g;
     }
-    const int32_t d = add_tensor(std::string("disposable/") + g_.name_of(t), shape_of(t),
-                                 CLTRAIN_ROLE_DISPOSABLE, false);
+    const int32_t d =
+        add_tensor(std::string("disposable/") + g_.name_of(t), shape_of(t), CLTRAIN_ROLE_DISPOSABLE, false);
     accumulate->emplace_back(d, it->second);
     return d;
   }
@@ -111,8 +110,8 @@ class GraphBuilder {
   std::vector<bool> needs_grad_;
   std::vector<bool> trainable_;
   std::map<int32_t, std::pair<int32_t, int32_t>> update_range_;  // weight -> (offset, count) updated
-  std::map<int32_t, int32_t> grad_;          // tensor -> its back-prop / gradient tensor
-  std::map<int32_t, int32_t> remaining_;     // weight -> backward steps still to contribute
+  std::map<int32_t, int32_t> grad_;                              // tensor -> its back-prop / gradient tensor
+  std::map<int32_t, int32_t> remaining_;                         // weight -> backward steps still to contribute
 };
 
 void GraphBuilder::find_consumers() {
@@ -152,7 +151,8 @@ void GraphBuilder::fuse_pads() {
       AxisGeometry s, v;
       same = axis_geometry(CLTRAIN_PADDING_SAME, in, filter, stride, dilation, "", &s).empty() &&
              axis_geometry(CLTRAIN_PADDING_VALID, in + pp.pad_before[axis] + pp.pad_after[axis], filter, stride,
-                           dilation, "", &v).empty() &&
+                           dilation, "", &v)
+                 .empty() &&
              s.out == v.out && s.pad_before == pp.pad_before[axis];
     }
     if (!same) continue;
@@ -176,8 +176,8 @@ int32_t GraphBuilder::producer_activation(int32_t x, size_t consumer) const {
   const Operator& prod = ops_[static_cast<size_t>(p)];
   if (prod.outputs.size() != 1 || find_op(prod.op)->fused_activation != FusedActivation::kAny) return CLTRAIN_ACT_NONE;
   const int32_t act = prod.params.activation;
-  const bool from_output = act == CLTRAIN_ACT_RELU || act == CLTRAIN_ACT_RELU6 || act == CLTRAIN_ACT_RELU_N1_TO_1 ||
-                           act == CLTRAIN_ACT_TANH;
+  const bool from_output =
+      act == CLTRAIN_ACT_RELU || act == CLTRAIN_ACT_RELU6 || act == CLTRAIN_ACT_RELU_N1_TO_1 || act == CLTRAIN_ACT_TANH;
   return from_output ? act : CLTRAIN_ACT_NONE;
 }
 
@@ -228,8 +228,10 @@ void GraphBuilder::forward_step(size_t i) {
   OperatorStep s(*this, i, ops_[i].params);
   for (int k = 0; k < d.max_inputs; ++k) {
     if (k == d.constant.slot) continue;
-    if (static_cast<size_t>(k) < s.op.inputs.size()) s.in.push_back(s.op.inputs[static_cast<size_t>(k)]);
-    else if (d.optional_from < d.max_inputs) s.in.push_back(-1);
+    if (static_cast<size_t>(k) < s.op.inputs.size())
+      s.in.push_back(s.op.inputs[static_cast<size_t>(k)]);
+    else if (d.optional_from < d.max_inputs)
+      s.in.push_back(-1);
   }
   s.out = {s.op.outputs[0]};
   if (d.forward) d.forward(s);
@@ -273,11 +275,10 @@ void GraphBuilder::update_steps_after(int32_t step, const std::vector<int32_t>& 
       const int32_t m = add_tensor("adam_m/" + name, state_shape, CLTRAIN_ROLE_OPTIMIZER, true);
       const int32_t v = add_tensor("adam_v/" + name, state_shape, CLTRAIN_ROLE_OPTIMIZER, true);
       g_.adam_state[w] = {m, v};
-      add_step(CLTRAIN_OP_UPDATE_ADAM, CLTRAIN_PHASE_UPDATE, g_.steps[step].model_op, {grad_.at(w)},
-               {w, m, v}, p, step);
+      add_step(CLTRAIN_OP_UPDATE_ADAM, CLTRAIN_PHASE_UPDATE, g_.steps[step].model_op, {grad_.at(w)}, {w, m, v}, p,
+               step);
     } else {
-      add_step(CLTRAIN_OP_UPDATE_SGD, CLTRAIN_PHASE_UPDATE, g_.steps[step].model_op, {grad_.at(w)}, {w},
-               p, step);
+      add_step(CLTRAIN_OP_UPDATE_SGD, CLTRAIN_PHASE_UPDATE, g_.steps[step].model_op, {grad_.at(w)}, {w}, p, step);
     }
   }
 }
@@ -294,8 +295,8 @@ void GraphBuilder::select_trainable() {
     for (int32_t i = first; i < n; ++i) ranks[static_cast<size_t>(i)] = kRankAll;
   }
   if (static_cast<int32_t>(ranks.size()) != n)
-    throw ModelError("the trainable configuration covers " + std::to_string(ranks.size()) + " operators, the model has " +
-                     std::to_string(n));
+    throw ModelError("the trainable configuration covers " + std::to_string(ranks.size()) +
+                     " operators, the model has " + std::to_string(n));
   g_.op_ranks = ranks;
   for (int32_t i = 0; i < n; ++i) {
     const Operator& op = model_.operators[static_cast<size_t>(i)];
@@ -368,8 +369,8 @@ TrainingGraph GraphBuilder::build() {
   lp.reduction = opt_.reduction;
   g_.loss_step = add_step(opt_.loss, CLTRAIN_PHASE_FORWARD, -1, {g_.prediction, g_.expected}, {g_.loss}, lp, -1);
   if (!needs_grad(g_.prediction)) return std::move(g_);  // nothing to train
-  const int32_t dpred = add_tensor(std::string("backprop/") + g_.name_of(g_.prediction), pred_shape,
-                                   CLTRAIN_ROLE_BACK_PROP, false);
+  const int32_t dpred =
+      add_tensor(std::string("backprop/") + g_.name_of(g_.prediction), pred_shape, CLTRAIN_ROLE_BACK_PROP, false);
   grad_[g_.prediction] = dpred;
   add_step(opt_.loss, CLTRAIN_PHASE_BACKWARD, -1, {g_.prediction, g_.expected}, {dpred}, lp, g_.loss_step);
 
@@ -444,7 +445,8 @@ uint64_t peak_live_bytes(const TrainingGraph& g) {
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     if (first[t] < 0) continue;
     const bool whole = g.tensors[t].persistent != 0;
-    for (size_t s = whole ? 0 : static_cast<size_t>(first[t]); s <= (whole ? steps - 1 : static_cast<size_t>(last[t])); ++s)
+    for (size_t s = whole ? 0 : static_cast<size_t>(first[t]); s <= (whole ? steps - 1 : static_cast<size_t>(last[t]));
+         ++s)
       live[s] += tensor_bytes(g.tensors[t]);
   }
   return *std::max_element(live.begin(), live.end());
@@ -453,8 +455,7 @@ uint64_t peak_live_bytes(const TrainingGraph& g) {
 }  // namespace
 
 TrainingGraph build_training_graph(const Model& model, const TrainOptions& options) {
-  if (options.loss != CLTRAIN_OP_LOSS_MSE && options.loss != CLTRAIN_OP_LOSS_CCE)
-    throw ModelError("unknown loss");
+  if (options.loss != CLTRAIN_OP_LOSS_MSE && options.loss != CLTRAIN_OP_LOSS_CCE) throw ModelError("unknown loss");
   if (options.optimizer != CLTRAIN_OP_UPDATE_SGD && options.optimizer != CLTRAIN_OP_UPDATE_ADAM)
     throw ModelError("unknown optimizer");
   // Where the graph leaves a choice of order (branches), the order with the lower peak.

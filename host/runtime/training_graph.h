@@ -24,13 +24,13 @@ constexpr int32_t kRankUpperHalf = 2;
 constexpr int32_t kRankLowerHalf = 3;
 
 struct TrainOptions {
-  int32_t loss = CLTRAIN_OP_LOSS_CCE;        // CLTRAIN_OP_LOSS_MSE or CLTRAIN_OP_LOSS_CCE
+  int32_t loss = CLTRAIN_OP_LOSS_CCE;  // CLTRAIN_OP_LOSS_MSE or CLTRAIN_OP_LOSS_CCE
   int32_t reduction = CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE;
   int32_t optimizer = CLTRAIN_OP_UPDATE_ADAM;  // CLTRAIN_OP_UPDATE_SGD or CLTRAIN_OP_UPDATE_ADAM
   float learning_rate = 0.001f;
   float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-7f;
-  int32_t num_trainable_ops = -1;   // -1: all, 0: none, N: the last N operators
-  std::vector<int32_t> op_ranks;    // per operator (kRank*); when given, overrides num_trainable_ops
+  int32_t num_trainable_ops = -1;  // -1: all, 0: none, N: the last N operators
+  std::vector<int32_t> op_ranks;   // per operator (kRank*); when given, overrides num_trainable_ops
 };
 
 struct TrainingGraph {
@@ -49,9 +49,9 @@ struct TrainingGraph {
   int32_t num_forward = 0;          // steps [0, num_forward) run the model forward
   int32_t loss_step = 0;            // == num_forward: the loss forward step
   int32_t input = -1, expected = -1, loss = -1, prediction = -1;
-  std::vector<int32_t> weights;     // trainable weight tensors, in model order
+  std::vector<int32_t> weights;                               // trainable weight tensors, in model order
   std::map<int32_t, std::pair<int32_t, int32_t>> adam_state;  // weight -> (m, v)
-  std::vector<int32_t> op_ranks;    // per model operator, as trained (kRank*)
+  std::vector<int32_t> op_ranks;                              // per model operator, as trained (kRank*)
   std::map<int32_t, int32_t> folded_into;  // model operator without steps -> the one that does its work
 
   const char* name_of(int32_t t) const { return tensors[static_cast<size_t>(t)].name; }

@@ -28,10 +28,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <random>
 #include <string>
@@ -142,7 +142,8 @@ NativeGemm* native = nullptr;  // set when the device's engine is gemm.cl (gemm_
 
 void run_group(cl_context ctx, cl_command_queue q, Group& g, int repeat, bool blas, std::mt19937& rng) {
   size_t na = 1, nb = 1, nc = 1;
-  for (const Call& c : g.calls) na = std::max(na, a_size(c)), nb = std::max(nb, b_size(c)), nc = std::max(nc, c_size(c));
+  for (const Call& c : g.calls)
+    na = std::max(na, a_size(c)), nb = std::max(nb, b_size(c)), nc = std::max(nc, c_size(c));
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> ha(na), hb(nb), hc(nc, 0.0f), back(nc);
   for (float& v : ha) v = u(rng);
@@ -186,8 +187,8 @@ void run_group(cl_context ctx, cl_command_queue q, Group& g, int repeat, bool bl
   cl_pass();  // compiles CLBlast's kernels on first use
   if (blas) {
     blas_pass();
-    CLT_CALL(clEnqueueReadBuffer, (q, native ? pool : c, CL_TRUE, native ? (na + nb) * 4 : 0, nc * 4, back.data(), 0,
-                                   nullptr, nullptr),
+    CLT_CALL(clEnqueueReadBuffer,
+             (q, native ? pool : c, CL_TRUE, native ? (na + nb) * 4 : 0, nc * 4, back.data(), 0, nullptr, nullptr),
              "gemm_bench");
     double scale = 0, diff = 0;
     for (size_t i = 0; i < nc; ++i) {
@@ -363,7 +364,8 @@ int main(int argc, char** argv) {
     }
     const uint64_t tile = gemm_tile(dev);
     uint64_t budget = std::min<uint64_t>(8u << 20, std::max<uint64_t>(dev.max_alloc / 8, 1u << 20));
-    if (const char* env = std::getenv("CLTRAIN_OPENCL_SCRATCH_BYTES"); env && *env) budget = std::strtoull(env, nullptr, 10);
+    if (const char* env = std::getenv("CLTRAIN_OPENCL_SCRATCH_BYTES"); env && *env)
+      budget = std::strtoull(env, nullptr, 10);
     openblas_set_num_threads(threads);
 
     std::printf("device: %s\n", device_line(dev).c_str());
@@ -372,7 +374,8 @@ int main(int argc, char** argv) {
     std::printf("GEMM tile %llu, scratch budget %llu bytes; OpenBLAS %d threads; median of %d runs\n",
                 static_cast<unsigned long long>(tile), static_cast<unsigned long long>(budget),
                 openblas_get_num_threads(), repeat);
-    std::printf("shape: layout (R row-/C column-major) and transposes of A, B; the largest call, x calls in the group\n");
+    std::printf(
+        "shape: layout (R row-/C column-major) and transposes of A, B; the largest call, x calls in the group\n");
 
     std::mt19937 rng(7);
     std::string json = "{\n  \"device\": \"" + device_line(dev) + "\",\n  \"clblast\": \"" + applied +
@@ -395,7 +398,8 @@ int main(int argc, char** argv) {
       double all_flops = 0;
       size_t all_calls = 0;
       for (const Group& g : groups) all_flops += g.flops(), all_calls += g.calls.size();
-      std::stable_sort(groups.begin(), groups.end(), [](const Group& x, const Group& y) { return x.flops() > y.flops(); });
+      std::stable_sort(groups.begin(), groups.end(),
+                       [](const Group& x, const Group& y) { return x.flops() > y.flops(); });
       if (top > 0 && groups.size() > static_cast<size_t>(top)) groups.resize(top);
       if (name == "call")
         std::printf("\n");
@@ -416,20 +420,22 @@ int main(int argc, char** argv) {
         sum_cl += g.cl_ms, sum_blas += g.blas_ms, sum_flops += f, sum_cl_cpu += g.cl_cpu_ms;
         if (blas && gc < 0.4 * gb) ++below;
         if (blas)
-          std::printf("%-28s %-7s %-30s %7.1f %10.2f %8.1f %11.2f %8.1f %5.0f%% %8.1e\n", g.layer.c_str(), g.pass.c_str(),
-                      shape_text(g).c_str(), f * 1e-6, g.cl_ms, gc, g.blas_ms, gb, 100.0 * gc / gb, g.max_rel_diff);
+          std::printf("%-28s %-7s %-30s %7.1f %10.2f %8.1f %11.2f %8.1f %5.0f%% %8.1e\n", g.layer.c_str(),
+                      g.pass.c_str(), shape_text(g).c_str(), f * 1e-6, g.cl_ms, gc, g.blas_ms, gb, 100.0 * gc / gb,
+                      g.max_rel_diff);
         else
           std::printf("%-28s %-7s %-30s %7.1f %10.2f %8.1f\n", g.layer.c_str(), g.pass.c_str(), shape_text(g).c_str(),
                       f * 1e-6, g.cl_ms, gc);
         std::fflush(stdout);
         char row[512];
-        std::snprintf(row, sizeof row,
-                      "%s\n    {\"model\": \"%s\", \"batch\": %d, \"layer\": \"%s\", \"pass\": \"%s\", \"shape\": \"%s\", "
-                      "\"calls\": %zu, \"flops\": %.0f, \"cltrain_ms\": %.4f, \"openblas_ms\": %.4f, "
-                      "\"cltrain_cpu_ms\": %.4f, \"openblas_cpu_ms\": %.4f, "
-                      "\"cltrain_gflops\": %.3f, \"openblas_gflops\": %.3f, \"max_rel_diff\": %.3e}",
-                      first_json ? "" : ",", name.c_str(), batch, g.layer.c_str(), g.pass.c_str(), shape_text(g).c_str(),
-                      g.calls.size(), f, g.cl_ms, g.blas_ms, g.cl_cpu_ms, g.blas_cpu_ms, gc, gb, g.max_rel_diff);
+        std::snprintf(
+            row, sizeof row,
+            "%s\n    {\"model\": \"%s\", \"batch\": %d, \"layer\": \"%s\", \"pass\": \"%s\", \"shape\": \"%s\", "
+            "\"calls\": %zu, \"flops\": %.0f, \"cltrain_ms\": %.4f, \"openblas_ms\": %.4f, "
+            "\"cltrain_cpu_ms\": %.4f, \"openblas_cpu_ms\": %.4f, "
+            "\"cltrain_gflops\": %.3f, \"openblas_gflops\": %.3f, \"max_rel_diff\": %.3e}",
+            first_json ? "" : ",", name.c_str(), batch, g.layer.c_str(), g.pass.c_str(), shape_text(g).c_str(),
+            g.calls.size(), f, g.cl_ms, g.blas_ms, g.cl_cpu_ms, g.blas_cpu_ms, gc, gb, g.max_rel_diff);
         json += row;
         first_json = false;
       }

@@ -40,7 +40,9 @@ struct Group {
 };
 
 // Elements an operand spans: "lines" of ld elements, the last one len long.
-inline size_t span(size_t off, size_t lines, size_t len, size_t ld) { return lines == 0 ? off : off + (lines - 1) * ld + len; }
+inline size_t span(size_t off, size_t lines, size_t len, size_t ld) {
+  return lines == 0 ? off : off + (lines - 1) * ld + len;
+}
 inline bool row_major(const Call& c) { return c.layout == Layout::kRowMajor; }
 inline size_t a_size(const Call& c) {
   const bool lines_m = row_major(c) == (c.ta == Transpose::kNo);  // stored as m lines of k
@@ -69,8 +71,8 @@ struct ConvGeom {
   uint64_t taps() const { return kh * kw; }
 };
 
-inline void conv_groups(const std::string& model, const std::string& layer, const ConvGeom& sh, bool need_dx, uint64_t tile,
-                 uint64_t budget, std::vector<Group>& out) {
+inline void conv_groups(const std::string& model, const std::string& layer, const ConvGeom& sh, bool need_dx,
+                        uint64_t tile, uint64_t budget, std::vector<Group>& out) {
   const uint64_t positions = sh.positions(), O = sh.out_ch, I = sh.in_ch, taps = sh.taps(), K = taps * I;
   {  // forward: y = panel W^T per chunk of output positions (the panel stored [K, rows])
     Group g{model, layer, "forward", {}};
@@ -136,8 +138,8 @@ inline void conv_groups(const std::string& model, const std::string& layer, cons
   }
 }
 
-inline void fc_groups(const std::string& model, const std::string& layer, uint64_t n, uint64_t m, uint64_t k, bool need_dx,
-               std::vector<Group>& out) {
+inline void fc_groups(const std::string& model, const std::string& layer, uint64_t n, uint64_t m, uint64_t k,
+                      bool need_dx, std::vector<Group>& out) {
   Call f;  // y [N, M] = x [N, K] W^T
   f.tb = Transpose::kYes;
   f.m = n, f.n = m, f.k = k, f.lda = k, f.ldb = k, f.ldc = m;
@@ -169,8 +171,8 @@ inline std::vector<Group> model_groups(const std::string& name, int32_t batch, u
       const cltrain_op_params& p = op.params;
       cltrain::axis_geometry(p.padding, x[1], w[1], p.stride_h, p.dilation_h, "height", &gh);
       cltrain::axis_geometry(p.padding, x[2], w[2], p.stride_w, p.dilation_w, "width", &gw);
-      ConvGeom g{uint64_t(x[0]), uint64_t(x[1]), uint64_t(x[2]), uint64_t(x[3]), uint64_t(w[0]), uint64_t(w[1]),
-                 uint64_t(w[2]), uint64_t(y[1]), uint64_t(y[2]), false};
+      ConvGeom g{uint64_t(x[0]), uint64_t(x[1]), uint64_t(x[2]), uint64_t(x[3]), uint64_t(w[0]),
+                 uint64_t(w[1]), uint64_t(w[2]), uint64_t(y[1]), uint64_t(y[2]), false};
       g.pointwise = g.taps() == 1 && p.stride_h == 1 && p.stride_w == 1 && gh.pad_before == 0 && gw.pad_before == 0 &&
                     g.oh == g.h && g.ow == g.w;
       conv_groups(name, layer, g, need_dx, tile, budget, out);

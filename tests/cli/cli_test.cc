@@ -168,12 +168,11 @@ TEST_F(Cli, neg_RawDataNotWholeSamples) {
 
 TEST_F(Cli, neg_LossBecomesNaN) {
   const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
-  expect_one_line_failure(run_cli(train_args(model) + " --optimizer 1 --learning_rate 1e30 --loss 1 --epoch 5"), "loss became");
+  expect_one_line_failure(run_cli(train_args(model) + " --optimizer 1 --learning_rate 1e30 --loss 1 --epoch 5"),
+                          "loss became");
 }
 
-TEST_F(Cli, neg_UnknownOption) {
-  expect_one_line_failure(run_cli("--frobnicate"), "unknown option");
-}
+TEST_F(Cli, neg_UnknownOption) { expect_one_line_failure(run_cli("--frobnicate"), "unknown option"); }
 
 TEST_F(Cli, neg_MissingPluginWarnsAndTrainsOnCpu) {
   const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
@@ -206,7 +205,10 @@ TEST_F(Cli, ExportedModelGivesTheSameTestAccuracy) {
 
 TEST_F(Cli, TrainingInfoGivesDefaults) {
   const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
-  ASSERT_EQ(run_cli(train_args(model) + " --optimizer 1 --learning_rate 0.01 --export_circleplus " + path("plus.circle")).code, 0);
+  ASSERT_EQ(
+      run_cli(train_args(model) + " --optimizer 1 --learning_rate 0.01 --export_circleplus " + path("plus.circle"))
+          .code,
+      0);
   const Result r = run_cli_stdout(train_args(path("plus.circle")));
   ASSERT_EQ(r.code, 0);
   EXPECT_NE(r.err.find("- optimizer       = sgd"), std::string::npos) << r.err;
@@ -218,7 +220,8 @@ TEST_F(Cli, TrainingInfoGivesDefaults) {
 // The plan as JSON: every tensor placed, and no two tensors that live at once share a byte.
 TEST_F(Cli, PlanJsonHasNoOverlaps) {
   const std::string model = model_file(make_named_model("branched", 4), "branched.circle");
-  const Result r = run_cli_stdout("plan " + model + " --plan-json " + path("plan.json") + " --plan-svg " + path("plan.svg"));
+  const Result r =
+      run_cli_stdout("plan " + model + " --plan-json " + path("plan.json") + " --plan-svg " + path("plan.svg"));
   ASSERT_EQ(r.code, 0);
   EXPECT_NE(r.err.find("[      ALLOC     ] allocation capacity:"), std::string::npos) << r.err;
   std::ifstream f(path("plan.json"));
@@ -228,7 +231,9 @@ TEST_F(Cli, PlanJsonHasNoOverlaps) {
   // A tensor that shares another's bytes (in place) has its offset; the group may overlap itself.
   std::map<std::string, std::string> shares;
   for (const auto& x : t)
-    if (x.contains("shares")) shares[x["backend"].get<std::string>() + "/" + x["name"].get<std::string>()] = x["backend"].get<std::string>() + "/" + x["shares"].get<std::string>();
+    if (x.contains("shares"))
+      shares[x["backend"].get<std::string>() + "/" + x["name"].get<std::string>()] =
+          x["backend"].get<std::string>() + "/" + x["shares"].get<std::string>();
   auto root = [&](std::string k) {
     for (int hops = 0; shares.count(k) && hops < 1000; ++hops) k = shares[k];
     return k;
@@ -254,8 +259,10 @@ TEST_F(Cli, PlanJsonHasNoOverlaps) {
 
 TEST_F(Cli, ValidationSplitReportsValidationLossAndAccuracy) {
   const std::string model = model_file(make_named_model("mlp", 32), "mlp.circle");
-  const Result r = run_cli_stdout(model + " --data fashion-mnist --data_limit 640 --validation_split 0.25 --epoch 2"
-                                  " --backends cpu --metric 0 --report " + path("val.json"));
+  const Result r = run_cli_stdout(model +
+                                  " --data fashion-mnist --data_limit 640 --validation_split 0.25 --epoch 2"
+                                  " --backends cpu --metric 0 --report " +
+                                  path("val.json"));
   ASSERT_EQ(r.code, 0);
   EXPECT_NE(line_with(r.err, "Epoch 2/2").find(" - val_categorical_accuracy: "), std::string::npos) << r.err;
   std::ifstream f(path("val.json"));
@@ -299,8 +306,10 @@ TEST_F(Cli, neg_FailedExportKeepsNoPartialFile) {
 TEST_F(Cli, BenchStepMovesOnlyBatchLabelsAndLoss) {
   const int batch = 8;
   const std::string model = model_file(make_named_model("mlp", batch), "mlp8.circle");
-  const Result r = run_cli_stdout("bench " + model + " --batch_size 8 --steps 3 --optimizer 2 --backends opencl"
-                                  " --profile --report " + path("bench.json"));
+  const Result r = run_cli_stdout("bench " + model +
+                                  " --batch_size 8 --steps 3 --optimizer 2 --backends opencl"
+                                  " --profile --report " +
+                                  path("bench.json"));
   ASSERT_EQ(r.code, 0) << r.err;
   std::ifstream f(path("bench.json"));
   const auto j = nlohmann::json::parse(f);
@@ -334,8 +343,8 @@ TEST_F(Cli, BenchStepMovesOnlyBatchLabelsAndLoss) {
 // On the CPU backend nothing crosses to a device and nothing waits; each step run is a launch.
 TEST_F(Cli, BenchOnCpuCountsStepsAsLaunches) {
   const std::string model = model_file(make_named_model("mlp", 4), "mlp4.circle");
-  const Result r = run_cli_stdout("bench " + model + " --batch_size 4 --steps 2 --backends cpu --report " +
-                                  path("cpu.json"));
+  const Result r =
+      run_cli_stdout("bench " + model + " --batch_size 4 --steps 2 --backends cpu --report " + path("cpu.json"));
   ASSERT_EQ(r.code, 0) << r.err;
   std::ifstream f(path("cpu.json"));
   const auto j = nlohmann::json::parse(f);
@@ -381,10 +390,14 @@ TEST_F(Cli, SavedPlanAndBinariesGiveTheSameLosses) {
   EXPECT_EQ(loss_lines(second.err), losses);
 
   // A flipped byte in every entry: one note, the same losses, and the entries are good again.
-  ASSERT_EQ(system(("for f in " + cache + "/*; do printf '\\377' | dd of=$f bs=1 seek=60 conv=notrunc 2>/dev/null; done").c_str()), 0);
+  ASSERT_EQ(
+      system(("for f in " + cache + "/*; do printf '\\377' | dd of=$f bs=1 seek=60 conv=notrunc 2>/dev/null; done")
+                 .c_str()),
+      0);
   const Result corrupt = run_cli_all(bench + " --cache-dir " + cache);
   EXPECT_EQ(corrupt.code, 0) << corrupt.err;
-  EXPECT_NE(line_with(corrupt.err, "cltrain: note: ").find("corrupt or stale entries in the OpenCL cache"), std::string::npos)
+  EXPECT_NE(line_with(corrupt.err, "cltrain: note: ").find("corrupt or stale entries in the OpenCL cache"),
+            std::string::npos)
       << corrupt.err;
   EXPECT_EQ(loss_lines(corrupt.err), losses);
   const Result repaired = run_cli_all(bench + " --cache-dir " + cache, trace);
@@ -403,7 +416,8 @@ TEST_F(Cli, neg_UnusableCacheDirectoryStillTrains) {
   write_bytes(path("file"), {1});
   const Result blocked = run_cli(bench + " --cache-dir " + path("file/cache"));
   EXPECT_EQ(blocked.code, 0) << blocked.err;
-  EXPECT_NE(blocked.err.find("cannot create the cache directory " + path("file/cache")), std::string::npos) << blocked.err;
+  EXPECT_NE(blocked.err.find("cannot create the cache directory " + path("file/cache")), std::string::npos)
+      << blocked.err;
   EXPECT_EQ(blocked.err.find('\n'), blocked.err.size() - 1) << "more than one line: " << blocked.err;
   EXPECT_EQ(loss_lines(run_cli_all(bench + " --cache-dir " + path("file/cache")).err), loss_lines(none.err));
   // Exists but takes no files (root ignores permission bits; nothing creates files in /proc).

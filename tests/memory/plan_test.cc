@@ -47,7 +47,7 @@ std::vector<PlanItem> random_items(uint32_t seed) {
     it.id = i;
     // Mostly small tensors, some large, a few empty.
     const int kind = std::uniform_int_distribution<int>(0, 9)(rng);
-    it.bytes = kind == 0 ? 0
+    it.bytes = kind == 0  ? 0
                : kind < 7 ? std::uniform_int_distribution<uint64_t>(1, 4096)(rng)
                           : std::uniform_int_distribution<uint64_t>(4097, 1 << 20)(rng);
     it.first = std::uniform_int_distribution<int>(0, steps - 1)(rng);
@@ -152,8 +152,8 @@ TEST(PlanMemory, TrainingChainIsCloseToTheLowerBound) {
       const MemoryPlan plan = plan_memory(items, 64);
       ASSERT_EQ(check_plan(items, plan, 64), "");
       const double ratio = static_cast<double>(plan.pool_bytes) / static_cast<double>(plan.lower_bound);
-      EXPECT_LE(ratio, 1.10) << "pool " << plan.pool_bytes << ", lower bound " << plan.lower_bound
-                             << " (" << plan.algorithm << ")";
+      EXPECT_LE(ratio, 1.10) << "pool " << plan.pool_bytes << ", lower bound " << plan.lower_bound << " ("
+                             << plan.algorithm << ")";
       sum += ratio;
     }
     EXPECT_LE(sum / seeds, 1.03) << layers << " layers: mean pool / lower bound";

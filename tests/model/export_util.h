@@ -102,7 +102,7 @@ inline size_t outside_buffers(const std::vector<uint8_t>& bytes) {
 
 // bytes with extra buffers (the given contents) and metadata entries pointing to them.
 inline std::vector<uint8_t> with_metadata(const std::vector<uint8_t>& bytes,
-                                   const std::vector<std::pair<std::string, std::vector<uint8_t>>>& entries) {
+                                          const std::vector<std::pair<std::string, std::vector<uint8_t>>>& entries) {
   return test::edit_raw(bytes, [&](fb::ModelT& m) {
     for (const auto& [name, data] : entries) {
       auto buf = std::make_unique<fb::BufferT>();

@@ -198,9 +198,7 @@ std::string training_info_error(const std::vector<uint8_t>& tr) {
 
 const char kInvalid[] = "m.circle: CIRCLE_TRAINING metadata is not a valid training-info flatbuffer (";
 
-std::vector<uint8_t> valid_training_info() {
-  return serialize_training_info(sample_infos(4)[1], 4);
-}
+std::vector<uint8_t> valid_training_info() { return serialize_training_info(sample_infos(4)[1], 4); }
 
 TEST(CirclePlus, neg_TrainingInfoRandomBytes) {
   std::mt19937 rng(5);
@@ -272,7 +270,8 @@ TEST(CirclePlus, neg_TrainingInfoUnusableContents) {
             p + "loss reduction 2 is unknown (SumOverBatchSize = 0, Sum = 1)");
   EXPECT_EQ(training_info_error(raw_info(1, O::SGDOptions, 2, L::NONE, 0, {})),
             p + "optimizer ADAM needs AdamOptions, found SGDOptions");
-  EXPECT_EQ(training_info_error(raw_info(0, O::NONE, 2, L::NONE, 0, {})), p + "optimizer SGD needs SGDOptions, found none");
+  EXPECT_EQ(training_info_error(raw_info(0, O::NONE, 2, L::NONE, 0, {})),
+            p + "optimizer SGD needs SGDOptions, found none");
   EXPECT_EQ(training_info_error(raw_info(0, O::SGDOptions, 2, L::CategoricalCrossentropyOptions, 0, {})),
             p + "loss MEAN_SQUARED_ERROR with CategoricalCrossentropyOptions");
   EXPECT_EQ(training_info_error(raw_info(0, O::SGDOptions, 2, L::NONE, 0, {0, 4})),

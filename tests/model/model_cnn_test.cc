@@ -55,10 +55,10 @@ TEST(ModelCnn, MnistKaggleLayout) {
   const Model m = make_named_model("mnist-kaggle", 32);
   EXPECT_EQ(count_parameters(m), 484714u);
   EXPECT_EQ(test::parameter_bytes(m), 1938856u);
-  EXPECT_EQ(ops_of(m), std::vector<int32_t>({CLTRAIN_OP_CONV_2D, CLTRAIN_OP_CONV_2D, CLTRAIN_OP_MAX_POOL_2D,
-                                             CLTRAIN_OP_CONV_2D, CLTRAIN_OP_CONV_2D, CLTRAIN_OP_MAX_POOL_2D,
-                                             CLTRAIN_OP_RESHAPE, CLTRAIN_OP_FULLY_CONNECTED,
-                                             CLTRAIN_OP_FULLY_CONNECTED, CLTRAIN_OP_SOFTMAX}));
+  EXPECT_EQ(ops_of(m),
+            std::vector<int32_t>({CLTRAIN_OP_CONV_2D, CLTRAIN_OP_CONV_2D, CLTRAIN_OP_MAX_POOL_2D, CLTRAIN_OP_CONV_2D,
+                                  CLTRAIN_OP_CONV_2D, CLTRAIN_OP_MAX_POOL_2D, CLTRAIN_OP_RESHAPE,
+                                  CLTRAIN_OP_FULLY_CONNECTED, CLTRAIN_OP_FULLY_CONNECTED, CLTRAIN_OP_SOFTMAX}));
   const struct {
     const char* name;
     int k, filters;
@@ -131,7 +131,7 @@ TEST(ModelCnn, MobileNetV2Figures) {
         if (i > 0) {
           EXPECT_EQ(w.shape[1] * w.shape[2], 1);  // 1x1 after the first
         }
-        ASSERT_EQ(op.inputs.size(), 3u);                    // batch norm folded: every conv has a bias
+        ASSERT_EQ(op.inputs.size(), 3u);  // batch norm folded: every conv has a bias
         break;
       }
       case CLTRAIN_OP_DEPTHWISE_CONV_2D: {
@@ -156,7 +156,8 @@ TEST(ModelCnn, MobileNetV2Figures) {
       }
       case CLTRAIN_OP_ADD: {  // the block input plus the projection, same shape
         EXPECT_EQ(op.params.activation, CLTRAIN_ACT_NONE);
-        EXPECT_EQ(m.tensors[static_cast<size_t>(op.inputs[0])].shape, m.tensors[static_cast<size_t>(op.inputs[1])].shape);
+        EXPECT_EQ(m.tensors[static_cast<size_t>(op.inputs[0])].shape,
+                  m.tensors[static_cast<size_t>(op.inputs[1])].shape);
         EXPECT_EQ(m.operators[i - 1].outputs[0], op.inputs[1]);
         break;
       }
@@ -206,10 +207,10 @@ TEST(ModelCnn, CnnTinyHasEveryNewOp) {
   const Model m = make_named_model("cnn-tiny", 4);
   EXPECT_EQ(count_parameters(m), 570u);
   auto n = op_counts(m);
-  for (int32_t op : {CLTRAIN_OP_CONV_2D, CLTRAIN_OP_DEPTHWISE_CONV_2D, CLTRAIN_OP_MAX_POOL_2D,
-                     CLTRAIN_OP_AVERAGE_POOL_2D, CLTRAIN_OP_MEAN, CLTRAIN_OP_PAD, CLTRAIN_OP_ADD, CLTRAIN_OP_SUB,
-                     CLTRAIN_OP_MUL, CLTRAIN_OP_DIV, CLTRAIN_OP_RELU6, CLTRAIN_OP_TANH, CLTRAIN_OP_LOGISTIC,
-                     CLTRAIN_OP_CONCATENATION})
+  for (int32_t op :
+       {CLTRAIN_OP_CONV_2D, CLTRAIN_OP_DEPTHWISE_CONV_2D, CLTRAIN_OP_MAX_POOL_2D, CLTRAIN_OP_AVERAGE_POOL_2D,
+        CLTRAIN_OP_MEAN, CLTRAIN_OP_PAD, CLTRAIN_OP_ADD, CLTRAIN_OP_SUB, CLTRAIN_OP_MUL, CLTRAIN_OP_DIV,
+        CLTRAIN_OP_RELU6, CLTRAIN_OP_TANH, CLTRAIN_OP_LOGISTIC, CLTRAIN_OP_CONCATENATION})
     EXPECT_GE(n[op], 1) << cltrain_op_name(op);
   EXPECT_EQ(op_writing(m, "dwconv").params.depth_multiplier, 2);
   EXPECT_EQ(tensor_named(m, "dwconv").shape, std::vector<int32_t>({4, 7, 7, 16}));

@@ -50,7 +50,8 @@ TEST_P(ExportWeights, SameLayoutOnlyWeightsChange) {
     const Model again = load_model_from_memory(out, "out." + fmt);
     EXPECT_EQ(again.format, fmt);
     expect_same_except_weights(loaded, again, w);
-    for (size_t i = 0; i < loaded.tensors.size(); ++i) EXPECT_EQ(again.tensors[i].file_offset, loaded.tensors[i].file_offset);
+    for (size_t i = 0; i < loaded.tensors.size(); ++i)
+      EXPECT_EQ(again.tensors[i].file_offset, loaded.tensors[i].file_offset);
   }
 }
 
@@ -109,7 +110,8 @@ std::vector<uint8_t> shared_bias_model() {
   const Model m = b.build();
   const int32_t bias1 = test::find_tensor(m, "fc1/bias"), bias2 = test::find_tensor(m, "fc2/bias");
   return test::edit_raw(write_model(m, "tflite"), [&](fb::ModelT& fm) {
-    fm.subgraphs[0]->tensors[static_cast<size_t>(bias2)]->buffer = fm.subgraphs[0]->tensors[static_cast<size_t>(bias1)]->buffer;
+    fm.subgraphs[0]->tensors[static_cast<size_t>(bias2)]->buffer =
+        fm.subgraphs[0]->tensors[static_cast<size_t>(bias1)]->buffer;
   });
 }
 
@@ -140,7 +142,8 @@ TEST(ExportWeights, neg_SharedBufferDifferentValues) {
   const Model m = load_model_from_memory(shared_bias_model(), "shared.tflite");
   const int32_t b1 = test::find_tensor(m, "fc1/bias"), b2 = test::find_tensor(m, "fc2/bias");
   const std::string msg = export_error(m, {{b1, {1, 2, 3, 4}}, {b2, {1, 2, 3, 5}}});
-  EXPECT_THAT(msg, HasSubstr("shared.tflite: cannot export weights: tensor " + std::to_string(b1) + " 'fc1/bias' shares"));
+  EXPECT_THAT(msg,
+              HasSubstr("shared.tflite: cannot export weights: tensor " + std::to_string(b1) + " 'fc1/bias' shares"));
   EXPECT_THAT(msg, HasSubstr("'fc2/bias', which would get other values"));
   EXPECT_THAT(export_error(m, {{b2, {1, 2, 3, 4}}}), HasSubstr("'fc2/bias' shares its bytes in the file"));
 }
@@ -167,11 +170,13 @@ TEST(ExportWeights, neg_NotAFloatConstant) {
   const Model m = load_model_from_memory(write_model(test::tiny_model(), "circle"), "tiny.circle");
   const int32_t shape = test::find_tensor(m, "flat/shape");
   ASSERT_GE(shape, 0) << "tiny model's reshape operand";
-  EXPECT_THAT(export_error(m, {{shape, {1, 2}}}), HasSubstr("'flat/shape' is not a float32 constant (an int32 constant)"));
+  EXPECT_THAT(export_error(m, {{shape, {1, 2}}}),
+              HasSubstr("'flat/shape' is not a float32 constant (an int32 constant)"));
   EXPECT_THAT(export_error(m, {{0, {1, 2, 3, 4, 5, 6, 7, 8}}}),
               HasSubstr("tensor 0 'input' is not a float32 constant (it has no data in the model)"));
-  EXPECT_EQ(export_error(m, {{-1, {}}}), "tiny.circle: cannot export weights: tensor index -1 out of range (model has " +
-                                              std::to_string(m.tensors.size()) + " tensors)");
+  EXPECT_EQ(export_error(m, {{-1, {}}}),
+            "tiny.circle: cannot export weights: tensor index -1 out of range (model has " +
+                std::to_string(m.tensors.size()) + " tensors)");
   EXPECT_THAT(export_error(m, {{static_cast<int32_t>(m.tensors.size()), {}}}), HasSubstr("out of range"));
 }
 

@@ -100,10 +100,9 @@ TEST(ModelFuzz, neg_ExtremeOptionValues) {
 TEST(ModelFuzz, neg_RandomDamage) {
   const char* env = std::getenv("CLTRAIN_FUZZ_ROUNDS");
   const int rounds = env ? std::atoi(env) : 1000;
-  const std::vector<uint8_t> models[] = {write_model(test::tiny_model(), "circle"),
-                                         write_model(make_named_model("mlp", 2), "tflite"),
-                                         write_model(test::every_op_model(), "circle"),
-                                         write_model(make_named_model("cnn-tiny", 2), "tflite")};
+  const std::vector<uint8_t> models[] = {
+      write_model(test::tiny_model(), "circle"), write_model(make_named_model("mlp", 2), "tflite"),
+      write_model(test::every_op_model(), "circle"), write_model(make_named_model("cnn-tiny", 2), "tflite")};
   std::mt19937 rng(1234);
   Tally tally;
   for (int round = 0; round < rounds; ++round) {

@@ -40,9 +40,7 @@ TEST(ModelLoad, neg_MissingFile) {
   }
 }
 
-TEST(ModelLoad, neg_TooShort) {
-  EXPECT_LOAD_ERROR(std::vector<uint8_t>(5, 0), "not a circle or tflite file");
-}
+TEST(ModelLoad, neg_TooShort) { EXPECT_LOAD_ERROR(std::vector<uint8_t>(5, 0), "not a circle or tflite file"); }
 
 TEST(ModelLoad, neg_WrongIdentifier) {
   std::vector<uint8_t> b = mlp_bytes();
@@ -59,8 +57,7 @@ TEST(ModelLoad, neg_TruncatedFile) {
 TEST(ModelLoad, neg_OperatorInputOutOfRange) {
   Model m = make_named_model("mlp", 4);
   m.operators[1].inputs[0] = 99;
-  EXPECT_LOAD_ERROR(write_model(m, "circle"),
-                    "operator 1 (FullyConnected): input 0: tensor index 99 out of range");
+  EXPECT_LOAD_ERROR(write_model(m, "circle"), "operator 1 (FullyConnected): input 0: tensor index 99 out of range");
 }
 
 TEST(ModelLoad, neg_SubgraphOutputOutOfRange) {
@@ -83,9 +80,7 @@ TEST(ModelLoad, neg_BufferShorterThanTensor) {
 }
 
 TEST(ModelLoad, neg_NonEmptyBufferZero) {
-  const std::vector<uint8_t> b = edit_raw(mlp_bytes(), [](fb::ModelT& m) {
-    m.buffers[0]->data = {1, 2, 3, 4};
-  });
+  const std::vector<uint8_t> b = edit_raw(mlp_bytes(), [](fb::ModelT& m) { m.buffers[0]->data = {1, 2, 3, 4}; });
   EXPECT_LOAD_ERROR(b, "buffer 0 must be empty");
 }
 
@@ -132,8 +127,9 @@ TEST(ModelLoad, neg_EveryUnsupportedOperatorIsNamedWithItsCount) {
       code->builtin_code = c;
     }
   });
-  EXPECT_LOAD_ERROR(b, "3 operators are not supported: SHAPE (builtin 77) x2, STRIDED_SLICE (builtin 45) x1 "
-                       "(the first is operator 0)");
+  EXPECT_LOAD_ERROR(b,
+                    "3 operators are not supported: SHAPE (builtin 77) x2, STRIDED_SLICE (builtin 45) x1 "
+                    "(the first is operator 0)");
 }
 
 TEST(ModelLoad, neg_CustomOp) {
@@ -178,15 +174,13 @@ TEST(ModelLoad, neg_HugeShape) {
 TEST(ModelLoad, neg_ShapeMismatch) {
   Model m = make_named_model("mlp", 4);
   m.tensors[3].shape = {4, 127};
-  EXPECT_LOAD_ERROR(write_model(m, "circle"),
-                    "operator 0 (FullyConnected): output shape [4,127] does not match");
+  EXPECT_LOAD_ERROR(write_model(m, "circle"), "operator 0 (FullyConnected): output shape [4,127] does not match");
 }
 
 TEST(ModelLoad, neg_OperatorsOutOfOrder) {
   Model m = make_named_model("mlp", 4);
   std::swap(m.operators[0], m.operators[1]);
-  EXPECT_LOAD_ERROR(write_model(m, "circle"),
-                    "operator 0 (FullyConnected): input 0 tensor 3 'fc1' is read before");
+  EXPECT_LOAD_ERROR(write_model(m, "circle"), "operator 0 (FullyConnected): input 0 tensor 3 'fc1' is read before");
 }
 
 TEST(ModelLoad, neg_OutputNotComputed) {
@@ -204,8 +198,7 @@ TEST(ModelLoad, neg_MissingRequiredInput) {
 TEST(ModelLoad, neg_UnsupportedActivation) {
   Model m = make_named_model("mlp", 4);
   m.operators[0].params.activation = 5;  // SIGN_BIT
-  EXPECT_LOAD_ERROR(write_model(m, "circle"),
-                    "operator 0 (FullyConnected): fused activation 5 is not supported");
+  EXPECT_LOAD_ERROR(write_model(m, "circle"), "operator 0 (FullyConnected): fused activation 5 is not supported");
 }
 
 TEST(ModelLoad, neg_WrongOptionsType) {

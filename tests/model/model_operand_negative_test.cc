@@ -99,7 +99,8 @@ TEST(ModelLoadCnn, neg_ValidFilterLargerThanInput) {
   b.output(b.conv2d(x, 1, 3, 3, 1, CLTRAIN_PADDING_VALID, 0, 1, true, "c"));  // [1,2,2,1]
   Model m = b.build();
   m.operators[0].params.dilation_h = 2;  // spans 5 rows
-  EXPECT_LOAD_ERROR(bytes_of(m), "operator 0 (Conv2D): filter height 3 (dilation 2) does not fit input height 4 with VALID padding");
+  EXPECT_LOAD_ERROR(bytes_of(m),
+                    "operator 0 (Conv2D): filter height 3 (dilation 2) does not fit input height 4 with VALID padding");
 }
 
 TEST(ModelLoadCnn, neg_BadWindowParams) {
@@ -153,8 +154,8 @@ TEST(ModelLoadCnn, neg_NonConstantAxes) {
   Model m = every_op_model();
   Operator& mean = m.operators[static_cast<size_t>(find_operator(m, "mean"))];
   mean.inputs[1] = find_tensor(m, "concat");
-  EXPECT_LOAD_ERROR(bytes_of(m),
-                    "operator 6 (Mean): axes operand tensor ", "'concat' is not a constant int32 tensor (computed axes are not supported)");
+  EXPECT_LOAD_ERROR(bytes_of(m), "operator 6 (Mean): axes operand tensor ",
+                    "'concat' is not a constant int32 tensor (computed axes are not supported)");
   // An int32 tensor without data (a graph input or another op's result in the original model).
   Model e = every_op_model();
   const size_t axes = tensor_index(e, "mean/axes");
@@ -217,10 +218,12 @@ Model two_input_add(std::vector<int32_t> a, std::vector<int32_t> b) {
 }
 
 TEST(ModelLoadCnn, neg_BadBroadcast) {
-  EXPECT_LOAD_ERROR(bytes_of(two_input_add({2, 3, 4}, {2, 2, 4})),
-                    "operator 0 (Add): cannot broadcast [2,3,4] with [2,2,4] (dimension 1: 3 vs 2; each must be equal or 1)");
-  EXPECT_LOAD_ERROR(bytes_of(two_input_add({2, 3, 4}, {3, 4})),
-                    "operator 0 (Add): operand shapes [2,3,4] and [3,4] differ in rank (broadcasting needs equal ranks)");
+  EXPECT_LOAD_ERROR(
+      bytes_of(two_input_add({2, 3, 4}, {2, 2, 4})),
+      "operator 0 (Add): cannot broadcast [2,3,4] with [2,2,4] (dimension 1: 3 vs 2; each must be equal or 1)");
+  EXPECT_LOAD_ERROR(
+      bytes_of(two_input_add({2, 3, 4}, {3, 4})),
+      "operator 0 (Add): operand shapes [2,3,4] and [3,4] differ in rank (broadcasting needs equal ranks)");
   // Broadcasting both ways is fine, but the output must be the broadcast shape.
   EXPECT_EQ(load_error(bytes_of(two_input_add({2, 1, 4}, {2, 3, 1}))), "");
   EXPECT_EQ(load_error(bytes_of(two_input_add({1, 3, 4}, {2, 1, 4}))), "");
@@ -231,21 +234,24 @@ TEST(ModelLoadCnn, neg_BadBroadcast) {
 TEST(ModelLoadCnn, neg_ConcatShapes) {
   Model m = every_op_model();
   m.operators[static_cast<size_t>(find_operator(m, "concat"))].params.axis = 2;
-  EXPECT_LOAD_ERROR(bytes_of(m), "operator 5 (Concatenation): output shape [2,2,3,12] differs from the computed [2,2,6,6]");
+  EXPECT_LOAD_ERROR(bytes_of(m),
+                    "operator 5 (Concatenation): output shape [2,2,3,12] differs from the computed [2,2,6,6]");
   Model a = every_op_model();
   a.operators[static_cast<size_t>(find_operator(a, "concat"))].params.axis = -5;
   EXPECT_LOAD_ERROR(bytes_of(a), "operator 5 (Concatenation): axis -5 is out of range for rank 4");
   Model d = every_op_model();
   Operator& c = d.operators[static_cast<size_t>(find_operator(d, "concat"))];
   c.inputs[1] = find_tensor(d, "pad");  // [2,4,5,6]
-  EXPECT_LOAD_ERROR(bytes_of(d), "input 1 shape [2,4,5,6] does not fit input 0 [2,2,3,6] (all dimensions but axis 3 must be equal)");
+  EXPECT_LOAD_ERROR(bytes_of(d),
+                    "input 1 shape [2,4,5,6] does not fit input 0 [2,2,3,6] (all dimensions but axis 3 must be equal)");
   ModelBuilder rb;
   const int x = rb.input({2, 3, 4}, "x");
   const int y = rb.input({2, 12}, "y");
   rb.output(rb.concat({x, x}, 2));
   Model r = rb.build();
   r.operators[0].inputs[1] = y;
-  EXPECT_LOAD_ERROR(bytes_of(r), "operator 0 (Concatenation): input 1 shape [2,12] differs in rank from input 0 [2,3,4]");
+  EXPECT_LOAD_ERROR(bytes_of(r),
+                    "operator 0 (Concatenation): input 1 shape [2,12] differs in rank from input 0 [2,3,4]");
   Model many = every_op_model();
   many.operators[static_cast<size_t>(find_operator(many, "concat"))].inputs.assign(9, find_tensor(many, "maxpool"));
   EXPECT_LOAD_ERROR(bytes_of(many), "operator 5 (Concatenation): has 9 inputs, expected 1 to 8");

@@ -42,8 +42,7 @@ TEST_P(RoundTrip, Mlp) {
   const Model built = make_named_model("mlp", 32);
   const std::vector<uint8_t> bytes = write_model(built, fmt);
   ASSERT_GE(bytes.size(), 8u);
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes.data()) + 4, 4),
-            fmt == "circle" ? "CIR0" : "TFL3");
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes.data()) + 4, 4), fmt == "circle" ? "CIR0" : "TFL3");
   const Model loaded = load_model_from_memory(bytes, "mlp." + fmt);
   EXPECT_EQ(loaded.format, fmt);
   EXPECT_TRUE(loaded.file == bytes);
@@ -172,8 +171,7 @@ TEST(Model, SetBatchSize) {
 }
 
 TEST(Model, NamedModelsAndBuiltinNames) {
-  EXPECT_EQ(named_models(),
-            std::vector<std::string>({"mlp", "mnist-kaggle", "mobilenetv2", "branched", "cnn-tiny"}));
+  EXPECT_EQ(named_models(), std::vector<std::string>({"mlp", "mnist-kaggle", "mobilenetv2", "branched", "cnn-tiny"}));
   EXPECT_STREQ(builtin_op_name(3), "CONV_2D");
   EXPECT_STREQ(builtin_op_name(92), "SQUARE");
   EXPECT_STREQ(builtin_op_name(161), "RIGHT_SHIFT");
@@ -221,10 +219,9 @@ TEST(Model, BufferDataOutsideFlatbuffer) {
 
 // Files from older converters set only the byte-sized deprecated_builtin_code.
 TEST(ModelCompat, OldStyleOperatorCodes) {
-  const std::vector<uint8_t> b =
-      test::edit_raw(write_model(make_named_model("mlp", 2), "tflite"), [](fb::ModelT& m) {
-        for (auto& oc : m.operator_codes) oc->builtin_code = 0;
-      });
+  const std::vector<uint8_t> b = test::edit_raw(write_model(make_named_model("mlp", 2), "tflite"), [](fb::ModelT& m) {
+    for (auto& oc : m.operator_codes) oc->builtin_code = 0;
+  });
   const Model m = load_model_from_memory(b, "old.tflite");
   EXPECT_EQ(m.operators[0].op, CLTRAIN_OP_FULLY_CONNECTED);
   EXPECT_EQ(m.operators[2].op, CLTRAIN_OP_SOFTMAX);
@@ -249,11 +246,10 @@ TEST(ModelCompat, EmptyBufferPerTensor) {
 
 // circle's own operators have negative codes, with 127 in the byte field.
 TEST(ModelCompat, neg_CircleOnlyOperator) {
-  const std::vector<uint8_t> b =
-      test::edit_raw(write_model(make_named_model("mlp", 2), "circle"), [](fb::ModelT& m) {
-        m.operator_codes[1]->deprecated_builtin_code = 127;
-        m.operator_codes[1]->builtin_code = -2;
-      });
+  const std::vector<uint8_t> b = test::edit_raw(write_model(make_named_model("mlp", 2), "circle"), [](fb::ModelT& m) {
+    m.operator_codes[1]->deprecated_builtin_code = 127;
+    m.operator_codes[1]->builtin_code = -2;
+  });
   EXPECT_EQ(test::load_error(b), "m.circle: operator 2: INSTANCE_NORM (builtin -2) is not supported");
 }
 

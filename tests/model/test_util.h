@@ -33,20 +33,20 @@ inline Model tiny_model() {
 inline Model every_op_model() {
   ModelBuilder b(11);
   const int x = b.input({2, 6, 6, 2}, "input");
-  const int c = b.conv2d(x, 3, 3, 3, 1, CLTRAIN_PADDING_SAME, CLTRAIN_ACT_RELU, 2, true, "conv");     // [2,6,6,3]
+  const int c = b.conv2d(x, 3, 3, 3, 1, CLTRAIN_PADDING_SAME, CLTRAIN_ACT_RELU, 2, true, "conv");  // [2,6,6,3]
   const int d = b.depthwise_conv2d(c, 2, 2, 2, CLTRAIN_PADDING_VALID, CLTRAIN_ACT_RELU6, 2, 1, true,
-                                   "dw");                                                            // [2,3,3,6]
-  const int p = b.pad(d, {{{0, 0}}, {{1, 0}}, {{0, 2}}, {{0, 0}}}, "pad");                            // [2,4,5,6]
-  const int mp = b.max_pool2d(p, 2, 2, 2, CLTRAIN_PADDING_SAME, "maxpool");                          // [2,2,3,6]
-  const int ap = b.avg_pool2d(p, 3, 2, 2, CLTRAIN_PADDING_SAME, "avgpool");                          // [2,2,3,6]
-  const int k = b.concat({mp, ap}, -1, "concat");                                                    // [2,2,3,12]
-  const int m = b.mean(k, {-2}, true, "mean");                                                       // [2,2,1,12]
-  const int s = b.sub(k, m, CLTRAIN_ACT_NONE, "sub");                                                // [2,2,3,12]
+                                   "dw");                                    // [2,3,3,6]
+  const int p = b.pad(d, {{{0, 0}}, {{1, 0}}, {{0, 2}}, {{0, 0}}}, "pad");   // [2,4,5,6]
+  const int mp = b.max_pool2d(p, 2, 2, 2, CLTRAIN_PADDING_SAME, "maxpool");  // [2,2,3,6]
+  const int ap = b.avg_pool2d(p, 3, 2, 2, CLTRAIN_PADDING_SAME, "avgpool");  // [2,2,3,6]
+  const int k = b.concat({mp, ap}, -1, "concat");                            // [2,2,3,12]
+  const int m = b.mean(k, {-2}, true, "mean");                               // [2,2,1,12]
+  const int s = b.sub(k, m, CLTRAIN_ACT_NONE, "sub");                        // [2,2,3,12]
   const int l = b.logistic(s, "logistic");
   const int mu = b.mul(b.tanh(s, "tanh"), l, CLTRAIN_ACT_RELU_N1_TO_1, "mul");
   const int a = b.add(mu, m, CLTRAIN_ACT_TANH, "add");
   const int r6 = b.relu6(b.div(a, l, CLTRAIN_ACT_RELU6, "div"), "relu6");
-  int y = b.reshape(r6, {2, -1}, "flat");                                                            // [2,72]
+  int y = b.reshape(r6, {2, -1}, "flat");  // [2,72]
   y = b.fully_connected(y, 5, CLTRAIN_ACT_TANH, true, "fc");
   y = b.relu(y, "relu");
   // Every other element-wise op without options, once each: an op added to the list is in here.
@@ -104,8 +104,7 @@ inline std::vector<int32_t> int32s(const Tensor& t) {
 }
 
 // Unpacks bytes, applies edit, and packs again with the identifier of the original.
-inline std::vector<uint8_t> edit_raw(const std::vector<uint8_t>& bytes,
-                                     const std::function<void(fb::ModelT&)>& edit) {
+inline std::vector<uint8_t> edit_raw(const std::vector<uint8_t>& bytes, const std::function<void(fb::ModelT&)>& edit) {
   auto m = fb::UnPackModel(bytes.data());
   edit(*m);
   flatbuffers::FlatBufferBuilder fbb;

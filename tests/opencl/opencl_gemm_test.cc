@@ -87,7 +87,8 @@ class NativeGemm : public ::testing::Test {
     const std::string opts = "-cl-std=CL1.2 " + native_defines(f, limits);
     cl_kernel& k = kernels_[opts];
     if (k) return k;
-    const std::string text = read_kernel("numerics.h") + "\n" + read_kernel("common.cl") + "\n" + read_kernel("gemm.cl");
+    const std::string text =
+        read_kernel("numerics.h") + "\n" + read_kernel("common.cl") + "\n" + read_kernel("gemm.cl");
     const char* src = text.c_str();
     cl_int err = CL_SUCCESS;
     cl_program p = clCreateProgramWithSource(ctx_, 1, &src, nullptr, &err);
@@ -161,9 +162,9 @@ class NativeGemm : public ::testing::Test {
     size_t bad = 0;
     for (size_t i = 0; i < nc; ++i)
       if (std::memcmp(&got[i], &expect[i], 4) != 0 && bad++ < 3)
-        ADD_FAILURE() << "C element " << i << ": " << got[i] << ", expected " << expect[i] << " (form m" << f.m
-                      << " n" << f.n << " a_km " << f.a_km << " b_nk " << f.b_nk << " c_t " << f.c_t << ", blocks "
-                      << blocks.mb << "x" << blocks.nb << (blocks.direct ? " direct" : " packed") << ")";
+        ADD_FAILURE() << "C element " << i << ": " << got[i] << ", expected " << expect[i] << " (form m" << f.m << " n"
+                      << f.n << " a_km " << f.a_km << " b_nk " << f.b_nk << " c_t " << f.c_t << ", blocks " << blocks.mb
+                      << "x" << blocks.nb << (blocks.direct ? " direct" : " packed") << ")";
     EXPECT_EQ(bad, 0u);
   }
 
@@ -185,8 +186,8 @@ TEST_F(NativeGemm, EveryLayoutAndTransposeAtEdgeShapesMatchesTheFmaChainBitForBi
   // 1x1x1; below one register tile; partial tiles and blocks; k over one packed slice (320);
   // few rows and many k (blocks read in place); one narrow side (the product of the transposes);
   // rows 256 floats apart (an untransposed B packed rather than read in place).
-  const Shape shapes[] = {{1, 1, 1},     {3, 5, 2},    {17, 33, 40}, {70, 150, 9},  {33, 17, 700},
-                          {32, 7, 900},  {64, 58, 350}, {5, 200, 64}, {130, 16, 321}, {300, 256, 330}};
+  const Shape shapes[] = {{1, 1, 1},    {3, 5, 2},     {17, 33, 40}, {70, 150, 9},   {33, 17, 700},
+                          {32, 7, 900}, {64, 58, 350}, {5, 200, 64}, {130, 16, 321}, {300, 256, 330}};
   for (Layout l : {Layout::kRowMajor, Layout::kColMajor})
     for (Transpose ta : {Transpose::kNo, Transpose::kYes})
       for (Transpose tb : {Transpose::kNo, Transpose::kYes})
@@ -219,7 +220,8 @@ TEST_F(NativeGemm, BetaAddsToCAndAlphaScalesAsCLBlastDoes) {
 // The host's choices: every block a whole number of register tiles, enough groups for the
 // compute units where the product allows, and the form with the fewer padded lanes.
 TEST(NativeGemmPlan, BlocksAndFormsFollowTheShape) {
-  const NativeForm big = native_form(Layout::kRowMajor, Transpose::kNo, Transpose::kYes, 490, 1280, 320, 320, 320, 1280);
+  const NativeForm big =
+      native_form(Layout::kRowMajor, Transpose::kNo, Transpose::kYes, 490, 1280, 320, 320, 320, 1280);
   EXPECT_FALSE(big.swapped);
   const NativeLimits pocl = native_limits(512 << 10);  // POCL's CPU device
   EXPECT_EQ(pocl.kc, 320u);
@@ -232,8 +234,9 @@ TEST(NativeGemmPlan, BlocksAndFormsFollowTheShape) {
   EXPECT_GE(small.kc * small.nb_max * 4 + small.mb_max * small.nb_max * 4 + 1024, 0u);
   EXPECT_LE(small.kc * small.nb_max * 4 + small.mb_max * small.nb_max * 4 + 1024, 32u << 10);
   EXPECT_EQ(native_limits(4 << 10).kc, 0u);  // too small: CLBlast instead
-  EXPECT_EQ(choose_gemm_engine(CL_DEVICE_TYPE_CPU, 4 << 10, nullptr) == GemmKind::kNative,
-            std::getenv("CLTRAIN_OPENCL_GEMM") != nullptr && std::string(std::getenv("CLTRAIN_OPENCL_GEMM")) == "native");
+  EXPECT_EQ(
+      choose_gemm_engine(CL_DEVICE_TYPE_CPU, 4 << 10, nullptr) == GemmKind::kNative,
+      std::getenv("CLTRAIN_OPENCL_GEMM") != nullptr && std::string(std::getenv("CLTRAIN_OPENCL_GEMM")) == "native");
   const NativeBlocks bb = native_blocks(big, 2, pocl);
   EXPECT_EQ(bb.mb, 64u);
   EXPECT_EQ(bb.nb, 128u);

@@ -90,8 +90,8 @@ TEST_F(OpenCLPluginAbi, AbiVersionAndName) {
   EXPECT_STREQ(api_->name, "opencl");
   for (auto fn : {(void*)api_->probe, (void*)api_->list_devices, (void*)api_->create, (void*)api_->destroy,
                   (void*)api_->device_name, (void*)api_->supports, (void*)api_->prepare, (void*)api_->run,
-                  (void*)api_->write_tensor, (void*)api_->read_tensor, (void*)api_->sync,
-                  (void*)api_->last_error, (void*)api_->plan_offsets})
+                  (void*)api_->write_tensor, (void*)api_->read_tensor, (void*)api_->sync, (void*)api_->last_error,
+                  (void*)api_->plan_offsets})
     EXPECT_NE(fn, nullptr);
   // Only the entry point is exported.
   EXPECT_EQ(dlsym(handle_, "_ZN7cltrain12plan_memoryERKSt6vectorINS_8PlanItemESaIS1_EEm"), nullptr);

@@ -76,7 +76,9 @@ class OpenCLPluginAbi : public ::testing::Test {
       if (!api_->supports(backend_, &g, i, 1)) return false;
     return true;
   }
-  int supports_fc(int activation, const std::vector<cltrain_tensor_desc>& t) { return supports_step(fc_step(activation), t); }
+  int supports_fc(int activation, const std::vector<cltrain_tensor_desc>& t) {
+    return supports_step(fc_step(activation), t);
+  }
 
   cltrain_status create(int device_index, std::string* err = nullptr, const char* cache_dir = nullptr) {
     cltrain_backend_config config{};

@@ -31,13 +31,12 @@ struct ConvSpec {
   bool dw = true;  // false: a frozen filter (x is -1)
   float w_scale = 1.0f;
   int fd_samples = 32;
-  double fd_eps = 1e-2;  // smaller where a bias moves many outputs across a clamp
+  double fd_eps = 1e-2;               // smaller where a bias moves many outputs across a clamp
   int32_t dx_act = CLTRAIN_ACT_NONE;  // params.dx_activation: x's producer's activation (RELU, RELU6)
   // The OpenCL backend's scratch bound (CLTRAIN_OPENCL_SCRATCH_BYTES) for the case, "" for its own:
   // a few KiB force every chunking path of its GEMM-based CONV_2D.
-  std::string opencl_scratch_bytes;
+  std::string opencl_scratch_bytes = {};
 };
-
 
 // forward in [x, W, b] out [y], backward in [x, W, y, dy] out [dx, dW, db], with the double
 // reference; channels is the depth multiplier for depthwise.

@@ -98,7 +98,10 @@ OpCase arith_case(int32_t op, const ArithSpec& s) {
       yv[i] = ref_act(act, z);
       const T g = ref_act_grad(act, yv[i], in.at(dy)[i]);
       dav[ia[i]] = dav[ia[i]] + (op == CLTRAIN_OP_ADD || op == CLTRAIN_OP_SUB ? g : mul ? g * x2 : g / x2);
-      dbv[ib[i]] = dbv[ib[i]] + (op == CLTRAIN_OP_ADD ? g : op == CLTRAIN_OP_SUB ? -g : mul ? g * x1 : -((g * x1) / (x2 * x2)));
+      dbv[ib[i]] = dbv[ib[i]] + (op == CLTRAIN_OP_ADD   ? g
+                                 : op == CLTRAIN_OP_SUB ? -g
+                                 : mul                  ? g * x1
+                                                        : -((g * x1) / (x2 * x2)));
     }
     std::decay_t<decltype(in)> out{{y, yv}};
     if (da >= 0) out[da] = dav;

@@ -42,8 +42,8 @@ OpCase fc_case(const FcShape& s) {
   cltrain_op_params p{};
   p.activation = s.act;
   c.step(CLTRAIN_OP_FULLY_CONNECTED, CLTRAIN_PHASE_FORWARD, {x, w, b}, {y}, p);
-  c.step(CLTRAIN_OP_FULLY_CONNECTED, CLTRAIN_PHASE_BACKWARD,
-         {s.dw ? x : -1, w, s.act != CLTRAIN_ACT_NONE ? y : -1, dy}, {dx, dw, db}, p);
+  c.step(CLTRAIN_OP_FULLY_CONNECTED, CLTRAIN_PHASE_BACKWARD, {s.dw ? x : -1, w, s.act != CLTRAIN_ACT_NONE ? y : -1, dy},
+         {dx, dw, db}, p);
   c.y = y;
   c.dy = dy;
   c.activation = s.act;

@@ -77,8 +77,8 @@ std::vector<OpCase> make_cases() {
   const int32_t SOBS = CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE, SUM = CLTRAIN_REDUCTION_SUM;
   // The expected class sits on the upper clamp (p = 1), on the lower clamp (p = 0), and on an
   // unclamped prediction: the derivative must be zero on both clamps.
-  const std::vector<float> clamped = {0.0f, 1.0f, 0.0f, 0.0f,  0.5f, 0.5f, 0.0f, 0.0f,  0.1f, 0.2f, 0.3f, 0.4f};
-  const std::vector<float> classes = {0.0f, 1.0f, 0.0f, 0.0f,  0.0f, 0.0f, 1.0f, 0.0f,  0.0f, 0.0f, 0.0f, 1.0f};
+  const std::vector<float> clamped = {0.0f, 1.0f, 0.0f, 0.0f, 0.5f, 0.5f, 0.0f, 0.0f, 0.1f, 0.2f, 0.3f, 0.4f};
+  const std::vector<float> classes = {0.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f};
   return {
       loss_case(MSE, SOBS, "x4x6", {4, 6}),
       loss_case(MSE, SUM, "x3x5", {3, 5}),

@@ -81,8 +81,8 @@ OpCase adam_case(const std::string& tag, std::vector<int32_t> dims, float lr, fl
   const double rate = lr_override > 0.0f ? lr_override : lr;
   const double b1 = beta1, b2 = beta2, e = eps;
   c.reference_step = [=](Values& x, int64_t t) {
-    const double step = rate * std::sqrt(1.0 - std::pow(b2, static_cast<double>(t))) /
-                        (1.0 - std::pow(b1, static_cast<double>(t)));
+    const double step =
+        rate * std::sqrt(1.0 - std::pow(b2, static_cast<double>(t))) / (1.0 - std::pow(b1, static_cast<double>(t)));
     const size_t first = count > 0 ? static_cast<size_t>(offset) : 0;
     for (size_t j = 0; j < x[m].size(); ++j) {
       const size_t i = first + j;  // m[j], v[j] belong to W[first + j]
@@ -161,8 +161,8 @@ void expect_outside_unchanged(const std::string& backend_name) {
         if (inside)
           changed_inside += !same;
         else
-          EXPECT_TRUE(same) << "W[" << i << "] outside the range changed in iteration " << it + 1 << ": "
-                            << initial[i] << " -> " << got[i];
+          EXPECT_TRUE(same) << "W[" << i << "] outside the range changed in iteration " << it + 1 << ": " << initial[i]
+                            << " -> " << got[i];
       }
       EXPECT_GT(changed_inside, 0u) << "nothing in the range changed in iteration " << it + 1;
     }
@@ -185,8 +185,8 @@ TEST(PartialUpdate, SGD_Adam_BadRangesRefused) {
       bool adam;
       int32_t offset, count, mv;
     };
-    const Bad bad[] = {{false, -1, 12, 0}, {false, 13, 12, 0}, {false, 0, -1, 0}, {true, 12, 13, 13},
-                       {true, 12, 12, 24}, {true, -4, 4, 4}};
+    const Bad bad[] = {{false, -1, 12, 0}, {false, 13, 12, 0}, {false, 0, -1, 0},
+                       {true, 12, 13, 13}, {true, 12, 12, 24}, {true, -4, 4, 4}};
     for (const Bad& b : bad) {
       OpCase c = b.adam ? adam_case("bad", {6, 4}, 0.01f, 0.9f, 0.999f, 1e-7f, 0.0f, 0, 12)
                         : sgd_case("bad", {6, 4}, 0.1f, 0.0f, 0, 12);
@@ -196,8 +196,7 @@ TEST(PartialUpdate, SGD_Adam_BadRangesRefused) {
         for (int k = 1; k < 3; ++k) c.tensors[c.steps[0].outputs[k]].dims = {b.mv};
       const AbiGraph g = abi_graph(c);
       EXPECT_FALSE(backend->supports(g.tensors, g.steps, 0, true))
-          << name << (b.adam ? " Adam" : " SGD") << " offset " << b.offset << " count " << b.count << " m, v "
-          << b.mv;
+          << name << (b.adam ? " Adam" : " SGD") << " offset " << b.offset << " count " << b.count << " m, v " << b.mv;
     }
   }
 }

@@ -27,7 +27,8 @@ struct PoolSpec {
 OpCase pool_case(const PoolSpec& s, bool max, bool argmax = false, bool ties = false) {
   OpCase c;
   c.op = max ? CLTRAIN_OP_MAX_POOL_2D : CLTRAIN_OP_AVERAGE_POOL_2D;
-  c.name = std::string(max ? "MaxPool2D_" : "AveragePool2D_") + (argmax ? "argmax_" : "") + (ties ? "ties_" : "") + s.tag;
+  c.name =
+      std::string(max ? "MaxPool2D_" : "AveragePool2D_") + (argmax ? "argmax_" : "") + (ties ? "ties_" : "") + s.tag;
   cltrain_op_params p{};
   p.padding = s.padding;
   p.filter_h = s.fh;

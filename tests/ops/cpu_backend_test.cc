@@ -64,9 +64,8 @@ TEST(CpuBackend, Interface) {
   const cltrain_backend_iface* i = iface();
   EXPECT_EQ(i->abi_version, CLTRAIN_BACKEND_ABI_VERSION);
   EXPECT_STREQ(i->name, "cpu");
-  EXPECT_TRUE(i->probe && i->list_devices && i->create && i->destroy && i->device_name && i->supports &&
-              i->prepare && i->run && i->write_tensor && i->read_tensor && i->sync && i->last_error &&
-              i->plan_offsets);
+  EXPECT_TRUE(i->probe && i->list_devices && i->create && i->destroy && i->device_name && i->supports && i->prepare &&
+              i->run && i->write_tensor && i->read_tensor && i->sync && i->last_error && i->plan_offsets);
   char err[64] = "x";
   EXPECT_EQ(i->probe(err, sizeof(err)), CLTRAIN_OK);
   char buf[256];
@@ -267,7 +266,8 @@ TEST(CpuBackend, SupportsEveryOpOfTheList) {
   TinyGraph g;
   const cltrain_step_desc step = g.steps[0];
   auto supports = [&](const cltrain_step_desc& s) {
-    const cltrain_graph_desc d = cltrain_graph(g.tensors.data(), static_cast<int32_t>(g.tensors.size()), &s, 1, nullptr);
+    const cltrain_graph_desc d =
+        cltrain_graph(g.tensors.data(), static_cast<int32_t>(g.tensors.size()), &s, 1, nullptr);
     return iface()->supports(h.b, &d, 0, 1);
   };
   cltrain_step_desc s = step;

@@ -171,7 +171,8 @@ Result convolution(const OpCase& c, const CaseInputs& in) {
                 if (oh >= ah.out || ow >= aw.out) continue;
                 float t = 0.0f;
                 if (depthwise)
-                  for (int64_t j = 0; j < M; ++j) t = std::fma(dz[yi(n, oh, ow, i * M + j)], w[wi(i * M + j, kh, kw, 0)], t);
+                  for (int64_t j = 0; j < M; ++j)
+                    t = std::fma(dz[yi(n, oh, ow, i * M + j)], w[wi(i * M + j, kh, kw, 0)], t);
                 else
                   for (int64_t o = 0; o < O; ++o) t = std::fma(dz[yi(n, oh, ow, o)], w[wi(o, kh, kw, i)], t);
                 s = s + t;

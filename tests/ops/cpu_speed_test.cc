@@ -176,7 +176,7 @@ TEST(CpuSpeed, MnistKaggleTrainingStep) {
   }
   std::vector<uint8_t> assigned(g.steps.size(), 1);
   const cltrain_graph_desc desc = cltrain_graph(g.tensors.data(), static_cast<int32_t>(g.tensors.size()),
-                                                 g.steps.data(), static_cast<int32_t>(g.steps.size()), assigned.data());
+                                                g.steps.data(), static_cast<int32_t>(g.steps.size()), assigned.data());
 
   std::string why;
   std::unique_ptr<Backend> cpu = open_backend("cpu", default_backend_config(), &why);
@@ -202,7 +202,8 @@ TEST(CpuSpeed, MnistKaggleTrainingStep) {
       cpu->run({s}, args);
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       if (it == kSteps)
-        op_ms[std::string(cltrain_op_name(g.steps[s].op)) + (s < first_backward ? " forward" : " backward/update")] += ms;
+        op_ms[std::string(cltrain_op_name(g.steps[s].op)) + (s < first_backward ? " forward" : " backward/update")] +=
+            ms;
     }
     best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     float l = 0.0f;

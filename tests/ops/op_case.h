@@ -66,12 +66,12 @@ struct OpCase {
   int32_t y = -1;
   int32_t dy = -1;
   std::vector<std::pair<int32_t, int32_t>> grads;  // (input, backward output holding dL/dinput)
-  int32_t activation = CLTRAIN_ACT_NONE;  // samples whose perturbation crosses its kinks are skipped
+  int32_t activation = CLTRAIN_ACT_NONE;           // samples whose perturbation crosses its kinks are skipped
   // A backward with params.dx_activation RELU or RELU6: its dx is the gradient through that
   // activation of x's producer, masked where the derivative at x is 0; finite differences (of x)
   // are taken where it is 1, the reference and the CPU hold it everywhere.
   int32_t dx_activation = CLTRAIN_ACT_NONE;
-  int fd_samples = 64;                    // elements perturbed per input; 0: no finite differences
+  int fd_samples = 64;  // elements perturbed per input; 0: no finite differences
   // Optional: the expected forward and backward outputs, given all inputs (and dy).
   std::function<Values(const Values& inputs)> reference;
   // Optional: those outputs in float, computed in the rounding order of cltrain_ops.h's

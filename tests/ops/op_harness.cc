@@ -2,15 +2,15 @@
 
 #include "case_run.h"
 
-#include <gtest/gtest.h>
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cfloat>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -51,8 +51,8 @@ void expect_finite(const std::string& backend, const OpCase& c, const Outputs& o
         if (!std::isfinite(v[i]) && bad++ == 0) first = i;
       if (bad)
         ADD_FAILURE() << backend << ": " << bad << " of " << v.size() << " elements of " << c.tensors[t].name
-                      << " are NaN or Inf (checkpoint " << k << ", first [" << first << "] = " << v[first]
-                      << ")" << (c.tensors[t].fill == Fill::Output ? "; NaN may mean the element was never written" : "");
+                      << " are NaN or Inf (checkpoint " << k << ", first [" << first << "] = " << v[first] << ")"
+                      << (c.tensors[t].fill == Fill::Output ? "; NaN may mean the element was never written" : "");
     }
 }
 
@@ -69,7 +69,8 @@ void expect_close_tensor(const std::string& what, const std::vector<float>& got,
     const double diff = std::fabs(static_cast<double>(got[i]) - want[i]);
     if (!(diff <= bound)) {
       if (bad < kMaxReported)
-        m << "\n  [" << i << "] got " << got[i] << ", expected " << want[i] << " (|diff| " << diff << " > " << bound << ")";
+        m << "\n  [" << i << "] got " << got[i] << ", expected " << want[i] << " (|diff| " << diff << " > " << bound
+          << ")";
       ++bad;
     }
   }
@@ -83,8 +84,7 @@ std::vector<size_t> sample_indices(size_t n, int samples, uint32_t seed) {
   std::iota(idx.begin(), idx.end(), 0);
   if (n <= static_cast<size_t>(samples)) return idx;
   std::mt19937 rng(seed);
-  for (int i = 0; i < samples; ++i)
-    std::swap(idx[i], idx[std::uniform_int_distribution<size_t>(i, n - 1)(rng)]);
+  for (int i = 0; i < samples; ++i) std::swap(idx[i], idx[std::uniform_int_distribution<size_t>(i, n - 1)(rng)]);
   idx.resize(static_cast<size_t>(samples));
   std::sort(idx.begin(), idx.end());
   return idx;
@@ -158,24 +158,25 @@ void check_finite_differences(const OpCase& c, CaseRun& run, const CaseInputs& i
         moved = 2.0 * (std::fabs(lp) + std::fabs(lm));
       }
       const double numeric = (lp - lm) / (hi - lo);
-      const double bound = c.tol.fd_tol * std::max(std::fabs(analytic[i]), scale) +
-                           8.0 * FLT_EPSILON * moved / (hi - lo);
+      const double bound =
+          c.tol.fd_tol * std::max(std::fabs(analytic[i]), scale) + 8.0 * FLT_EPSILON * moved / (hi - lo);
       const double diff = std::fabs(numeric - analytic[i]);
       if (!(diff <= bound)) {
         if (bad < kMaxReported)
-          m << "\n  [" << i << "] backward " << analytic[i] << ", finite differences " << numeric << " (|diff| "
-            << diff << " > " << bound << ")";
+          m << "\n  [" << i << "] backward " << analytic[i] << ", finite differences " << numeric << " (|diff| " << diff
+            << " > " << bound << ")";
         ++bad;
       }
     }
     run.write(x, base);
     if (bad)
       ADD_FAILURE() << backend << ": d/d" << c.tensors[x].name << " (" << grad_names << "): " << bad << " of "
-                    << idx.size() - skipped << " sampled elements disagree with finite differences (eps " << eps
-                    << ")" << m.str();
+                    << idx.size() - skipped << " sampled elements disagree with finite differences (eps " << eps << ")"
+                    << m.str();
     EXPECT_LT(masked_out, idx.size()) << backend << ": dx_activation masks every sample of " << c.tensors[x].name;
-    EXPECT_LE(skipped * 2, idx.size() - masked_out) << backend << ": " << skipped << " of " << idx.size() << " samples of "
-                                       << c.tensors[x].name << " cross a kink of the activation; pick other inputs";
+    EXPECT_LE(skipped * 2, idx.size() - masked_out)
+        << backend << ": " << skipped << " of " << idx.size() << " samples of " << c.tensors[x].name
+        << " cross a kink of the activation; pick other inputs";
   }
 }
 
@@ -190,7 +191,8 @@ Outputs run_differentiable(const OpCase& c, Backend& b, const CaseInputs& in, co
   const cltrain_run_args args{sizeof(cltrain_run_args), 1, 0.0f};
   const Checkpoint start = run.read_all();
   for (const auto& [t, v] : in.initial)
-    EXPECT_TRUE(same_bits(v, start.at(t))) << b.name() << ": " << c.tensors[t].name << " does not hold its initial values";
+    EXPECT_TRUE(same_bits(v, start.at(t)))
+        << b.name() << ": " << c.tensors[t].name << " does not hold its initial values";
 
   run.run(0, args);
   const Checkpoint forward = run.read_all();
@@ -229,8 +231,8 @@ Outputs run_stateful(const OpCase& c, Backend& b, const CaseInputs& in, const Ru
   Values ref = to_values(before);
   for (int32_t t = 0; t < static_cast<int32_t>(c.tensors.size()); ++t) {
     if (in.initial.count(t)) {
-      EXPECT_TRUE(same_bits(in.initial.at(t), before.at(t))) << b.name() << ": " << c.tensors[t].name
-                                                             << " does not hold its initial values";
+      EXPECT_TRUE(same_bits(in.initial.at(t), before.at(t)))
+          << b.name() << ": " << c.tensors[t].name << " does not hold its initial values";
     }
     if (c.tensors[t].role == CLTRAIN_ROLE_OPTIMIZER) {
       ref[t].assign(ref[t].size(), 0.0);
@@ -332,9 +334,7 @@ CaseInputs make_inputs(const OpCase& c) {
     const size_t n = element_count(s.dims);
     const size_t row = s.dims.empty() ? 1 : static_cast<size_t>(s.dims.back());
     switch (s.fill) {
-      case Fill::Uniform:
-        in.initial[t] = uniform(n, s.scale);
-        break;
+      case Fill::Uniform: in.initial[t] = uniform(n, s.scale); break;
       case Fill::Integers: {
         std::uniform_int_distribution<int> d(0, static_cast<int>(s.scale));
         std::vector<float> v(n);
@@ -363,8 +363,7 @@ CaseInputs make_inputs(const OpCase& c) {
         in.initial[t] = s.values;
         break;
       case Fill::Output:
-      case Fill::None:
-        break;
+      case Fill::None: break;
     }
   }
   in.fresh.resize(static_cast<size_t>(c.iterations));
@@ -386,12 +385,14 @@ Outputs run_case(const OpCase& c, Backend& backend, const CaseInputs& in, const 
   return c.stateful ? run_stateful(c, backend, in, options) : run_differentiable(c, backend, in, options);
 }
 
-void expect_outputs_close(const OpCase& c, const Outputs& got, const Outputs& want, double tol, const std::string& what) {
+void expect_outputs_close(const OpCase& c, const Outputs& got, const Outputs& want, double tol,
+                          const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t k = 0; k < got.size(); ++k)
     for (const auto& [t, v] : want[k])
-      expect_close_tensor(what + ": " + c.tensors[t].name + (got.size() > 1 ? " after iteration " + std::to_string(k + 1) : ""),
-                          got[k].at(t), to_double(v), tol);
+      expect_close_tensor(
+          what + ": " + c.tensors[t].name + (got.size() > 1 ? " after iteration " + std::to_string(k + 1) : ""),
+          got[k].at(t), to_double(v), tol);
 }
 
 bool rounds_like_the_cpu(const std::string& device) {

@@ -29,8 +29,10 @@ class ScopedEnv {
   }
   ~ScopedEnv() {
     for (const auto& [name, old] : saved_) {
-      if (old) setenv(name.c_str(), old->c_str(), 1);
-      else unsetenv(name.c_str());
+      if (old)
+        setenv(name.c_str(), old->c_str(), 1);
+      else
+        unsetenv(name.c_str());
     }
   }
 
@@ -125,9 +127,8 @@ TEST(OpenCLScratch, ChunkedConvolutionScratchIsLayerScopeWithinItsBound) {
 // An op added to CLTRAIN_OP_LIST without a case here fails this test.
 TEST(OpCoverage, EveryOpHasACase) {
   std::string missing;
-#define CLTRAIN_X_COVERED(e, name, code, kind)                                                       \
-  if (std::none_of(all_cases().begin(), all_cases().end(),                                           \
-                   [](const OpCase& c) { return c.op == CLTRAIN_OP_##e; }))                          \
+#define CLTRAIN_X_COVERED(e, name, code, kind)                                                                      \
+  if (std::none_of(all_cases().begin(), all_cases().end(), [](const OpCase& c) { return c.op == CLTRAIN_OP_##e; })) \
     missing += std::string(missing.empty() ? "" : ", ") + name;
   CLTRAIN_OP_LIST(CLTRAIN_X_COVERED)
 #undef CLTRAIN_X_COVERED

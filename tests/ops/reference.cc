@@ -94,8 +94,7 @@ ConvRef conv_reference(const std::vector<double>& x, const std::vector<int32_t>&
   };
   each([&](int64_t yi, int64_t xi, int64_t wi) { r.y[yi] += x[xi] * w[wi]; });
   const int64_t per = static_cast<int64_t>(r.y.size());
-  for (int64_t yi = 0; yi < per; ++yi)
-    r.y[yi] = ref_activation(p.activation, r.y[yi] + (b.empty() ? 0.0 : b[yi % O]));
+  for (int64_t yi = 0; yi < per; ++yi) r.y[yi] = ref_activation(p.activation, r.y[yi] + (b.empty() ? 0.0 : b[yi % O]));
   if (!grads) return r;
   std::vector<double> dz(r.y.size());
   for (size_t i = 0; i < dz.size(); ++i) dz[i] = dy[i] * ref_activation_derivative(p.activation, r.y[i]);
@@ -108,8 +107,8 @@ ConvRef conv_reference(const std::vector<double>& x, const std::vector<int32_t>&
 }
 
 template <class T>
-PoolRef<T> pool_reference(const std::vector<T>& x, const std::vector<int32_t>& xd, const cltrain_op_params& p,
-                          bool max, const std::vector<T>& dy) {
+PoolRef<T> pool_reference(const std::vector<T>& x, const std::vector<int32_t>& xd, const cltrain_op_params& p, bool max,
+                          const std::vector<T>& dy) {
   const int64_t N = xd[0], C = xd[3];
   const RefAxis ah(p.padding, xd[1], p.filter_h, p.stride_h, 1), aw(p.padding, xd[2], p.filter_w, p.stride_w, 1);
   PoolRef<T> r;
@@ -145,8 +144,8 @@ PoolRef<T> pool_reference(const std::vector<T>& x, const std::vector<int32_t>& x
   return r;
 }
 
-template PoolRef<double> pool_reference(const std::vector<double>&, const std::vector<int32_t>&, const cltrain_op_params&,
-                                        bool, const std::vector<double>&);
+template PoolRef<double> pool_reference(const std::vector<double>&, const std::vector<int32_t>&,
+                                        const cltrain_op_params&, bool, const std::vector<double>&);
 template PoolRef<float> pool_reference(const std::vector<float>&, const std::vector<int32_t>&, const cltrain_op_params&,
                                        bool, const std::vector<float>&);
 

@@ -33,8 +33,10 @@ T ref_tanh(T x) {
 }
 template <class T>
 T ref_logistic(T x) {
-  if constexpr (std::is_same_v<T, float>) return 1.0f / (1.0f + clt_exp(-x));
-  else return 1.0 / (1.0 + std::exp(-x));
+  if constexpr (std::is_same_v<T, float>)
+    return 1.0f / (1.0f + clt_exp(-x));
+  else
+    return 1.0 / (1.0 + std::exp(-x));
 }
 // A fused activation: clamps as v = z < lo ? lo : z, then v > hi ? hi : v.
 template <class T>

@@ -27,7 +27,7 @@ TEST(Flops, FullyConnectedCountsMultiplyAddsTwice) {
   cltrain_step_desc& bwd =
       g.steps[g.step(CLTRAIN_OP_FULLY_CONNECTED, CLTRAIN_PHASE_BACKWARD, {x, w, -1, dy}, {dx, dw, db})];
   EXPECT_EQ(flops_of_step(bwd, g.tensors), 2u * 60 + 2u * 60 + 20);  // dx, dW, db
-  bwd.outputs[0] = -1;                                                // dx not asked for
+  bwd.outputs[0] = -1;                                               // dx not asked for
   EXPECT_EQ(flops_of_step(bwd, g.tensors), 2u * 60 + 20);
 }
 
@@ -75,8 +75,10 @@ TEST(Flops, EveryStepOfMobileNetV2) {
   for (const cltrain_step_desc& s : g.steps) {
     const uint64_t f = flops_of_step(s, g.tensors);
     const bool free = s.op == CLTRAIN_OP_RESHAPE || s.op == CLTRAIN_OP_PAD || s.op == CLTRAIN_OP_CONCATENATION;
-    if (free) EXPECT_EQ(f, 0u) << cltrain_op_name(s.op);
-    else EXPECT_GT(f, 0u) << cltrain_op_name(s.op) << " phase " << s.phase;
+    if (free)
+      EXPECT_EQ(f, 0u) << cltrain_op_name(s.op);
+    else
+      EXPECT_GT(f, 0u) << cltrain_op_name(s.op) << " phase " << s.phase;
     total += f;
   }
   EXPECT_EQ(total, flops_of_steps(g.steps, g.tensors, 0, g.steps.size()));

@@ -32,7 +32,8 @@ TEST(Plugins, neg_MissingPlugin) {
 
 TEST(Plugins, neg_OtherAbiVersion) {
   std::string why;
-  auto b = open_plugin_file(std::string(CLTRAIN_TEST_PLUGIN_DIR) + "/libcltrain_badabi.so", default_backend_config(), &why);
+  auto b =
+      open_plugin_file(std::string(CLTRAIN_TEST_PLUGIN_DIR) + "/libcltrain_badabi.so", default_backend_config(), &why);
   EXPECT_FALSE(b);
   const std::string mine = "serves version " + std::to_string(CLTRAIN_BACKEND_ABI_OLDEST);
   const std::string theirs = "ABI version " + std::to_string(CLTRAIN_BACKEND_ABI_VERSION + 1000);
@@ -42,7 +43,8 @@ TEST(Plugins, neg_OtherAbiVersion) {
 
 TEST(Plugins, neg_IncompletePlugin) {
   std::string why;
-  auto b = open_plugin_file(std::string(CLTRAIN_TEST_PLUGIN_DIR) + "/libcltrain_incomplete.so", default_backend_config(), &why);
+  auto b = open_plugin_file(std::string(CLTRAIN_TEST_PLUGIN_DIR) + "/libcltrain_incomplete.so",
+                            default_backend_config(), &why);
   EXPECT_FALSE(b);
   EXPECT_NE(why.find("lacks a required function"), std::string::npos) << why;
 }

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "backend.h"
-#include "model/builder.h"
 #include "memory_plan.h"
+#include "model/builder.h"
 #include "session.h"
 
 namespace cltrain {
@@ -374,12 +374,13 @@ TEST(TrainingGraph, HalfWeightRanksUpdateHalfTheRows) {
   for (const auto& s : g.steps)
     if (s.phase == CLTRAIN_PHASE_UPDATE) {
       ranges[g.name_of(s.outputs[0])] = {s.params.update_offset, s.params.update_count};
-      EXPECT_EQ(tensor_elements(g.tensors[static_cast<size_t>(s.outputs[1])]), static_cast<uint64_t>(s.params.update_count));
+      EXPECT_EQ(tensor_elements(g.tensors[static_cast<size_t>(s.outputs[1])]),
+                static_cast<uint64_t>(s.params.update_count));
     }
   ASSERT_EQ(ranges.size(), 4u);
   EXPECT_EQ(ranges["fc1/weights"], std::make_pair(64 * 784, 64 * 784));  // lower half of 128 rows
   EXPECT_EQ(ranges["fc1/bias"], std::make_pair(64, 64));
-  EXPECT_EQ(ranges["fc2/weights"], std::make_pair(0, 5 * 128));           // upper half of 10 rows
+  EXPECT_EQ(ranges["fc2/weights"], std::make_pair(0, 5 * 128));  // upper half of 10 rows
   EXPECT_EQ(ranges["fc2/bias"], std::make_pair(0, 5));
 }
 

@@ -15,10 +15,8 @@ bool activation_supported(int32_t activation) {
     case CLTRAIN_ACT_RELU:
     case CLTRAIN_ACT_RELU_N1_TO_1:
     case CLTRAIN_ACT_RELU6:
-    case CLTRAIN_ACT_TANH:
-      return true;
-    default:
-      return false;
+    case CLTRAIN_ACT_TANH: return true;
+    default: return false;
   }
 }
 
@@ -34,8 +32,7 @@ float logistic_forward(float x) { return 1.0f / (1.0f + clt_exp(-x)); }
 // Clamps select as x < lo ? lo : x, then v > hi ? hi : v (NaN passes through, -0 stays).
 float apply_activation(int32_t activation, float z) {
   switch (activation) {
-    case CLTRAIN_ACT_RELU:
-      return z < 0.0f ? 0.0f : z;
+    case CLTRAIN_ACT_RELU: return z < 0.0f ? 0.0f : z;
     case CLTRAIN_ACT_RELU_N1_TO_1: {
       const float v = z < -1.0f ? -1.0f : z;
       return v > 1.0f ? 1.0f : v;
@@ -44,25 +41,18 @@ float apply_activation(int32_t activation, float z) {
       const float v = z < 0.0f ? 0.0f : z;
       return v > 6.0f ? 6.0f : v;
     }
-    case CLTRAIN_ACT_TANH:
-      return tanh_forward(z);
-    default:
-      return z;
+    case CLTRAIN_ACT_TANH: return tanh_forward(z);
+    default: return z;
   }
 }
 
 float activation_backward(int32_t activation, float y, float dy) {
   switch (activation) {
-    case CLTRAIN_ACT_RELU:
-      return y > 0.0f ? dy : 0.0f;
-    case CLTRAIN_ACT_RELU_N1_TO_1:
-      return (y > -1.0f && y < 1.0f) ? dy : 0.0f;
-    case CLTRAIN_ACT_RELU6:
-      return (y > 0.0f && y < 6.0f) ? dy : 0.0f;
-    case CLTRAIN_ACT_TANH:
-      return dy * (1.0f - y * y);
-    default:
-      return dy;
+    case CLTRAIN_ACT_RELU: return y > 0.0f ? dy : 0.0f;
+    case CLTRAIN_ACT_RELU_N1_TO_1: return (y > -1.0f && y < 1.0f) ? dy : 0.0f;
+    case CLTRAIN_ACT_RELU6: return (y > 0.0f && y < 6.0f) ? dy : 0.0f;
+    case CLTRAIN_ACT_TANH: return dy * (1.0f - y * y);
+    default: return dy;
   }
 }
 

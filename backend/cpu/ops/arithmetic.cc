@@ -127,7 +127,8 @@ std::string run_forward(const StepView& s, const cltrain_run_args&) {
   const float* b = s.in[1].data;
   float* y = s.out[0].data;
   const int32_t act = s.params().activation;
-  for_each_element(bc, [&](int64_t i, int64_t ia, int64_t ib) { y[i] = apply_activation(act, apply<kKind>(a[ia], b[ib])); });
+  for_each_element(
+      bc, [&](int64_t i, int64_t ia, int64_t ib) { y[i] = apply_activation(act, apply<kKind>(a[ia], b[ib])); });
   return {};
 }
 

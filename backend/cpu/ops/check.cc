@@ -33,8 +33,8 @@ std::string require_elements(const TensorRef& t, uint64_t elements, const char* 
   if (!t.present()) return std::string(what) + " is missing";
   if (t.elements == elements) return {};
   std::ostringstream m;
-  m << what << " " << (t.desc->name ? t.desc->name : "") << shape_string(t) << " has "
-    << t.elements << " elements, expected " << elements;
+  m << what << " " << (t.desc->name ? t.desc->name : "") << shape_string(t) << " has " << t.elements
+    << " elements, expected " << elements;
   return m.str();
 }
 

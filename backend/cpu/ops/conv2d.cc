@@ -36,10 +36,10 @@ std::string filter_shape(const StepView& s, const TensorRef& w, Conv* c) {
 std::string geometry(const StepView& s, const TensorRef& x, const TensorRef& w, Conv* c) {
   if (std::string e = filter_shape(s, w, c); !e.empty()) return e;
   const cltrain_op_params& p = s.params();
-  if (std::string e = make_window(p, x, w.dim(1), w.dim(2), p.dilation_h, p.dilation_w, &c->win); !e.empty())
-    return e;
-  if (x.dim(3) != c->in_ch) return "x " + shape_string(x) + " does not have the " + std::to_string(c->in_ch) +
-                                    " channels of W " + shape_string(w);
+  if (std::string e = make_window(p, x, w.dim(1), w.dim(2), p.dilation_h, p.dilation_w, &c->win); !e.empty()) return e;
+  if (x.dim(3) != c->in_ch)
+    return "x " + shape_string(x) + " does not have the " + std::to_string(c->in_ch) + " channels of W " +
+           shape_string(w);
   return {};
 }
 
@@ -61,8 +61,8 @@ std::string check_backward(const StepView& s) {
   if (std::string e = require_activation(s); !e.empty()) return e;
   if (std::string e = require_dx_activation(s); !e.empty()) return e;
   if (dw.present() && !x.present()) return "dW is requested but x is missing";
-  if (x.present() && dx.present() && !(x.desc->rank == dx.desc->rank &&
-                                       std::equal(x.desc->dims, x.desc->dims + x.rank(), dx.desc->dims)))
+  if (x.present() && dx.present() &&
+      !(x.desc->rank == dx.desc->rank && std::equal(x.desc->dims, x.desc->dims + x.rank(), dx.desc->dims)))
     return "dx " + shape_string(dx) + " differs from x " + shape_string(x);
   const TensorRef& in = x.present() ? x : dx;
   if (in.present()) {

@@ -27,8 +27,7 @@ std::string geometry(const StepView& s, const TensorRef& x, const TensorRef& w, 
   if (std::string e = require_rank4(w, "W"); !e.empty()) return e;
   if (std::string e = require_rank4(x, "x"); !e.empty()) return e;
   d->channels = x.dim(3);
-  if (w.dim(0) != 1 || w.dim(1) < 1 || w.dim(2) < 1 || d->channels < 1 || w.dim(3) < 1 ||
-      w.dim(3) % d->channels != 0)
+  if (w.dim(0) != 1 || w.dim(1) < 1 || w.dim(2) < 1 || d->channels < 1 || w.dim(3) < 1 || w.dim(3) % d->channels != 0)
     return "W " + shape_string(w) + " is not [1,KH,KW,C*M] for x " + shape_string(x);
   d->multiplier = w.dim(3) / d->channels;
   const cltrain_op_params& p = s.params();
@@ -56,8 +55,8 @@ std::string check_backward(const StepView& s) {
   if (std::string e = require_activation(s); !e.empty()) return e;
   if (std::string e = require_dx_activation(s); !e.empty()) return e;
   if (dw.present() && !x.present()) return "dW is requested but x is missing";
-  if (x.present() && dx.present() && !(x.desc->rank == dx.desc->rank &&
-                                       std::equal(x.desc->dims, x.desc->dims + x.rank(), dx.desc->dims)))
+  if (x.present() && dx.present() &&
+      !(x.desc->rank == dx.desc->rank && std::equal(x.desc->dims, x.desc->dims + x.rank(), dx.desc->dims)))
     return "dx " + shape_string(dx) + " differs from x " + shape_string(x);
   const TensorRef& in = x.present() ? x : dx;
   if (in.present()) {

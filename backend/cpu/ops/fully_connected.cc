@@ -20,8 +20,7 @@ struct Dims {
 
 std::string weight_dims(const TensorRef& w, Dims* d) {
   if (std::string e = require(w, "W"); !e.empty()) return e;
-  if (w.rank() != 2 || w.dim(0) <= 0 || w.dim(1) <= 0)
-    return "W " + shape_string(w) + " must be [M, K] with M, K > 0";
+  if (w.rank() != 2 || w.dim(0) <= 0 || w.dim(1) <= 0) return "W " + shape_string(w) + " must be [M, K] with M, K > 0";
   d->m = static_cast<uint64_t>(w.dim(0));
   d->k = static_cast<uint64_t>(w.dim(1));
   return {};
@@ -33,8 +32,7 @@ std::string check_forward(const StepView& s) {
   if (std::string e = require_slots(s, 3, 1); !e.empty()) return e;
   if (std::string e = weight_dims(w, &d); !e.empty()) return e;
   if (std::string e = require(x, "x"); !e.empty()) return e;
-  if (x.elements % d.k != 0)
-    return "x " + shape_string(x) + " cannot be viewed as [N, " + std::to_string(d.k) + "]";
+  if (x.elements % d.k != 0) return "x " + shape_string(x) + " cannot be viewed as [N, " + std::to_string(d.k) + "]";
   d.n = x.elements / d.k;
   if (std::string e = require_elements(y, d.n * d.m, "y"); !e.empty()) return e;
   if (b.present())
@@ -49,13 +47,11 @@ std::string check_backward(const StepView& s) {
   if (std::string e = require_slots(s, 4, 3); !e.empty()) return e;
   if (std::string e = weight_dims(w, &d); !e.empty()) return e;
   if (std::string e = require(dy, "dy"); !e.empty()) return e;
-  if (dy.elements % d.m != 0)
-    return "dy " + shape_string(dy) + " cannot be viewed as [N, " + std::to_string(d.m) + "]";
+  if (dy.elements % d.m != 0) return "dy " + shape_string(dy) + " cannot be viewed as [N, " + std::to_string(d.m) + "]";
   d.n = dy.elements / d.m;
   if (std::string e = require_activation(s); !e.empty()) return e;
   if (s.params().activation != CLTRAIN_ACT_NONE)
-    if (std::string e = require_elements(y, d.n * d.m, "y (the activation's output)"); !e.empty())
-      return e;
+    if (std::string e = require_elements(y, d.n * d.m, "y (the activation's output)"); !e.empty()) return e;
   if (x.present())
     if (std::string e = require_elements(x, d.n * d.k, "x"); !e.empty()) return e;
   if (dw.present()) {
@@ -162,8 +158,7 @@ std::string run_backward(const StepView& s, const cltrain_run_args&) {
 
 }  // namespace
 
-extern const CpuOp kCpuOp_FULLY_CONNECTED = {
-    {{check_forward, run_forward}, {check_backward, run_backward}, {}}};
+extern const CpuOp kCpuOp_FULLY_CONNECTED = {{{check_forward, run_forward}, {check_backward, run_backward}, {}}};
 
 }  // namespace cpu
 }  // namespace cltrain

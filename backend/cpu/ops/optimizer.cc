@@ -21,8 +21,7 @@ struct Range {
 };
 Range update_range(const StepView& s, uint64_t n) {
   const cltrain_op_params& p = s.params();
-  if (p.update_count > 0)
-    return {static_cast<uint64_t>(p.update_offset), static_cast<uint64_t>(p.update_count)};
+  if (p.update_count > 0) return {static_cast<uint64_t>(p.update_offset), static_cast<uint64_t>(p.update_count)};
   return {0, n};
 }
 
@@ -30,8 +29,7 @@ std::string range_check(const StepView& s, uint64_t n) {
   const cltrain_op_params& p = s.params();
   if (p.update_count < 0) return "update_count " + std::to_string(p.update_count) + " is negative";
   if (p.update_count == 0) {
-    if (p.update_offset != 0)
-      return "update_offset " + std::to_string(p.update_offset) + " without an update_count";
+    if (p.update_offset != 0) return "update_offset " + std::to_string(p.update_offset) + " without an update_count";
     return {};
   }
   if (p.update_offset < 0) return "update_offset " + std::to_string(p.update_offset) + " is negative";
@@ -70,8 +68,7 @@ std::string adam_check(const StepView& s) {
   if (std::string e = require_elements(s.out[2], count, "v"); !e.empty()) return e;
   const cltrain_op_params& p = s.params();
   if (!(p.beta1 >= 0.0f && p.beta1 < 1.0f) || !(p.beta2 >= 0.0f && p.beta2 < 1.0f))
-    return "beta1 " + std::to_string(p.beta1) + " and beta2 " + std::to_string(p.beta2) +
-           " must lie in [0, 1)";
+    return "beta1 " + std::to_string(p.beta1) + " and beta2 " + std::to_string(p.beta2) + " must lie in [0, 1)";
   if (!(p.epsilon >= 0.0f)) return "epsilon must not be negative";
   return {};
 }
@@ -79,8 +76,7 @@ std::string adam_check(const StepView& s) {
 // step = (float)(lr * sqrt(1 - b2^t) / (1 - b1^t)) in double; m = b1 m + (1 - b1) g;
 // v = b2 v + (1 - b2) (g g); W = W - (step m) / (sqrt(v) + eps); 1 - b1 and 1 - b2 in float.
 std::string adam_run(const StepView& s, const cltrain_run_args& args) {
-  if (args.iteration < 1)
-    return "iteration " + std::to_string(args.iteration) + " is not a 1-based iteration";
+  if (args.iteration < 1) return "iteration " + std::to_string(args.iteration) + " is not a 1-based iteration";
   const cltrain_op_params& p = s.params();
   const double t = static_cast<double>(args.iteration);
   const double lr = static_cast<double>(learning_rate(s, args));

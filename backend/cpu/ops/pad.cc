@@ -16,8 +16,8 @@ std::string padded_shape(const StepView& s, const TensorRef& x, const TensorRef&
   for (int d = 0; d < x.rank(); ++d) {
     const int32_t before = s.params().pad_before[d], after = s.params().pad_after[d];
     if (before < 0 || after < 0)
-      return "paddings of axis " + std::to_string(d) + " (" + std::to_string(before) + ", " +
-             std::to_string(after) + ") are negative";
+      return "paddings of axis " + std::to_string(d) + " (" + std::to_string(before) + ", " + std::to_string(after) +
+             ") are negative";
     want[d] = int64_t{x.dim(d)} + before + after;
   }
   return require_dims(y, want, x.rank(), "y");
@@ -70,7 +70,8 @@ std::string run_forward(const StepView& s, const cltrain_run_args&) {
 std::string run_backward(const StepView& s, const cltrain_run_args&) {
   const float* dy = s.in[0].data;
   float* dx = s.out[0].data;
-  for_each_row(s, s.out[0], [&](int64_t xo, int64_t yo, int64_t n) { std::memcpy(dx + xo, dy + yo, n * sizeof(float)); });
+  for_each_row(s, s.out[0],
+               [&](int64_t xo, int64_t yo, int64_t n) { std::memcpy(dx + xo, dy + yo, n * sizeof(float)); });
   return {};
 }
 

@@ -150,7 +150,8 @@ std::string max_backward(const StepView& s, const cltrain_run_args&) {
                         }
                       }
                   }
-                  const float g = act != CLTRAIN_ACT_NONE ? activation_backward(act, y[out + c], dy[out + c]) : dy[out + c];
+                  const float g =
+                      act != CLTRAIN_ACT_NONE ? activation_backward(act, y[out + c], dy[out + c]) : dy[out + c];
                   if (arg >= 0) dx[arg] = dx[arg] + g;
                 }
               });

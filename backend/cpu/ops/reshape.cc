@@ -14,8 +14,7 @@ std::string check_copy(const StepView& s) {
 }
 
 std::string run_copy(const StepView& s, const cltrain_run_args&) {
-  if (s.out[0].data != s.in[0].data)
-    std::memmove(s.out[0].data, s.in[0].data, s.in[0].elements * sizeof(float));
+  if (s.out[0].data != s.in[0].data) std::memmove(s.out[0].data, s.in[0].data, s.in[0].elements * sizeof(float));
   return {};
 }
 

@@ -9,9 +9,7 @@ namespace cltrain {
 namespace cpu {
 namespace {
 
-uint64_t row_length(const TensorRef& t) {
-  return t.rank() == 0 ? 1 : static_cast<uint64_t>(t.dim(t.rank() - 1));
-}
+uint64_t row_length(const TensorRef& t) { return t.rank() == 0 ? 1 : static_cast<uint64_t>(t.dim(t.rank() - 1)); }
 
 std::string check_forward(const StepView& s) {
   if (std::string e = require_slots(s, 1, 1); !e.empty()) return e;

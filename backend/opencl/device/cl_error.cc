@@ -9,8 +9,7 @@ void fail(cltrain_status status, const std::string& message) { throw Error(statu
 std::string cl_error_name(cl_int code) {
   switch (code) {
 #define CLT_NAME(c) \
-  case c:           \
-    return #c;
+  case c: return #c;
     CLT_NAME(CL_SUCCESS)
     CLT_NAME(CL_DEVICE_NOT_FOUND)
     CLT_NAME(CL_DEVICE_NOT_AVAILABLE)
@@ -72,14 +71,13 @@ std::string cl_error_name(cl_int code) {
     CLT_NAME(CL_INVALID_DEVICE_PARTITION_COUNT)
     CLT_NAME(CL_PLATFORM_NOT_FOUND_KHR)
 #undef CLT_NAME
-    default:
-      return "CL error " + std::to_string(code);
+    default: return "CL error " + std::to_string(code);
   }
 }
 
 bool is_allocation_error(cl_int code) {
-  return code == CL_MEM_OBJECT_ALLOCATION_FAILURE || code == CL_OUT_OF_HOST_MEMORY ||
-         code == CL_OUT_OF_RESOURCES || code == CL_INVALID_BUFFER_SIZE;
+  return code == CL_MEM_OBJECT_ALLOCATION_FAILURE || code == CL_OUT_OF_HOST_MEMORY || code == CL_OUT_OF_RESOURCES ||
+         code == CL_INVALID_BUFFER_SIZE;
 }
 
 std::string source_location(const char* file, int line) {

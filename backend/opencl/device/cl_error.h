@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "device/cl_headers.h"
 #include "cltrain/cltrain_backend.h"
+#include "device/cl_headers.h"
 
 namespace cltrain::ocl {
 

@@ -46,7 +46,7 @@ void collect_times(Counters& b) {
   for (const TimedCommand& t : b.timed) {
     cl_int status = CL_COMPLETE;
     if (clGetEventInfo(t.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr) != CL_SUCCESS)
-      status = -1;  // cannot tell: drop it
+      status = -1;               // cannot tell: drop it
     if (status > CL_COMPLETE) {  // queued, submitted or running
       b.timed[kept++] = t;
       continue;
@@ -55,8 +55,10 @@ void collect_times(Counters& b) {
     if (status == CL_COMPLETE &&
         clGetEventProfilingInfo(t.event, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr) == CL_SUCCESS &&
         clGetEventProfilingInfo(t.event, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr) == CL_SUCCESS) {
-      if (t.start && clGetEventProfilingInfo(t.start, CL_PROFILING_COMMAND_END, sizeof marker_end, &marker_end,
-                                             nullptr) == CL_SUCCESS && marker_end < start)
+      if (t.start &&
+          clGetEventProfilingInfo(t.start, CL_PROFILING_COMMAND_END, sizeof marker_end, &marker_end, nullptr) ==
+              CL_SUCCESS &&
+          marker_end < start)
         start = marker_end;  // the GEMM's first kernel began after the work before it ended
       const size_t index = static_cast<size_t>(t.step + 1);
       if (b.step_times.size() <= index) b.step_times.resize(index + 1);
@@ -98,16 +100,16 @@ using cltrain::ocl::Traffic;
 
 extern "C" {
 
-cl_int __real_clEnqueueNDRangeKernel(cl_command_queue, cl_kernel, cl_uint, const size_t*, const size_t*,
-                                     const size_t*, cl_uint, const cl_event*, cl_event*);
-cl_int __real_clEnqueueCopyBuffer(cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, cl_uint,
-                                  const cl_event*, cl_event*);
+cl_int __real_clEnqueueNDRangeKernel(cl_command_queue, cl_kernel, cl_uint, const size_t*, const size_t*, const size_t*,
+                                     cl_uint, const cl_event*, cl_event*);
+cl_int __real_clEnqueueCopyBuffer(cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, cl_uint, const cl_event*,
+                                  cl_event*);
 cl_int __real_clEnqueueFillBuffer(cl_command_queue, cl_mem, const void*, size_t, size_t, size_t, cl_uint,
                                   const cl_event*, cl_event*);
 cl_int __real_clEnqueueWriteBuffer(cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void*, cl_uint,
                                    const cl_event*, cl_event*);
-cl_int __real_clEnqueueReadBuffer(cl_command_queue, cl_mem, cl_bool, size_t, size_t, void*, cl_uint,
-                                  const cl_event*, cl_event*);
+cl_int __real_clEnqueueReadBuffer(cl_command_queue, cl_mem, cl_bool, size_t, size_t, void*, cl_uint, const cl_event*,
+                                  cl_event*);
 cl_int __real_clFinish(cl_command_queue);
 cl_int __real_clWaitForEvents(cl_uint, const cl_event*);
 cl_mem __real_clCreateBuffer(cl_context, cl_mem_flags, size_t, void*, cl_int*);

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "device/cl_headers.h"
 #include "cltrain/cltrain_backend.h"
+#include "device/cl_headers.h"
 
 namespace cltrain::ocl {
 
@@ -18,7 +18,7 @@ namespace cltrain::ocl {
 // kernels the wrappers do not see) is timed from the end of a marker enqueued before it (the end
 // of the work before it) to the end of its last kernel, and counts its kernels as calls.
 struct TimedCommand {
-  int32_t step;              // global step index, -1 outside run() (the host's transfers)
+  int32_t step;  // global step index, -1 outside run() (the host's transfers)
   cl_event event;
   cl_event start = nullptr;  // the marker before a GEMM, else none
   int32_t calls = 1;
@@ -36,10 +36,10 @@ struct StepTime {
 // buffer_allocations: clCreateBuffer/SubBuffer; program_builds: clBuildProgram.
 struct Counters {
   cltrain_run_stats stats{};
-  int32_t current_step = -1;             // the step run() is enqueueing, -1 outside run()
-  bool profiling = false;                // set_profiling: time every command's events
-  std::vector<TimedCommand> timed;       // enqueued, device time not yet collected
-  std::vector<StepTime> step_times;      // index step + 1 (0: the host's transfers)
+  int32_t current_step = -1;         // the step run() is enqueueing, -1 outside run()
+  bool profiling = false;            // set_profiling: time every command's events
+  std::vector<TimedCommand> timed;   // enqueued, device time not yet collected
+  std::vector<StepTime> step_times;  // index step + 1 (0: the host's transfers)
 
   Counters() = default;
   Counters(const Counters&) = delete;

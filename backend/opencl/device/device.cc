@@ -43,9 +43,12 @@ std::string short_platform_name(const std::string& name) {
 std::string bytes_text(cl_ulong b) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(1);
-  if (b >= (1ull << 30)) s << (b >> 20) / 1024.0 << " GiB";
-  else if (b >= (1ull << 20)) s << (b >> 10) / 1024.0 << " MiB";
-  else s << b / 1024.0 << " KiB";
+  if (b >= (1ull << 30))
+    s << (b >> 20) / 1024.0 << " GiB";
+  else if (b >= (1ull << 20))
+    s << (b >> 10) / 1024.0 << " MiB";
+  else
+    s << b / 1024.0 << " KiB";
   return s.str();
 }
 
@@ -118,8 +121,8 @@ int default_device_index(const std::vector<DeviceInfo>& devices) {
 int select_device(const std::vector<DeviceInfo>& devices, int config_index) {
   const int count = static_cast<int>(devices.size());
   auto out_of_range = [&](long long index, const std::string& from) {
-    fail(CLTRAIN_ERROR, "OpenCL device index " + std::to_string(index) + from + " is out of range: " +
-                            std::to_string(count) + " device(s) found" +
+    fail(CLTRAIN_ERROR, "OpenCL device index " + std::to_string(index) + from +
+                            " is out of range: " + std::to_string(count) + " device(s) found" +
                             (count > 0 ? " (indices 0.." + std::to_string(count - 1) + ")" : ""));
   };
   if (config_index >= 0) {
@@ -151,11 +154,10 @@ std::string device_type_name(cl_device_type type) {
 
 std::string describe_device(const DeviceInfo& d, bool is_default) {
   std::ostringstream s;
-  s << "[" << d.index << "] " << device_type_name(d.type) << " " << d.platform_short << ": " << d.name
-    << " | " << d.compute_units << " compute units, max work-group " << d.max_work_group
-    << ", global " << bytes_text(d.global_mem) << ", local " << bytes_text(d.local_mem)
-    << ", max alloc " << bytes_text(d.max_alloc) << " | " << d.version << " | " << d.c_version
-    << " | driver " << d.driver << (is_default ? " (default)" : "");
+  s << "[" << d.index << "] " << device_type_name(d.type) << " " << d.platform_short << ": " << d.name << " | "
+    << d.compute_units << " compute units, max work-group " << d.max_work_group << ", global "
+    << bytes_text(d.global_mem) << ", local " << bytes_text(d.local_mem) << ", max alloc " << bytes_text(d.max_alloc)
+    << " | " << d.version << " | " << d.c_version << " | driver " << d.driver << (is_default ? " (default)" : "");
   return s.str();
 }
 

@@ -18,7 +18,7 @@ struct DeviceInfo {
   cl_uint compute_units = 0;
   size_t max_work_group = 0;
   cl_ulong global_mem = 0, local_mem = 0, max_alloc = 0;
-  cl_uint base_addr_align_bits = 0;  // CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bits
+  cl_uint base_addr_align_bits = 0;          // CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bits
   cl_device_fp_config single_fp_config = 0;  // CL_DEVICE_SINGLE_FP_CONFIG
 };
 

@@ -35,12 +35,12 @@ std::string clblast_status_name(clblast::StatusCode s) {
 void check_clblast(clblast::StatusCode s, const char* call, int line, const std::string& what) {
   if (s == clblast::StatusCode::kSuccess) return;
   const int code = static_cast<int>(s);
-  const bool oom = s == clblast::StatusCode::kTempBufferAllocFailure ||
-                   s == clblast::StatusCode::kOpenCLOutOfHostMemory;
-  throw Error(oom ? CLTRAIN_OUT_OF_MEMORY : CLTRAIN_ERROR,
-              std::string(call) + ": " + clblast_status_name(s) + " (" + source_location(__FILE__, line) +
-                  ", " + what + ")",
-              code > -1000 ? code : CL_SUCCESS);
+  const bool oom =
+      s == clblast::StatusCode::kTempBufferAllocFailure || s == clblast::StatusCode::kOpenCLOutOfHostMemory;
+  throw Error(
+      oom ? CLTRAIN_OUT_OF_MEMORY : CLTRAIN_ERROR,
+      std::string(call) + ": " + clblast_status_name(s) + " (" + source_location(__FILE__, line) + ", " + what + ")",
+      code > -1000 ? code : CL_SUCCESS);
 }
 
 }  // namespace
@@ -59,8 +59,8 @@ void GemmEngine::init(const DeviceInfo& device, const Queue& queue) {
 uint64_t GemmEngine::clblast_temp_bytes(const Gemm& g) const {
   size_t bytes = 0;
   cl_command_queue q = queue_->handle();
-  check_clblast(clblast::GemmTempBufferSize<float>(g.layout, g.ta, g.tb, g.m, g.n, g.k, g.a_off, g.lda, g.b_off,
-                                                   g.ldb, g.c_off, g.ldc, &q, bytes),
+  check_clblast(clblast::GemmTempBufferSize<float>(g.layout, g.ta, g.tb, g.m, g.n, g.k, g.a_off, g.lda, g.b_off, g.ldb,
+                                                   g.c_off, g.ldc, &q, bytes),
                 "clblast::GemmTempBufferSize", __LINE__, g.what);
   return bytes;
 }
@@ -110,7 +110,8 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
   const NativeForm f = native_form(g.layout, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc);
   const NativeBlocks blocks = native_blocks(f, device_->compute_units, limits_);
   const uint64_t limit = 0x7fffffffu;  // gemm.cl indexes with int
-  if ((f.a_km ? f.k : f.m) * f.lda > limit || (f.b_nk ? f.n : f.k) * f.ldb > limit || (f.c_t ? f.n : f.m) * f.ldc > limit)
+  if ((f.a_km ? f.k : f.m) * f.lda > limit || (f.b_nk ? f.n : f.k) * f.ldb > limit ||
+      (f.c_t ? f.n : f.m) * f.ldc > limit)
     fail(CLTRAIN_ERROR, g.what + ": a matrix product over 2^31 elements");
   PreparedGemm p;
   p.g = g;

@@ -55,8 +55,8 @@ NativeForm native_form(clblast::Layout layout, clblast::Transpose ta, clblast::T
   // Work in whole register tiles, dearer where B is packed from a transposed layout and where C
   // is stored element by element.
   auto cost = [](const NativeForm& f) {
-    const double tiles = double((f.m + kNativeMr - 1) / kNativeMr * kNativeMr) *
-                         double((f.n + kNativeNr - 1) / kNativeNr * kNativeNr);
+    const double tiles =
+        double((f.m + kNativeMr - 1) / kNativeMr * kNativeMr) * double((f.n + kNativeNr - 1) / kNativeNr * kNativeNr);
     return tiles * (1.0 + (f.b_nk ? 0.25 : 0.0) + (f.c_t ? 0.1 : 0.0));
   };
   return cost(t) < cost(given) ? t : given;
@@ -90,18 +90,18 @@ NativeBlocks native_blocks(const NativeForm& f, size_t compute_units, const Nati
 cl_int set_native_args(cl_kernel kernel, cl_mem pool, cl_uint a_off, cl_uint b_off, cl_uint c_off, const NativeForm& f,
                        const NativeBlocks& blocks, float alpha, float beta, cl_uint* failed_arg) {
   const cl_uint first = f.swapped ? b_off : a_off, second = f.swapped ? a_off : b_off;
-  const cl_int ints[9] = {static_cast<cl_int>(f.m),         static_cast<cl_int>(f.n),   static_cast<cl_int>(f.k),
-                          static_cast<cl_int>(f.lda),       static_cast<cl_int>(f.ldb), static_cast<cl_int>(f.ldc),
+  const cl_int ints[9] = {static_cast<cl_int>(f.m),       static_cast<cl_int>(f.n),       static_cast<cl_int>(f.k),
+                          static_cast<cl_int>(f.lda),     static_cast<cl_int>(f.ldb),     static_cast<cl_int>(f.ldc),
                           static_cast<cl_int>(blocks.mb), static_cast<cl_int>(blocks.nb), blocks.direct ? 1 : 0};
   struct Arg {
     size_t size;
     const void* value;
   };
-  const Arg args[15] = {{sizeof pool, &pool},   {sizeof first, &first},  {sizeof second, &second},
-                        {sizeof c_off, &c_off}, {4, &ints[0]},           {4, &ints[1]},
-                        {4, &ints[2]},          {4, &ints[3]},           {4, &ints[4]},
-                        {4, &ints[5]},          {4, &ints[6]},           {4, &ints[7]},
-                        {4, &ints[8]},          {sizeof alpha, &alpha},  {sizeof beta, &beta}};
+  const Arg args[15] = {{sizeof pool, &pool},   {sizeof first, &first}, {sizeof second, &second},
+                        {sizeof c_off, &c_off}, {4, &ints[0]},          {4, &ints[1]},
+                        {4, &ints[2]},          {4, &ints[3]},          {4, &ints[4]},
+                        {4, &ints[5]},          {4, &ints[6]},          {4, &ints[7]},
+                        {4, &ints[8]},          {sizeof alpha, &alpha}, {sizeof beta, &beta}};
   for (cl_uint i = 0; i < 15; ++i)
     if (const cl_int err = clSetKernelArg(kernel, i, args[i].size, args[i].value); err != CL_SUCCESS) {
       if (failed_arg) *failed_arg = i;
@@ -111,9 +111,9 @@ cl_int set_native_args(cl_kernel kernel, cl_mem pool, cl_uint a_off, cl_uint b_o
 }
 
 std::string native_defines(const NativeForm& f, const NativeLimits& limits) {
-  return std::string("-DA_KM=") + (f.a_km ? "1" : "0") + " -DB_NK=" + (f.b_nk ? "1" : "0") + " -DC_T=" +
-         (f.c_t ? "1" : "0") + " -DKC=" + std::to_string(limits.kc) + " -DNB_MAX=" + std::to_string(limits.nb_max) +
-         " -DMB_MAX=" + std::to_string(limits.mb_max);
+  return std::string("-DA_KM=") + (f.a_km ? "1" : "0") + " -DB_NK=" + (f.b_nk ? "1" : "0") +
+         " -DC_T=" + (f.c_t ? "1" : "0") + " -DKC=" + std::to_string(limits.kc) +
+         " -DNB_MAX=" + std::to_string(limits.nb_max) + " -DMB_MAX=" + std::to_string(limits.mb_max);
 }
 
 }  // namespace cltrain::ocl

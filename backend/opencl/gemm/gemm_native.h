@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <string>
 
-#include "device/cl_headers.h"
 #include <clblast.h>
+#include "device/cl_headers.h"
 
 namespace cltrain::ocl {
 
@@ -68,6 +68,5 @@ cl_int set_native_args(cl_kernel kernel, cl_mem pool, cl_uint a_off, cl_uint b_o
 
 // gemm.cl's -D definitions for f under limits: "-DA_KM=1 -DB_NK=0 -DC_T=0 -DKC=320 ...".
 std::string native_defines(const NativeForm& f, const NativeLimits& limits);
-
 
 }  // namespace cltrain::ocl

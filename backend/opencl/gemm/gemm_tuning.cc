@@ -17,8 +17,8 @@ using Params = std::unordered_map<std::string, size_t>;
 struct Tuning {
   const char* platform;  // DeviceInfo::platform_short
   cl_device_type type;
-  const char* xgemm;     // every Xgemm parameter
-  size_t min_indirect;   // GemmRoutine XGEMM_MIN_INDIRECT_SIZE: m n k below its cube go direct
+  const char* xgemm;    // every Xgemm parameter
+  size_t min_indirect;  // GemmRoutine XGEMM_MIN_INDIRECT_SIZE: m n k below its cube go direct
 };
 
 // POCL on x86 CPUs (AVX2): 8x8 register tiles of float8, 16x32 tiles of 8 work-items per group
@@ -51,8 +51,8 @@ Params parse(const std::string& text, const std::string& where) {
 void override_params(const DeviceInfo& d, const char* kernel, const Params& p, const std::string& where) {
   const clblast::StatusCode st = clblast::OverrideParameters(d.id, kernel, clblast::Precision::kSingle, p);
   if (st != clblast::StatusCode::kSuccess)
-    fail(CLTRAIN_ERROR, "clblast::OverrideParameters(" + std::string(kernel) + ") refused " + where +
-                            " (status " + std::to_string(static_cast<int>(st)) + ")");
+    fail(CLTRAIN_ERROR, "clblast::OverrideParameters(" + std::string(kernel) + ") refused " + where + " (status " +
+                            std::to_string(static_cast<int>(st)) + ")");
 }
 
 }  // namespace

@@ -15,7 +15,8 @@ void allocate_pool(cltrain_backend& b, uint64_t bytes) {
                             " (CL_DEVICE_MAX_MEM_ALLOC_SIZE " + std::to_string(b.device.max_alloc) +
                             ", CL_DEVICE_GLOBAL_MEM_SIZE " + std::to_string(b.device.global_mem) + ")";
   if (bytes > b.device.max_alloc) fail(CLTRAIN_OUT_OF_MEMORY, "the " + sizes + " exceeds the largest allocation");
-  if (bytes / 4 > UINT32_MAX) fail(CLTRAIN_OUT_OF_MEMORY, "the " + sizes + " exceeds the 32-bit element offsets of the kernels");
+  if (bytes / 4 > UINT32_MAX)
+    fail(CLTRAIN_OUT_OF_MEMORY, "the " + sizes + " exceeds the 32-bit element offsets of the kernels");
   cl_int err = CL_SUCCESS;
   b.pool.buffer = clCreateBuffer(b.context, CL_MEM_READ_WRITE, bytes, nullptr, &err);
   if (err != CL_SUCCESS && is_allocation_error(err))
@@ -86,7 +87,8 @@ void plan_pool(cltrain_backend& b, const HostGraph& graph, const std::vector<Scr
     cltrain_tensor_desc t{};
     t.rank = 1;
     const uint64_t elems = (r.bytes + 3) / 4;
-    if (elems > INT32_MAX) fail(CLTRAIN_OUT_OF_MEMORY, r.name + " of " + std::to_string(r.bytes) + " bytes is too large");
+    if (elems > INT32_MAX)
+      fail(CLTRAIN_OUT_OF_MEMORY, r.name + " of " + std::to_string(r.bytes) + " bytes is too large");
     t.dims[0] = static_cast<int32_t>(elems);
     t.dtype = CLTRAIN_FLOAT32;
     t.role = CLTRAIN_ROLE_LAYER_SCOPE;
@@ -111,8 +113,8 @@ void plan_pool(cltrain_backend& b, const HostGraph& graph, const std::vector<Scr
     if (t.rank < 0 || t.rank > CLTRAIN_MAX_RANK)
       fail(CLTRAIN_INVALID, pool.label(static_cast<int32_t>(i)) + " has rank " + std::to_string(t.rank));
     if (t.last_step < t.first_step)
-      fail(CLTRAIN_INVALID, pool.label(static_cast<int32_t>(i)) + " has lifetime [" +
-                                std::to_string(t.first_step) + ", " + std::to_string(t.last_step) + "]");
+      fail(CLTRAIN_INVALID, pool.label(static_cast<int32_t>(i)) + " has lifetime [" + std::to_string(t.first_step) +
+                                ", " + std::to_string(t.last_step) + "]");
     PlanItem it;
     it.id = static_cast<int32_t>(i);
     it.bytes = tensor_bytes(t);
@@ -122,7 +124,8 @@ void plan_pool(cltrain_backend& b, const HostGraph& graph, const std::vector<Scr
     items.push_back(it);
   }
 
-  if (const std::string e = link_aliases(items, graph.tensors.data(), host); !e.empty()) fail(CLTRAIN_INVALID, "prepare: " + e);
+  if (const std::string e = link_aliases(items, graph.tensors.data(), host); !e.empty())
+    fail(CLTRAIN_INVALID, "prepare: " + e);
   pool.alignment = std::max<uint64_t>(64, b.device.base_addr_align_bits / 8);
   const MemoryPlan plan = load_or_plan(b, graph, items);  // plan_cache.h: a saved plan, or a new one
   if (const std::string conflict = check_plan(items, plan, pool.alignment); !conflict.empty())

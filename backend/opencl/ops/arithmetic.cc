@@ -6,8 +6,8 @@
 // (ADD, SUB neither; MUL b for da and a for db; DIV b, and a for db), y is -1 without an
 // activation, and da or db may be -1. The shapes of a and b come from whichever of the operand
 // and its gradient is present. All of forward and backward of one op instance share a program.
-#include "ops/op.h"
 #include "ops/dims.h"
+#include "ops/op.h"
 
 namespace cltrain::ocl {
 namespace {
@@ -15,7 +15,7 @@ namespace {
 constexpr const char* kFamily = "arithmetic.cl";
 
 struct ArithShape {
-  std::vector<uint64_t> y, a, b;  // equal rank
+  std::vector<uint64_t> y, a, b;          // equal rank
   bool a_known = false, b_known = false;  // false where neither the operand nor its gradient is given
 };
 
@@ -34,8 +34,8 @@ std::string check_operand(const std::vector<uint64_t>& y, const std::vector<uint
 
 // The shape of operand `value` (or, if absent, of its gradient `grad`); *known is false if both
 // are absent. Where both are given, they must agree.
-std::string operand_shape(const StepView& s, int32_t value, int32_t grad, const char* role,
-                          std::vector<uint64_t>& out, bool* known) {
+std::string operand_shape(const StepView& s, int32_t value, int32_t grad, const char* role, std::vector<uint64_t>& out,
+                          bool* known) {
   out.clear();
   *known = value >= 0 || grad >= 0;
   if (value >= 0) out = dims_of(s.tensor(value));

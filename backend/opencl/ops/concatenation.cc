@@ -5,8 +5,8 @@
 // forward and backward of one op instance share a program. The backward takes the widths from the
 // dx shapes and params.concat_extents; without the extents, absent dx that form one block take
 // the block's width, and a present dx between two absent ones is refused.
-#include "ops/op.h"
 #include "ops/dims.h"
+#include "ops/op.h"
 
 namespace cltrain::ocl {
 namespace {
@@ -53,14 +53,16 @@ std::string check_shape(const StepView& s, ConcatShape& sh) {
         continue;
       }
       if (missing >= 0 && last_missing != k - 1)
-        return "dx" + std::to_string(k - 1) + " lies between absent gradients whose extents params.concat_extents "
+        return "dx" + std::to_string(k - 1) +
+               " lies between absent gradients whose extents params.concat_extents "
                "does not give";
       if (missing < 0) missing = k;
       last_missing = k;
       continue;
     }
     const std::vector<uint64_t> xd = dims_of(s.tensor(x));
-    if (xd.size() != yd.size()) return "part " + std::to_string(k) + " " + dims_string(xd) + " and output differ in rank";
+    if (xd.size() != yd.size())
+      return "part " + std::to_string(k) + " " + dims_string(xd) + " and output differ in rank";
     for (size_t d = 0; d < yd.size(); ++d)
       if (d != static_cast<size_t>(axis) && xd[d] != yd[d])
         return "part " + std::to_string(k) + " " + dims_string(xd) + " does not match output " + dims_string(yd) +

@@ -21,9 +21,9 @@
 #include <utility>
 #include <vector>
 
-#include "ops/op.h"
 #include "memory_plan.h"
 #include "ops/conv_shape.h"
+#include "ops/op.h"
 
 namespace cltrain::ocl {
 namespace {
@@ -35,10 +35,10 @@ constexpr int32_t kPanel = -2;
 struct Action {
   enum Kind { kPanelFill, kGemm, kGather, kBiasAct, kActGrad, kBiasGrad } kind;
   explicit Action(Kind k, Gemm g = {}) : kind(k), gemm(std::move(g)) {}
-  Gemm gemm;                            // kGemm
-  uint32_t row0 = 0, rows = 0;          // kPanelFill: output positions; kGather: images (n0, count)
+  Gemm gemm;                                  // kGemm
+  uint32_t row0 = 0, rows = 0;                // kPanelFill: output positions; kGather: images (n0, count)
   uint32_t p0 = 0, c0 = 0, taps = 0, ch = 0;  // kPanelFill: the block of taps and channels
-  bool transposed = false;              // kPanelFill: [columns, rows] (conv_panel_t); kGather: dcol is [K, rows]
+  bool transposed = false;                    // kPanelFill: [columns, rows] (conv_panel_t); kGather: dcol is [K, rows]
 };
 
 struct ConvPlan {
@@ -46,7 +46,7 @@ struct ConvPlan {
   bool pointwise = false;
   std::vector<Action> actions;
   uint64_t panel_bytes = 0, temp_bytes = 0;  // the panel also holds dcol (dW and dx run one after the other)
-  uint64_t budget = 0;  // for the panel
+  uint64_t budget = 0;                       // for the panel
 };
 
 // CLBlast copies an operand into its scratch unless its dimensions are whole tiles
@@ -149,7 +149,8 @@ void plan_input_grad(const OpContext& c, ConvPlan& p) {
   g.m = K, g.k = O;
   g.a = sh.w_t, g.lda = K;
   g.b = sh.dy, g.ldb = O;
-  if (p.pointwise && sh.dx_activation == CLTRAIN_ACT_NONE) {  // the gather is the identity: s = 0 + t is t (t is never -0)
+  if (p.pointwise &&
+      sh.dx_activation == CLTRAIN_ACT_NONE) {  // the gather is the identity: s = 0 + t is t (t is never -0)
     g.n = sh.positions();
     g.c = sh.dx, g.ldc = K;
     g.what = s.what() + " dx = dz W";
@@ -218,8 +219,9 @@ ConvPlan make_plan(const OpContext& c) {
     ConvPlan p = plan_with_budget(c, budget);
     const uint64_t total = p.panel_bytes + p.temp_bytes, best_total = best.panel_bytes + best.temp_bytes;
     const bool fits = total <= c.scratch_budget();
-    const bool better = !have || (fits && (!best_fits || p.panel_bytes > best.panel_bytes ||
-                                           (p.panel_bytes == best.panel_bytes && total < best_total))) ||
+    const bool better = !have ||
+                        (fits && (!best_fits || p.panel_bytes > best.panel_bytes ||
+                                  (p.panel_bytes == best.panel_bytes && total < best_total))) ||
                         (!fits && !best_fits && total < best_total);
     if (better) best = std::move(p), have = true, best_fits = fits;
   }
@@ -233,7 +235,6 @@ std::string check(const StepView& s) {
 
 // Private tensors, in this order where needed: the panel (or dcol), CLBlast's scratch.
 std::vector<uint64_t> scratch(const OpContext& c) {
-  const StepView& s = c.s;
   const ConvPlan p = make_plan(c);
   std::vector<uint64_t> out;
   for (uint64_t bytes : {p.panel_bytes, p.temp_bytes})
@@ -290,8 +291,7 @@ StepRun prepare(const OpContext& c) {
           }
         Defines d = geometry;
         d.set("XACT", sh.dx_activation).set("DCOL_T", a.transposed);
-        Kernel k = c.kernel("conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", vec),
-                               "conv_gather_dx");
+        Kernel k = c.kernel("conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", vec), "conv_gather_dx");
         set_args(k, c.pool(), c.offset(panel), c.offset(sh.dx), a.row0, a.rows,
                  sh.dx_activation != CLTRAIN_ACT_NONE ? c.offset(sh.x) : cl_uint{0});
         const uint64_t count = uint64_t{a.rows} * sh.h.in * sh.w.in * sh.in_ch / vec;
@@ -304,7 +304,9 @@ StepRun prepare(const OpContext& c) {
         Defines d;
         d.set("ROWS", static_cast<long long>(s.count(a.kind == Action::kBiasAct ? sh.y : sh.dy) / sh.out_ch));
         d.set("COLS", sh.out_ch).set("HAS_BIAS", sh.bias >= 0).set("ACT", sh.activation);
-        const char* name = a.kind == Action::kBiasAct ? "bias_act" : a.kind == Action::kActGrad ? "act_grad" : "bias_grad";
+        const char* name = a.kind == Action::kBiasAct   ? "bias_act"
+                           : a.kind == Action::kActGrad ? "act_grad"
+                                                        : "bias_grad";
         Kernel k = c.kernel("bias_act.cl", d, name);
         uint64_t count = s.count(a.kind == Action::kBiasAct ? sh.y : sh.dy);
         if (a.kind == Action::kBiasAct)

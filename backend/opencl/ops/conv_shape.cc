@@ -3,14 +3,14 @@
 #include <climits>
 
 #include "memory_plan.h"
-#include "window_geometry.h"
 #include "ops/dims.h"
+#include "window_geometry.h"
 
 namespace cltrain::ocl {
 namespace {
 
-std::string make_axis(int32_t padding, int64_t in, int64_t filter, int64_t stride, int64_t dilation,
-                      const char* what, ConvAxis* a) {
+std::string make_axis(int32_t padding, int64_t in, int64_t filter, int64_t stride, int64_t dilation, const char* what,
+                      ConvAxis* a) {
   AxisGeometry g;
   if (std::string e = axis_geometry(padding, in, filter, stride, dilation, what, &g); !e.empty()) return e;
   a->in = in, a->filter = filter, a->stride = stride, a->dilation = dilation;

@@ -19,7 +19,7 @@ struct ConvAxis {
 
 struct ConvShape {
   bool depthwise = false;
-  bool has_geometry = false;  // false: a backward step with neither x nor dx (db only)
+  bool has_geometry = false;                             // false: a backward step with neither x nor dx (db only)
   int64_t n = 0, in_ch = 0, out_ch = 0, multiplier = 1;  // multiplier: depthwise only
   ConvAxis h, w;
   int32_t x = -1, w_t = -1, bias = -1, y = -1, dy = -1, dx = -1, dw = -1, db = -1;

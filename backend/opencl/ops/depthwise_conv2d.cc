@@ -7,8 +7,8 @@
 //            the fma over j). No scratch.
 #include <vector>
 
-#include "ops/op.h"
 #include "ops/conv_shape.h"
+#include "ops/op.h"
 
 namespace cltrain::ocl {
 namespace {

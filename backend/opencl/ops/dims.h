@@ -29,7 +29,7 @@ std::string dims_string(const std::vector<uint64_t>& dims);
 // d (its stride there is non-zero); a tensor without the bit has size 1 there (broadcast, or
 // reduced away). Size-1 dims are dropped and neighbours with equal masks merged.
 struct SpanView {
-  View6 size{};                  // merged sizes, outermost first; 1 where unused
+  View6 size{};  // merged sizes, outermost first; 1 where unused
   std::array<unsigned, kViewDims> mask{};
   // Contiguous strides of tensor `bit` over the dims it spans, 0 where it does not.
   View6 strides(unsigned bit) const;

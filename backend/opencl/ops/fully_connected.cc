@@ -5,8 +5,8 @@
 // kernels/bias_act.cl; CLBlast's scratch is one private tensor of the step.
 #include <algorithm>
 
-#include "ops/op.h"
 #include "memory_plan.h"
+#include "ops/op.h"
 
 namespace cltrain::ocl {
 namespace {
@@ -41,8 +41,8 @@ std::string check_shape(const StepView& s, FcShape& shape) {
     const int32_t dx = s.out(0), dw = s.out(1), db = s.out(2);
     if (!(why = require_tensor(s, dy, "output gradient")).empty()) return why;
     if (s.count(dy) % shape.m != 0)
-      return "output gradient has " + std::to_string(s.count(dy)) + " elements, not a multiple of M=" +
-             std::to_string(shape.m);
+      return "output gradient has " + std::to_string(s.count(dy)) +
+             " elements, not a multiple of M=" + std::to_string(shape.m);
     shape.n = s.count(dy) / shape.m;
     if (act != CLTRAIN_ACT_NONE && !(why = require_count(s, y, "output", shape.n * shape.m)).empty()) return why;
     if (dx >= 0 && !(why = require_count(s, dx, "input gradient", shape.n * shape.k)).empty()) return why;

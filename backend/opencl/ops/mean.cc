@@ -4,8 +4,8 @@
 //   backward: in [dy]  out [dx]   mean_backward, one work-item per element of dx: dy / count
 // Forward and backward of one op instance share a program: the definitions describe x and the
 // reduced axes, which the backward reads from dx (x's shape).
-#include "ops/op.h"
 #include "ops/dims.h"
+#include "ops/op.h"
 
 namespace cltrain::ocl {
 namespace {

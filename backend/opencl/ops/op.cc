@@ -80,7 +80,9 @@ Kernel OpContext::kernel(const std::string& family, const Defines& defines, cons
 }
 cl_mem OpContext::pool() const { return b_.pool.buffer; }
 cl_uint OpContext::offset(int32_t tensor) const { return b_.pool.elem_offset(tensor); }
-cl_uint OpContext::offset_or_zero(int32_t tensor) const { return tensor >= 0 ? b_.pool.elem_offset(tensor) : cl_uint{0}; }
+cl_uint OpContext::offset_or_zero(int32_t tensor) const {
+  return tensor >= 0 ? b_.pool.elem_offset(tensor) : cl_uint{0};
+}
 
 size_t OpContext::num_scratch() const {
   const auto& all = b_.pool.step_scratch;

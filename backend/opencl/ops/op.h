@@ -29,7 +29,7 @@ namespace cltrain::ocl {
 struct StepView {
   const cltrain_step_desc& step;
   const cltrain_tensor_desc* tensors;
-  int32_t index;  // global step index; -1 in supports()
+  int32_t index;                                                         // global step index; -1 in supports()
   const std::map<int32_t, cltrain_tensor_desc>* step_tensors = nullptr;  // instead of tensors
 
   int32_t in(int i) const { return i < step.num_inputs ? step.inputs[i] : -1; }

@@ -29,7 +29,8 @@ Range update_range(const cltrain_op_params& p, uint64_t n) {
 std::string check_range(const cltrain_op_params& p, uint64_t n) {
   if (p.update_count < 0) return "update_count " + std::to_string(p.update_count) + " is negative";
   if (p.update_count == 0)
-    return p.update_offset == 0 ? std::string() : "update_offset " + std::to_string(p.update_offset) + " without an update_count";
+    return p.update_offset == 0 ? std::string()
+                                : "update_offset " + std::to_string(p.update_offset) + " without an update_count";
   if (p.update_offset < 0) return "update_offset " + std::to_string(p.update_offset) + " is negative";
   const uint64_t end = static_cast<uint64_t>(p.update_offset) + static_cast<uint64_t>(p.update_count);
   if (end > n)
@@ -83,17 +84,15 @@ StepRun prepare_adam(const OpContext& c) {
   Defines d;
   d.set("COUNT", count).set_float("BETA1", p.beta1).set_float("BETA2", p.beta2).set_float("EPSILON", p.epsilon);
   Kernel k = c.kernel(kFamily, d, "adam_update");
-  set_args(k, c.pool(), c.offset(s.in(0)) + first, c.offset(s.out(0)) + first, c.offset(s.out(1)),
-           c.offset(s.out(2)));
+  set_args(k, c.pool(), c.offset(s.in(0)) + first, c.offset(s.out(0)) + first, c.offset(s.out(1)), c.offset(s.out(2)));
   const cltrain_step_desc step = s.step;
   const std::string what = s.what();
   return [k, count, step, what](const Queue& q, const cltrain_run_args* args) {
-    if (!args || args->iteration < 1)
-      fail(CLTRAIN_INVALID, what + " needs run_args.iteration >= 1 (Adam's t)");
+    if (!args || args->iteration < 1) fail(CLTRAIN_INVALID, what + " needs run_args.iteration >= 1 (Adam's t)");
     const double t = static_cast<double>(args->iteration);
     const double b1 = step.params.beta1, b2 = step.params.beta2;
-    const float step_size = static_cast<float>(learning_rate(step, args) * std::sqrt(1.0 - std::pow(b2, t)) /
-                                               (1.0 - std::pow(b1, t)));
+    const float step_size =
+        static_cast<float>(learning_rate(step, args) * std::sqrt(1.0 - std::pow(b2, t)) / (1.0 - std::pow(b1, t)));
     set_arg(k, 5, sizeof step_size, &step_size);
     q.launch_1d(k, count);
   };

@@ -5,8 +5,8 @@
 // scales the outer one's), so NHWC padded in H and W runs as three dims.
 #include <algorithm>
 
-#include "ops/op.h"
 #include "ops/dims.h"
+#include "ops/op.h"
 
 namespace cltrain::ocl {
 namespace {

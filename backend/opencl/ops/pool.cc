@@ -8,8 +8,8 @@
 // atomics and the order of every sum is fixed. Forward and backward share a program.
 #include <climits>
 
-#include "ops/op.h"
 #include "ops/dims.h"
+#include "ops/op.h"
 
 namespace cltrain::ocl {
 namespace {
@@ -75,7 +75,8 @@ std::string check_shape(const StepView& s, PoolShape& sh) {
   sh.n = xt.dims[0], sh.h = xt.dims[1], sh.w = xt.dims[2], sh.c = xt.dims[3];
   if (sh.n <= 0 || sh.h <= 0 || sh.w <= 0 || sh.c <= 0) return "input " + dims_string(dims_of(xt)) + " is empty";
   sh.fh = p.filter_h, sh.fw = p.filter_w, sh.sh = p.stride_h, sh.sw = p.stride_w;
-  if (!pool_dim(sh.h, sh.fh, sh.sh, p.padding, &sh.oh, &sh.pt) || !pool_dim(sh.w, sh.fw, sh.sw, p.padding, &sh.ow, &sh.pl))
+  if (!pool_dim(sh.h, sh.fh, sh.sh, p.padding, &sh.oh, &sh.pt) ||
+      !pool_dim(sh.w, sh.fw, sh.sw, p.padding, &sh.ow, &sh.pl))
     return "filter " + std::to_string(sh.fh) + "x" + std::to_string(sh.fw) + " does not fit input " +
            dims_string(dims_of(xt)) + " with VALID padding";
   const std::vector<uint64_t> want = {static_cast<uint64_t>(sh.n), static_cast<uint64_t>(sh.oh),
@@ -121,8 +122,8 @@ StepRun prepare(const OpContext& c) {
              act != CLTRAIN_ACT_NONE ? c.offset(s.in(3)) : cl_uint{0}, c.offset(s.out(0)));
     count = s.count(scatter ? s.in(1) : s.out(0));
     // Positions no window covers: zeros first.
-    const bool covered = sh.sh == sh.fh && sh.sw == sh.fw && sh.oh * sh.sh - sh.pt >= sh.h && sh.ow * sh.sw - sh.pl >= sh.w &&
-                         sh.pt == 0 && sh.pl == 0;
+    const bool covered = sh.sh == sh.fh && sh.sw == sh.fw && sh.oh * sh.sh - sh.pt >= sh.h &&
+                         sh.ow * sh.sw - sh.pl >= sh.w && sh.pt == 0 && sh.pl == 0;
     if (scatter && !covered) {
       const size_t off = static_cast<size_t>(c.offset(s.out(0))) * 4, bytes = s.count(s.out(0)) * 4;
       const std::string what = s.what();
@@ -135,8 +136,8 @@ StepRun prepare(const OpContext& c) {
   } else if (max_pool) {
     d.set("ACT", s.step.params.dx_activation);
     k = c.kernel(kFamily, d, "max_pool_backward");
-    set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.in(1)),
-             s.in(3) >= 0 ? c.offset(s.in(3)) : cl_uint{0}, c.offset(s.out(0)));
+    set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.in(1)), s.in(3) >= 0 ? c.offset(s.in(3)) : cl_uint{0},
+             c.offset(s.out(0)));
     count = s.count(s.out(0));
   } else {
     k = c.kernel(kFamily, d, "avg_pool_backward");

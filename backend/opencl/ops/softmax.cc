@@ -12,8 +12,7 @@ constexpr const char* kFamily = "softmax.cl";
 std::string check_softmax(const StepView& s) {
   std::string why;
   const int32_t first = s.in(0);  // x forward, y backward
-  if (!(why = require_tensor(s, first, s.step.phase == CLTRAIN_PHASE_FORWARD ? "input" : "output")).empty())
-    return why;
+  if (!(why = require_tensor(s, first, s.step.phase == CLTRAIN_PHASE_FORWARD ? "input" : "output")).empty()) return why;
   const cltrain_tensor_desc& t = s.tensor(first);
   if (t.rank < 1 || t.dims[t.rank - 1] <= 0) return "needs a non-empty last dimension";
   if (!std::isfinite(s.step.params.beta)) return "beta is not finite";

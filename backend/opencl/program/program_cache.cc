@@ -32,11 +32,9 @@ std::string log_excerpt(const std::string& log) {
 
 std::string build_log(cl_program program, cl_device_id device) {
   size_t size = 0;
-  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) != CL_SUCCESS)
-    return {};
+  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) != CL_SUCCESS) return {};
   std::string log(size, '\0');
-  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, &log[0], nullptr) != CL_SUCCESS)
-    return {};
+  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, &log[0], nullptr) != CL_SUCCESS) return {};
   while (!log.empty() && log.back() == '\0') log.pop_back();
   return log;
 }
@@ -49,8 +47,8 @@ std::string program_options(cl_device_fp_config single_fp_config) {
   return o;
 }
 
-ProgramCache::ProgramCache(cl_context context, cl_device_id device, std::string device_key,
-                           std::string cache_dir, std::string device_options)
+ProgramCache::ProgramCache(cl_context context, cl_device_id device, std::string device_key, std::string cache_dir,
+                           std::string device_options)
     : context_(context),
       device_(device),
       device_key_(std::move(device_key)),
@@ -61,8 +59,7 @@ ProgramCache::~ProgramCache() {
   for (auto& [key, program] : programs_) clReleaseProgram(program);
 }
 
-cl_kernel ProgramCache::create_kernel(const std::string& family, const std::string& options,
-                                      const char* kernel_name) {
+cl_kernel ProgramCache::create_kernel(const std::string& family, const std::string& options, const char* kernel_name) {
   cl_program program = get_program(family, options);
   cl_int err = CL_SUCCESS;
   cl_kernel kernel = clCreateKernel(program, kernel_name, &err);
@@ -78,8 +75,7 @@ cl_program ProgramCache::get_program(const std::string& family, const std::strin
   const char* numerics = find_kernel_source("numerics.h");
   const char* common = find_kernel_source("common.cl");
   const char* body = find_kernel_source(family);
-  if (!numerics || !common || !body)
-    fail(CLTRAIN_ERROR, "kernel source " + family + " is not embedded in the plugin");
+  if (!numerics || !common || !body) fail(CLTRAIN_ERROR, "kernel source " + family + " is not embedded in the plugin");
   const std::string text = std::string(numerics) + "\n" + common + "\n" + body;
   const std::string full_options = device_options_ + " " + options;
   const std::string where = family + " with '" + options + "'";

@@ -34,9 +34,9 @@ class ProgramCache {
   // A new kernel object (the caller releases it) from the program for (family, options).
   cl_kernel create_kernel(const std::string& family, const std::string& options, const char* kernel_name);
 
-  int programs_built() const { return built_; }      // compiled from source
-  int programs_loaded() const { return loaded_; }    // loaded from the disk cache
-  int entries_rejected() const { return rejected_; } // disk cache entries found invalid and rebuilt
+  int programs_built() const { return built_; }                    // compiled from source
+  int programs_loaded() const { return loaded_; }                  // loaded from the disk cache
+  int entries_rejected() const { return rejected_; }               // disk cache entries found invalid and rebuilt
   int programs_from_source() const { return source_only_built_; }  // of families kept out of the cache
   // Programs of this family are never saved to (nor loaded from) the cache directory: each
   // process builds them from source. For kernels whose binaries cost the driver far more to

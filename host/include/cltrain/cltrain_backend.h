@@ -144,19 +144,19 @@ typedef struct cltrain_tensor_desc {
 
 /* Parameters of a step; each op reads the members it needs. */
 typedef struct cltrain_op_params {
-  int32_t activation; /* cltrain_activation, fused into the op */
-  float beta;         /* SOFTMAX */
-  int32_t reduction;  /* cltrain_loss_reduction, LOSS_* */
+  int32_t activation;                         /* cltrain_activation, fused into the op */
+  float beta;                                 /* SOFTMAX */
+  int32_t reduction;                          /* cltrain_loss_reduction, LOSS_* */
   float learning_rate, beta1, beta2, epsilon; /* UPDATE_*; learning_rate may be overridden per run */
   /* CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D, AVERAGE_POOL_2D */
   int32_t padding; /* cltrain_padding */
   int32_t stride_h, stride_w;
-  int32_t dilation_h, dilation_w; /* convolutions; 1 = none */
-  int32_t filter_h, filter_w;     /* pools (convolutions take theirs from W) */
-  int32_t depth_multiplier;       /* DEPTHWISE_CONV_2D */
-  int32_t axis;                   /* CONCATENATION, non-negative */
-  int32_t axes_mask;              /* MEAN: bit i set = axis i is reduced */
-  int32_t keep_dims;              /* MEAN */
+  int32_t dilation_h, dilation_w;                                    /* convolutions; 1 = none */
+  int32_t filter_h, filter_w;                                        /* pools (convolutions take theirs from W) */
+  int32_t depth_multiplier;                                          /* DEPTHWISE_CONV_2D */
+  int32_t axis;                                                      /* CONCATENATION, non-negative */
+  int32_t axes_mask;                                                 /* MEAN: bit i set = axis i is reduced */
+  int32_t keep_dims;                                                 /* MEAN */
   int32_t pad_before[CLTRAIN_MAX_RANK], pad_after[CLTRAIN_MAX_RANK]; /* PAD, per axis */
   /* UPDATE_*: when update_count > 0 only elements [update_offset, update_offset + update_count)
    * of W (and of grad) are updated; Adam's m and v then have update_count elements, m[i] and v[i]
@@ -193,14 +193,14 @@ typedef struct cltrain_graph_desc {
   int32_t num_tensors;
   const void* tensors; /* num_tensors cltrain_tensor_desc, tensor_size bytes apart */
   int32_t num_steps;
-  const void* steps;        /* num_steps cltrain_step_desc, step_size bytes apart */
-  const uint8_t* assigned;  /* num_steps flags: 1 where the step runs on this backend (NULL in supports) */
+  const void* steps;       /* num_steps cltrain_step_desc, step_size bytes apart */
+  const uint8_t* assigned; /* num_steps flags: 1 where the step runs on this backend (NULL in supports) */
 } cltrain_graph_desc;
 
 /* What prepare reports about the backend's memory plan (bytes). */
 typedef struct cltrain_memory_report {
-  uint32_t struct_size; /* sizeof(cltrain_memory_report) as the host knows it; the backend fills
-                           only the members that fit */
+  uint32_t struct_size;                   /* sizeof(cltrain_memory_report) as the host knows it; the backend fills
+                                             only the members that fit */
   uint64_t role_peak[CLTRAIN_ROLE_COUNT]; /* peak of live bytes of each role over the step order */
   uint64_t pool_bytes;                    /* bytes allocated for the pool(s) */
   uint64_t lower_bound;                   /* largest sum of live bytes at any one step */
@@ -215,8 +215,8 @@ typedef struct cltrain_backend_config {
 
 typedef struct cltrain_run_args {
   uint32_t struct_size; /* sizeof(cltrain_run_args) as the host knows it */
-  int64_t iteration;   /* 1-based number of the current training iteration (Adam's t) */
-  float learning_rate; /* overrides params.learning_rate of update steps when > 0 */
+  int64_t iteration;    /* 1-based number of the current training iteration (Adam's t) */
+  float learning_rate;  /* overrides params.learning_rate of update steps when > 0 */
 } cltrain_run_args;
 
 /* What a backend did since create or the last reset_stats. The host sets struct_size; the
@@ -239,10 +239,10 @@ typedef struct cltrain_run_stats {
 /* Device time of one step since the last reset_stats, from the device's own timestamps (OpenCL
  * event profiling) or, for a host backend, the host's clock. A row of profile(). */
 typedef struct cltrain_kernel_profile {
-  int32_t step;    /* global step index; -1: the host's transfers (write_tensor, read_tensor) */
+  int32_t step; /* global step index; -1: the host's transfers (write_tensor, read_tensor) */
   int32_t reserved;
-  int64_t calls;   /* device commands timed: kernels, copies, transfers */
-  double ms;       /* their summed execution time (end - start of each), milliseconds */
+  int64_t calls; /* device commands timed: kernels, copies, transfers */
+  double ms;     /* their summed execution time (end - start of each), milliseconds */
 } cltrain_kernel_profile;
 
 /* A private tensor of a backend's plan (kernel scratch), for drawing and checking plans. A row of
@@ -265,8 +265,7 @@ typedef struct cltrain_backend_iface {
   const char* name;     /* "opencl", "cpu"; static */
 
   /* Creates a backend object on a device. On failure *out is NULL and err holds one line. */
-  cltrain_status (*create)(const cltrain_backend_config* config, cltrain_backend** out, char* err,
-                           size_t err_len);
+  cltrain_status (*create)(const cltrain_backend_config* config, cltrain_backend** out, char* err, size_t err_len);
   void (*destroy)(cltrain_backend* backend);
 
   /* 1 if the backend can run step `step` of the graph (a forward step of a model op; with
@@ -276,8 +275,7 @@ typedef struct cltrain_backend_iface {
 
   /* Plans memory for the assigned steps, allocates the pool, builds kernels and uploads initial
    * tensor data. Called once. report may be NULL. */
-  cltrain_status (*prepare)(cltrain_backend* backend, const cltrain_graph_desc* graph,
-                            cltrain_memory_report* report);
+  cltrain_status (*prepare)(cltrain_backend* backend, const cltrain_graph_desc* graph, cltrain_memory_report* report);
 
   /* Runs the given steps (global indices, all assigned to this backend, in order). May return
    * before the device has finished; read_tensor and sync wait. */
@@ -287,10 +285,8 @@ typedef struct cltrain_backend_iface {
   /* Copies a whole tensor in or out (bytes must equal the tensor's size). write_tensor may return
    * before the copy completes only if it has copied src already; read_tensor waits for all work
    * queued before it. */
-  cltrain_status (*write_tensor)(cltrain_backend* backend, int32_t tensor, const void* src,
-                                 uint64_t bytes);
-  cltrain_status (*read_tensor)(cltrain_backend* backend, int32_t tensor, void* dst,
-                                uint64_t bytes);
+  cltrain_status (*write_tensor)(cltrain_backend* backend, int32_t tensor, const void* src, uint64_t bytes);
+  cltrain_status (*read_tensor)(cltrain_backend* backend, int32_t tensor, void* dst, uint64_t bytes);
 
   /* Waits for all queued work. */
   cltrain_status (*sync)(cltrain_backend* backend);
@@ -317,8 +313,7 @@ typedef struct cltrain_backend_iface {
 
   /* The private tensors of the plan (after prepare): *num_rows cltrain_private_tensor rows,
    * *row_size bytes apart, owned by the backend, valid until the next call on it. */
-  cltrain_status (*plan_private)(cltrain_backend* backend, const void** rows, uint32_t* row_size,
-                                 int32_t* num_rows);
+  cltrain_status (*plan_private)(cltrain_backend* backend, const void** rows, uint32_t* row_size, int32_t* num_rows);
 
   /* Fills out (up to out->struct_size, which the host sets) with what the backend did since
    * create or the last reset_stats. */
@@ -334,8 +329,7 @@ typedef struct cltrain_backend_iface {
    * *num_rows cltrain_kernel_profile rows, *row_size bytes apart, one per step that ran (and one
    * with step -1 for the host's transfers), in step order. Waits for queued work (not counted
    * in stats). The rows are owned by the backend, valid until its next call. */
-  cltrain_status (*profile)(cltrain_backend* backend, const void** rows, uint32_t* row_size,
-                            int32_t* num_rows);
+  cltrain_status (*profile)(cltrain_backend* backend, const void** rows, uint32_t* row_size, int32_t* num_rows);
 } cltrain_backend_iface;
 
 /* Copies a struct that its writer made src_size bytes long into *dst (dst_size bytes, the
@@ -383,9 +377,8 @@ static inline cltrain_step_desc cltrain_graph_step(const cltrain_graph_desc* g, 
 /* The dtype a step's slot holds: UINT8 for MAX_POOL_2D's argmax (forward output 1, backward
  * input 2), FLOAT32 everywhere else. */
 static inline int32_t cltrain_slot_dtype(const cltrain_step_desc* step, int output, int slot) {
-  if (step->op == CLTRAIN_OP_MAX_POOL_2D &&
-      ((step->phase == CLTRAIN_PHASE_FORWARD && output && slot == 1) ||
-       (step->phase == CLTRAIN_PHASE_BACKWARD && !output && slot == 2)))
+  if (step->op == CLTRAIN_OP_MAX_POOL_2D && ((step->phase == CLTRAIN_PHASE_FORWARD && output && slot == 1) ||
+                                             (step->phase == CLTRAIN_PHASE_BACKWARD && !output && slot == 2)))
     return CLTRAIN_UINT8;
   return CLTRAIN_FLOAT32;
 }

@@ -156,12 +156,10 @@ typedef enum cltrain_loss_reduction {
 static inline const char* cltrain_op_name(int op) {
   switch (op) {
 #define CLTRAIN_X_NAME(e, name, code, kind) \
-  case CLTRAIN_OP_##e:                      \
-    return name;
+  case CLTRAIN_OP_##e: return name;
     CLTRAIN_OP_LIST(CLTRAIN_X_NAME)
 #undef CLTRAIN_X_NAME
-    default:
-      return "?";
+    default: return "?";
   }
 }
 

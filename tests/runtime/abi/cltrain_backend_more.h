@@ -73,18 +73,18 @@ typedef struct cltrain_tensor_desc {
 } cltrain_tensor_desc;
 
 typedef struct cltrain_op_params {
-  int32_t activation; /* cltrain_activation, fused into the op */
-  float beta;         /* SOFTMAX */
-  int32_t reduction;  /* cltrain_loss_reduction, LOSS_* */
+  int32_t activation;                         /* cltrain_activation, fused into the op */
+  float beta;                                 /* SOFTMAX */
+  int32_t reduction;                          /* cltrain_loss_reduction, LOSS_* */
   float learning_rate, beta1, beta2, epsilon; /* UPDATE_*; learning_rate may be overridden per run */
-  int32_t padding; /* cltrain_padding */
+  int32_t padding;                            /* cltrain_padding */
   int32_t stride_h, stride_w;
-  int32_t dilation_h, dilation_w; /* convolutions; 1 = none */
-  int32_t filter_h, filter_w;     /* pools (convolutions take theirs from W) */
-  int32_t depth_multiplier;       /* DEPTHWISE_CONV_2D */
-  int32_t axis;                   /* CONCATENATION, non-negative */
-  int32_t axes_mask;              /* MEAN: bit i set = axis i is reduced */
-  int32_t keep_dims;              /* MEAN */
+  int32_t dilation_h, dilation_w;                                    /* convolutions; 1 = none */
+  int32_t filter_h, filter_w;                                        /* pools (convolutions take theirs from W) */
+  int32_t depth_multiplier;                                          /* DEPTHWISE_CONV_2D */
+  int32_t axis;                                                      /* CONCATENATION, non-negative */
+  int32_t axes_mask;                                                 /* MEAN: bit i set = axis i is reduced */
+  int32_t keep_dims;                                                 /* MEAN */
   int32_t pad_before[CLTRAIN_MAX_RANK], pad_after[CLTRAIN_MAX_RANK]; /* PAD, per axis */
   int32_t update_offset, update_count;
   int32_t dx_activation;
@@ -110,13 +110,13 @@ typedef struct cltrain_graph_desc {
   int32_t num_tensors;
   const void* tensors; /* num_tensors cltrain_tensor_desc, tensor_size bytes apart */
   int32_t num_steps;
-  const void* steps;        /* num_steps cltrain_step_desc, step_size bytes apart */
-  const uint8_t* assigned;  /* num_steps flags: 1 where the step runs on this backend (NULL in supports) */
+  const void* steps;       /* num_steps cltrain_step_desc, step_size bytes apart */
+  const uint8_t* assigned; /* num_steps flags: 1 where the step runs on this backend (NULL in supports) */
 } cltrain_graph_desc;
 
 typedef struct cltrain_memory_report {
-  uint32_t struct_size; /* sizeof(cltrain_memory_report) as the host knows it; the backend fills
-                           only the members that fit */
+  uint32_t struct_size;                   /* sizeof(cltrain_memory_report) as the host knows it; the backend fills
+                                             only the members that fit */
   uint64_t role_peak[CLTRAIN_ROLE_COUNT]; /* peak of live bytes of each role over the step order */
   uint64_t pool_bytes;                    /* bytes allocated for the pool(s) */
   uint64_t lower_bound;                   /* largest sum of live bytes at any one step */
@@ -131,8 +131,8 @@ typedef struct cltrain_backend_config {
 
 typedef struct cltrain_run_args {
   uint32_t struct_size; /* sizeof(cltrain_run_args) as the host knows it */
-  int64_t iteration;   /* 1-based number of the current training iteration (Adam's t) */
-  float learning_rate; /* overrides params.learning_rate of update steps when > 0 */
+  int64_t iteration;    /* 1-based number of the current training iteration (Adam's t) */
+  float learning_rate;  /* overrides params.learning_rate of update steps when > 0 */
   int32_t appended;
 } cltrain_run_args;
 
@@ -152,10 +152,10 @@ typedef struct cltrain_run_stats {
 } cltrain_run_stats;
 
 typedef struct cltrain_kernel_profile {
-  int32_t step;    /* global step index; -1: the host's transfers (write_tensor, read_tensor) */
+  int32_t step; /* global step index; -1: the host's transfers (write_tensor, read_tensor) */
   int32_t reserved;
-  int64_t calls;   /* device commands timed: kernels, copies, transfers */
-  double ms;       /* their summed execution time (end - start of each), milliseconds */
+  int64_t calls; /* device commands timed: kernels, copies, transfers */
+  double ms;     /* their summed execution time (end - start of each), milliseconds */
   uint64_t appended;
 } cltrain_kernel_profile;
 
@@ -174,22 +174,18 @@ typedef struct cltrain_backend_iface {
   uint32_t struct_size; /* sizeof(cltrain_backend_iface) of the plugin's build */
   const char* name;     /* "opencl", "cpu"; static */
 
-  cltrain_status (*create)(const cltrain_backend_config* config, cltrain_backend** out, char* err,
-                           size_t err_len);
+  cltrain_status (*create)(const cltrain_backend_config* config, cltrain_backend** out, char* err, size_t err_len);
   void (*destroy)(cltrain_backend* backend);
 
   int (*supports)(cltrain_backend* backend, const cltrain_graph_desc* graph, int32_t step, int training);
 
-  cltrain_status (*prepare)(cltrain_backend* backend, const cltrain_graph_desc* graph,
-                            cltrain_memory_report* report);
+  cltrain_status (*prepare)(cltrain_backend* backend, const cltrain_graph_desc* graph, cltrain_memory_report* report);
 
   cltrain_status (*run)(cltrain_backend* backend, const int32_t* steps, int32_t num_steps,
                         const cltrain_run_args* args);
 
-  cltrain_status (*write_tensor)(cltrain_backend* backend, int32_t tensor, const void* src,
-                                 uint64_t bytes);
-  cltrain_status (*read_tensor)(cltrain_backend* backend, int32_t tensor, void* dst,
-                                uint64_t bytes);
+  cltrain_status (*write_tensor)(cltrain_backend* backend, int32_t tensor, const void* src, uint64_t bytes);
+  cltrain_status (*read_tensor)(cltrain_backend* backend, int32_t tensor, void* dst, uint64_t bytes);
 
   cltrain_status (*sync)(cltrain_backend* backend);
 
@@ -205,15 +201,13 @@ typedef struct cltrain_backend_iface {
 
   cltrain_status (*plan_offsets)(cltrain_backend* backend, int64_t* offsets, int32_t num_tensors);
 
-  cltrain_status (*plan_private)(cltrain_backend* backend, const void** rows, uint32_t* row_size,
-                                 int32_t* num_rows);
+  cltrain_status (*plan_private)(cltrain_backend* backend, const void** rows, uint32_t* row_size, int32_t* num_rows);
 
   cltrain_status (*stats)(cltrain_backend* backend, cltrain_run_stats* out);
   cltrain_status (*reset_stats)(cltrain_backend* backend);
 
   cltrain_status (*set_profiling)(cltrain_backend* backend, int on);
-  cltrain_status (*profile)(cltrain_backend* backend, const void** rows, uint32_t* row_size,
-                            int32_t* num_rows);
+  cltrain_status (*profile)(cltrain_backend* backend, const void** rows, uint32_t* row_size, int32_t* num_rows);
   int (*appended)(cltrain_backend* backend);
 } cltrain_backend_iface;
 
@@ -254,9 +248,8 @@ static inline cltrain_step_desc cltrain_graph_step(const cltrain_graph_desc* g, 
 }
 
 static inline int32_t cltrain_slot_dtype(const cltrain_step_desc* step, int output, int slot) {
-  if (step->op == CLTRAIN_OP_MAX_POOL_2D &&
-      ((step->phase == CLTRAIN_PHASE_FORWARD && output && slot == 1) ||
-       (step->phase == CLTRAIN_PHASE_BACKWARD && !output && slot == 2)))
+  if (step->op == CLTRAIN_OP_MAX_POOL_2D && ((step->phase == CLTRAIN_PHASE_FORWARD && output && slot == 1) ||
+                                             (step->phase == CLTRAIN_PHASE_BACKWARD && !output && slot == 2)))
     return CLTRAIN_UINT8;
   return CLTRAIN_FLOAT32;
 }

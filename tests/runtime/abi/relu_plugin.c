@@ -22,7 +22,7 @@ struct cltrain_backend {
   int32_t num_tensors, num_steps;
   cltrain_tensor_desc* tensors;
   cltrain_step_desc* steps;
-  float** data; /* per tensor; NULL where not used here */
+  float** data;   /* per tensor; NULL where not used here */
   int64_t* calls; /* per step: times run */
   cltrain_private_tensor rows[2];
   int32_t num_rows;
@@ -130,7 +130,8 @@ static cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* host
   b->data = (float**)calloc((size_t)g.num_tensors + 1, sizeof(float*));
   b->calls = (int64_t*)calloc((size_t)g.num_steps + 1, sizeof(int64_t));
   b->profile_rows = (cltrain_kernel_profile*)calloc((size_t)g.num_steps + 1, sizeof(cltrain_kernel_profile));
-  if (!b->tensors || !b->steps || !b->data || !b->calls || !b->profile_rows) return fail(b, CLTRAIN_OUT_OF_MEMORY, "tables", 0);
+  if (!b->tensors || !b->steps || !b->data || !b->calls || !b->profile_rows)
+    return fail(b, CLTRAIN_OUT_OF_MEMORY, "tables", 0);
   uint64_t planned = 0;
   for (int32_t i = 0; i < g.num_tensors; ++i) {
     b->tensors[i] = cltrain_graph_tensor(&g, i);
@@ -280,19 +281,36 @@ static void read_past_the_table(void) {
 static const struct {
   cltrain_backend_iface iface;
   void (*after)(void);
-} kTable = {
-    {CLTRAIN_BACKEND_ABI_VERSION, sizeof(cltrain_backend_iface), PLUGIN_NAME, create, destroy, supports, prepare, run,
-     write_tensor, read_tensor, sync, last_error, NULL, NULL, NULL, NULL, plan_private, stats, reset_stats,
-     set_profiling
+} kTable = {{CLTRAIN_BACKEND_ABI_VERSION,
+             sizeof(cltrain_backend_iface),
+             PLUGIN_NAME,
+             create,
+             destroy,
+             supports,
+             prepare,
+             run,
+             write_tensor,
+             read_tensor,
+             sync,
+             last_error,
+             NULL,
+             NULL,
+             NULL,
+             NULL,
+             plan_private,
+             stats,
+             reset_stats,
+             set_profiling
 #ifdef CLTRAIN_ABI_MORE
-     ,
-     profile, appended
+             ,
+             profile,
+             appended
 #endif
-    },
+            },
 #ifdef CLTRAIN_ABI_MORE
-    NULL
+            NULL
 #else
-    read_past_the_table
+            read_past_the_table
 #endif
 };
 
