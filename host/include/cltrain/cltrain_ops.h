@@ -77,6 +77,11 @@
  *     dx_i = beta * (y_i * (dy_i - d)).
  * CONCATENATION  fwd in [x0, x1, ...] out [y] along params.axis; bwd in [dy] out [dx0, dx1, ...]
  *     (each may be -1); params.concat_extents gives each input's extent along the axis.
+ * HARD_SWISH  fwd in [x] out [y]: y = x * relu6(x + 3) / 6; bwd in [x, dy] out [dx] (the derivative
+ *     needs x: y does not determine it). in place: bwd dx with dy.
+ *     numerics: t = x + 3; r = t < 0 ? 0 : t; r = r > 6 ? 6 : r; y = (x * r) / 6. dx = -3 < x < 3 ?
+ *     dy * ((2 * x + 3) / 6) : (x >= 3 ? dy : 0) (the derivative of relu6 is 0 at its kinks, as
+ *     TensorFlow takes it).
  * LOSS_MSE, LOSS_CCE  fwd in [pred, expected] out [loss] (one element); bwd in [pred, expected]
  *     out [dpred]. Reduction: SUM_OVER_BATCH_SIZE divides the sum over samples by the batch N
  *     (dims[0] of pred), SUM does not; the backward includes the same scale.
@@ -124,7 +129,8 @@
   X(RELU6, "ReLU6", 21, CLTRAIN_KIND_MODEL)                      \
   X(TANH, "Tanh", 28, CLTRAIN_KIND_MODEL)                        \
   X(LOGISTIC, "Logistic", 14, CLTRAIN_KIND_MODEL)                \
-  X(CONCATENATION, "Concatenation", 2, CLTRAIN_KIND_MODEL)
+  X(CONCATENATION, "Concatenation", 2, CLTRAIN_KIND_MODEL)       \
+  X(HARD_SWISH, "HardSwish", 117, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,
