@@ -10,6 +10,7 @@
 #include "dataset.h"
 #include "model/builder.h"
 #include "session.h"
+#include "test_util.h"
 #include "trainer.h"
 
 namespace cltrain {
@@ -115,6 +116,50 @@ TEST(TrainMnistKaggle, OpenclMatchesCpu) { expect_opencl_matches_cpu("mnist-kagg
 // A Pad folded into its depthwise conv (SAME), the conv's ReLU6 derivative applied by the
 // depthwise backward in place, max pool 3x3/1 from its argmax (overlapping windows gather).
 TEST(TrainCnnTiny, OpenclMatchesCpu) { expect_opencl_matches_cpu("cnn-tiny", 2, 256); }
+
+}  // namespace
+}  // namespace cltrain
+
+namespace cltrain {
+namespace {
+
+// Five steps of the every-op model (tests/model/test_util.h: every model op of the descriptors
+// once, a new element-wise op included without an edit here) on fixed data, on OpenCL then the
+// CPU, or on the CPU alone: the per-step losses, and where each operator ran.
+std::optional<Run> train_every_op(bool with_opencl, std::string* why) {
+  std::vector<std::unique_ptr<Backend>> backends;
+  if (with_opencl) {
+    auto b = open_plugin_file(CLTRAIN_OPENCL_PLUGIN, default_backend_config(), why);
+    if (!b) return std::nullopt;
+    backends.push_back(std::move(b));
+  }
+  backends.push_back(open_backend("cpu", default_backend_config(), why));
+  Session session(build_training_graph(test::every_op_model(), TrainOptions{}), std::move(backends));
+  session.prepare();
+  std::vector<float> input(session.input_elements()), expected(session.prediction_elements(), 0.0f);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(static_cast<int>(i * 37 % 19) - 9) / 9.0f;
+  const size_t classes = expected.size() / static_cast<size_t>(session.batch());
+  for (size_t n = 0; n < static_cast<size_t>(session.batch()); ++n) expected[n * classes + n % classes] = 1.0f;
+  Run run;
+  for (int64_t it = 1; it <= 5; ++it)
+    run.losses.push_back(session.train_step(input.data(), expected.data(), it, nullptr));
+  run.placement = session.model_op_placement();
+  return run;
+}
+
+// Every op trained together, each on OpenCL, gives the CPU's losses: bit for bit on POCL.
+TEST(TrainEveryOp, OpenclMatchesCpu) {
+  std::string why;
+  auto cpu = train_every_op(false, &why);
+  ASSERT_TRUE(cpu) << why;
+  auto cl = train_every_op(true, &why);
+  if (!cl && why.find("not available") != std::string::npos) GTEST_SKIP() << why;
+  ASSERT_TRUE(cl) << why;
+  for (size_t i = 0; i < cl->placement.size(); ++i) EXPECT_EQ(cl->placement[i], "opencl") << "operator " << i;
+  ASSERT_EQ(cl->losses.size(), cpu->losses.size());
+  EXPECT_LT(cpu->losses.back(), cpu->losses.front());
+  for (size_t i = 0; i < cl->losses.size(); ++i) EXPECT_EQ(cl->losses[i], cpu->losses[i]) << "step " << i + 1;
+}
 
 }  // namespace
 }  // namespace cltrain
