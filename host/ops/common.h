@@ -13,6 +13,18 @@ void check_convolution(OperandCheck& c, bool depthwise);
 // x [N,H,W,C] pooled over filter_h x filter_w windows.
 void check_pool(OperandCheck& c);
 
+// The fields Conv2DOptions and DepthwiseConv2DOptions share: padding, strides, dilations, the
+// fused activation.
+template <class Options>
+void read_convolution_options(const Options& o, OptionReader& r, cltrain_op_params& p) {
+  p.padding = static_cast<int32_t>(o.padding());
+  p.stride_h = o.stride_h();
+  p.stride_w = o.stride_w();
+  p.dilation_h = o.dilation_h_factor();
+  p.dilation_w = o.dilation_w_factor();
+  p.activation = r.activation(o.fused_activation_function());
+}
+
 // CONV_2D and DEPTHWISE_CONV_2D: in [x, W, b] -> [y]; backward in [x, W, y, dy] -> [dx, dW, db].
 uint64_t convolution_flops(const StepTensors& s, bool depthwise);
 uint64_t pool_flops(const StepTensors& s, bool average);

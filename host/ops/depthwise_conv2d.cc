@@ -6,13 +6,8 @@ namespace {
 
 void read_options(const fb::Operator& fo, OptionReader& r, cltrain_op_params& p) {
   const auto* o = fo.builtin_options_as_DepthwiseConv2DOptions();
-  p.padding = static_cast<int32_t>(o->padding());
-  p.stride_h = o->stride_h();
-  p.stride_w = o->stride_w();
-  p.dilation_h = o->dilation_h_factor();
-  p.dilation_w = o->dilation_w_factor();
+  read_convolution_options(*o, r, p);
   p.depth_multiplier = o->depth_multiplier();  // 0 (not set): taken from the weights' shape
-  p.activation = r.activation(o->fused_activation_function());
 }
 
 WrittenOptions write_options(flatbuffers::FlatBufferBuilder& fbb, const Model&, const Operator& op) {

@@ -24,9 +24,8 @@ struct Run {
 // Trains a builder model for `epochs` epochs at batch 32 (Adam, lr 0.001, CCE) on the first
 // `samples` Fashion-MNIST images, on OpenCL then the CPU, or on the CPU alone. Returns nothing if
 // the OpenCL plugin is not available here.
-std::optional<Run> train_model(const std::string& name, int epochs, uint64_t samples, bool with_opencl,
-                               std::string* why) {
-  Model model = make_named_model(name, 32);
+// OpenCL then the CPU, or the CPU alone; nothing if the OpenCL plugin cannot run here.
+std::optional<std::vector<std::unique_ptr<Backend>>> open_backends(bool with_opencl, std::string* why) {
   std::vector<std::unique_ptr<Backend>> backends;
   if (with_opencl) {
     auto b = open_plugin_file(CLTRAIN_OPENCL_PLUGIN, default_backend_config(), why);
@@ -34,7 +33,15 @@ std::optional<Run> train_model(const std::string& name, int epochs, uint64_t sam
     backends.push_back(std::move(b));
   }
   backends.push_back(open_backend("cpu", default_backend_config(), why));
-  Session session(build_training_graph(model, TrainOptions{}), std::move(backends));
+  return backends;
+}
+
+std::optional<Run> train_model(const std::string& name, int epochs, uint64_t samples, bool with_opencl,
+                               std::string* why) {
+  Model model = make_named_model(name, 32);
+  auto backends = open_backends(with_opencl, why);
+  if (!backends) return std::nullopt;
+  Session session(build_training_graph(model, TrainOptions{}), std::move(*backends));
   session.prepare();
   Dataset data = load_fashion_mnist(kFashionMnistDir, true);
   data.truncate(samples);
@@ -127,14 +134,9 @@ namespace {
 // once, a new element-wise op included without an edit here) on fixed data, on OpenCL then the
 // CPU, or on the CPU alone: the per-step losses, and where each operator ran.
 std::optional<Run> train_every_op(bool with_opencl, std::string* why) {
-  std::vector<std::unique_ptr<Backend>> backends;
-  if (with_opencl) {
-    auto b = open_plugin_file(CLTRAIN_OPENCL_PLUGIN, default_backend_config(), why);
-    if (!b) return std::nullopt;
-    backends.push_back(std::move(b));
-  }
-  backends.push_back(open_backend("cpu", default_backend_config(), why));
-  Session session(build_training_graph(test::every_op_model(), TrainOptions{}), std::move(backends));
+  auto backends = open_backends(with_opencl, why);
+  if (!backends) return std::nullopt;
+  Session session(build_training_graph(test::every_op_model(), TrainOptions{}), std::move(*backends));
   session.prepare();
   std::vector<float> input(session.input_elements()), expected(session.prediction_elements(), 0.0f);
   for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(static_cast<int>(i * 37 % 19) - 9) / 9.0f;
