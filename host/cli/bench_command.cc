@@ -111,8 +111,8 @@ void print_profile(const std::vector<ProfileRow>& rows, double ms_per_step) {
 }  // namespace
 
 int run_bench(const Options& o) {
-  PreparedSession p = load_and_prepare(o);
-  Session& session = *p.session;
+  const PreparedSession p = load_and_prepare(o);
+  Session& session = p.session();
   // One fixed batch: inputs uniform in [0, 1), one-hot expected outputs of random classes.
   std::mt19937 rng(o.seed);
   std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
@@ -121,9 +121,10 @@ int run_bench(const Options& o) {
   for (float& v : input) v = uniform(rng);
   for (uint64_t i = 0; i < b; ++i) expected[i * p.output_size + rng() % p.output_size] = 1.0f;
 
-  std::printf("bench %s: batch %d, %s, %s, backends %s\n", o.model.c_str(), p.batch, o.optimizer == 1 ? "sgd" : "adam",
-              o.loss == 1 ? "mean squared error" : "categorical crossentropy", session.backend_names().c_str());
-  std::printf("device: %s\n", session.device_names().c_str());
+  std::printf("bench %s: batch %d, %s, %s, backends %s\n", o.model.c_str(), p.batch,
+              p.settings.optimizer == 1 ? "sgd" : "adam",
+              p.settings.loss == 1 ? "mean squared error" : "categorical crossentropy", p.backend_names.c_str());
+  std::printf("device: %s\n", p.device_names.c_str());
   std::printf("MODEL_LOAD takes %.4f ms, PREPARE takes %.4f ms\n", p.ms_load, p.ms_prepare);
   const std::vector<size_t> used = backends_used(session);
   bool profiling = o.profile;
@@ -189,8 +190,8 @@ int run_bench(const Options& o) {
     nlohmann::json j;
     j["model"] = o.model;
     j["batch_size"] = p.batch;
-    j["backends"] = session.backend_names();
-    j["device"] = session.device_names();
+    j["backends"] = p.backend_names;
+    j["device"] = p.device_names;
     j["ms_per_step"] = median;
     j["flops_per_step"] = flops;
     j["gflops"] = gflops;
@@ -221,8 +222,8 @@ int run_bench(const Options& o) {
     j["device_ms_per_step"] = rows ? nlohmann::json(device_ms) : nlohmann::json();  // sum of the kernels' ms
     j["steps"] = steps;
     j["timings_ms"] = {{"model_load", p.ms_load}, {"prepare", p.ms_prepare}};
-    j["memory"] = memory_json(session);
-    j["placement"] = placement_json(session);
+    j["memory"] = memory_json(*p.api);
+    j["placement"] = placement_json(*p.api);
     std::ofstream f(o.report);
     f << j.dump(2) << "\n";
     if (!f) throw std::runtime_error("cannot write report " + o.report);

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "api_session.h"
 #include "backend.h"
 #include "bench_command.h"
 #include "checkpoint.h"
@@ -72,6 +73,9 @@ int main(int argc, char** argv) {
     if (args[0] == "plan") return cltrain::run_plan({args.begin() + 1, args.end()});
     if (args[0] == "bench") return cltrain::run_bench(cltrain::parse_bench_options({args.begin() + 1, args.end()}));
     return cltrain::run_train(cltrain::parse_train_options(args));
+  } catch (const cltrain::ApiError& e) {  // its line names its kind ("model error: ...")
+    std::fprintf(stderr, "cltrain: %s\n", e.what());
+    return 1;
   } catch (const cltrain::UsageError& e) {
     std::fprintf(stderr, "cltrain: %s\n", e.what());
     return 2;

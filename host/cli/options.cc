@@ -75,6 +75,7 @@ const char* train_usage() {
          "                            --epoch stays the total, so training goes on from the next epoch\n"
          "  --export_checkpoint FILE  write a checkpoint after training (atomically)\n"
          "  --no-progress             no progress line while an epoch runs\n"
+         "  --no-shuffle              train on the samples in their order (default: reshuffled each epoch)\n"
          "other commands:\n"
          "  cltrain devices                           list OpenCL platforms and devices\n"
          "  cltrain ops                               the ops cltrain loads and trains\n"
@@ -167,6 +168,8 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       o.report = next();
     } else if (a == "--no-progress") {
       o.progress = false;
+    } else if (a == "--no-shuffle") {
+      o.shuffle = false;
     } else if (bench && a == "--steps") {
       o.steps = to_int(a, next());
       if (o.steps < 1) throw UsageError("--steps must be at least 1");

@@ -38,12 +38,9 @@ struct Options {
   std::string checkpoint, export_checkpoint;
   std::string train_config;
   std::string export_circle, export_circleplus;
-  std::set<std::string> given;
-  // From a model's training info (not command-line options).
-  std::vector<int32_t> info_ranks;
-  float adam_beta1 = 0, adam_beta2 = 0,
-        adam_epsilon = 0;  // options given on the command line (they win over a model's training info)
+  std::set<std::string> given;  // the options on the command line: they win over a model's training info
   bool progress = true;
+  bool shuffle = true;
   // cltrain bench
   int32_t steps = 10;
   int32_t warmup = 1;

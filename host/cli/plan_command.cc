@@ -58,7 +58,8 @@ std::string step_label(const Session& s, size_t i) {
   return l;
 }
 
-void write_json(Session& s, const std::vector<PlannedTensor>& tensors, const std::string& path) {
+void write_json(const PreparedSession& p, const std::vector<PlannedTensor>& tensors, const std::string& path) {
+  Session& s = p.session();
   nlohmann::json j;
   j["steps"] = nlohmann::json::array();
   for (size_t i = 0; i < s.graph().steps.size(); ++i)
@@ -76,7 +77,7 @@ void write_json(Session& s, const std::vector<PlannedTensor>& tensors, const std
                             {"last_step", t.last}});
     if (!t.shares.empty()) j["tensors"].back()["shares"] = t.shares;
   }
-  j["memory"] = memory_json(s);
+  j["memory"] = memory_json(*p.api);
   std::ofstream f(path);
   f << j.dump(1) << "\n";
   if (!f) throw std::runtime_error("cannot write " + path);
@@ -137,8 +138,8 @@ int run_plan(const std::vector<std::string>& raw) {
     }
   }
   const Options o = parse_bench_options(args);
-  PreparedSession p = load_and_prepare(o);
-  Session& s = *p.session;
+  const PreparedSession p = load_and_prepare(o);
+  Session& s = p.session();
   for (const auto& m : s.memory()) {
     std::printf("%s:\n", m.backend.c_str());
     for (int r = 0; r < CLTRAIN_ROLE_COUNT; ++r)
@@ -153,7 +154,7 @@ int run_plan(const std::vector<std::string>& raw) {
   }
   if (!json_path.empty() || !svg_path.empty()) {
     const auto tensors = planned_tensors(s);
-    if (!json_path.empty()) write_json(s, tensors, json_path);
+    if (!json_path.empty()) write_json(p, tensors, json_path);
     if (!svg_path.empty()) write_svg(s, tensors, svg_path);
   }
   return 0;

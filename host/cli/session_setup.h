@@ -1,32 +1,34 @@
-// What `cltrain MODEL` and `cltrain bench MODEL` share: load the model at the chosen batch,
-// open the backends, build and prepare the session; the report's memory and placement parts.
+// What `cltrain MODEL`, `cltrain bench MODEL` and `cltrain plan MODEL` share: a session of the C
+// API on the model, with the command line's options over the model's own training settings,
+// prepared; the report's memory and placement parts.
 #pragma once
 
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "model/model.h"
+#include "api_session.h"
 #include "options.h"
 #include "session.h"
 
 namespace cltrain {
 
 struct PreparedSession {
-  Options options;  // as given, with what the model's training info supplies filled in
-  Model model;
+  Options options;  // as given
+  std::unique_ptr<ApiSession> api;
+  cltrain_settings settings{};  // as prepared (its strings left out)
   int32_t batch = 0;
-  std::unique_ptr<Session> session;
-  double ms_load = 0, ms_prepare = 0;
   uint64_t input_size = 0, output_size = 0;  // floats per sample
+  double ms_load = 0, ms_prepare = 0;
+  std::string backend_names, device_names;  // the backends that run steps, and their devices
+
+  // Behind the API, for diagnostics (bench's profile, plan's tensors).
+  Session& session() const;
 };
 
-// Loads options.model (MODEL_LOAD), then builds and prepares the session (PREPARE).
+// Loads options.model (MODEL_LOAD), then prepares the session (PREPARE), printing the warnings.
 PreparedSession load_and_prepare(const Options& options);
 
-nlohmann::json memory_json(const Session& session);
-
-// Writes the trained model (--export_circle, --export_circleplus), atomically.
-void export_trained_model(PreparedSession& prepared);
-nlohmann::json placement_json(const Session& session);
+nlohmann::json memory_json(const ApiSession& api);
+nlohmann::json placement_json(const ApiSession& api);
 
 }  // namespace cltrain

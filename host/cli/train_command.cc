@@ -7,16 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "backend.h"
-#include "checkpoint.h"
 #include "dataset.h"
-#include "memory_plan.h"
-#include "model/builder.h"
-#include "model/model.h"
-#include "session.h"
 #include "session_setup.h"
 #include "trainer.h"
-#include "training_graph.h"
 
 namespace cltrain {
 namespace {
@@ -24,36 +17,69 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-void print_parameters(const Options& o, int32_t batch) {
+// The training loop's steps through the C API: each batch is copied in with set_input and
+// set_expected, then stepped.
+class ApiSteps : public Steps {
+ public:
+  explicit ApiSteps(const PreparedSession& p) : api_(*p.api), p_(p) {}
+  uint64_t batch() const override { return static_cast<uint64_t>(p_.batch); }
+  uint64_t input_size() const override { return p_.input_size; }
+  uint64_t output_size() const override { return p_.output_size; }
+  float train_step(const float* input, const float* expected, float* prediction) override {
+    set_batch(input, expected);
+    float loss = 0;
+    api_.check(cltrain_train_step_outputs(api_.get(), &loss, prediction, prediction ? outputs() : 0));
+    return loss;
+  }
+  float evaluate(const float* input, const float* expected, float* prediction) override {
+    set_batch(input, expected);
+    float loss = 0;
+    api_.check(cltrain_evaluate(api_.get(), &loss, prediction, prediction ? outputs() : 0));
+    return loss;
+  }
+  void predict(const float* input, float* prediction) override {
+    api_.check(cltrain_predict(api_.get(), input, batch() * input_size(), prediction, outputs()));
+  }
+
+ private:
+  uint64_t outputs() const { return batch() * output_size(); }
+  void set_batch(const float* input, const float* expected) {
+    api_.check(cltrain_set_input(api_.get(), input, batch() * input_size()));
+    api_.check(cltrain_set_expected(api_.get(), expected, outputs()));
+  }
+  const ApiSession& api_;
+  const PreparedSession& p_;
+};
+
+void print_parameters(const Options& o, const cltrain_settings& c, int32_t batch) {
   std::printf("Model Filename %s\n", o.model.c_str());
   std::printf("== training parameter ==\n");
-  std::printf("- learning_rate   = %g\n", static_cast<double>(o.learning_rate));
+  std::printf("- learning_rate   = %g\n", static_cast<double>(c.learning_rate));
   std::printf("- batch_size      = %d\n", batch);
   std::printf("- loss_info       = {loss = %s, reduction = %s}\n",
-              o.loss == 1 ? "mean squared error" : "categorical crossentropy",
-              o.loss_reduction == 1 ? "sum over batch size" : "sum");
-  std::printf("- optimizer       = %s\n", o.optimizer == 1 ? "sgd" : "adam");
-  std::printf("- num_of_trainable_ops = %d\n", o.num_of_trainable_ops);
+              c.loss == 1 ? "mean squared error" : "categorical crossentropy",
+              c.loss_reduction == 1 ? "sum over batch size" : "sum");
+  std::printf("- optimizer       = %s\n", c.optimizer == 1 ? "sgd" : "adam");
+  std::printf("- num_of_trainable_ops = %d\n", c.num_trainable_ops);
   std::printf("========================\n");
   std::fflush(stdout);
 }
 
 }  // namespace
 
-int run_train(const Options& given) {
+int run_train(const Options& o) {
   // Data first: a bad data file should not wait for kernel builds.
   Dataset data, test;
-  const bool fashion = !given.data.empty();
+  const bool fashion = !o.data.empty();
   if (fashion) {
-    const std::string dir = given.data.size() > 14 ? given.data.substr(14) : kFashionMnistDir;
+    const std::string dir = o.data.size() > 14 ? o.data.substr(14) : kFashionMnistDir;
     data = load_fashion_mnist(dir, true);
     test = load_fashion_mnist(dir, false);
   }
-  PreparedSession prepared = load_and_prepare(given);
-  const Options& o = prepared.options;
-  Session& session = *prepared.session;
+  const PreparedSession prepared = load_and_prepare(o);
+  const ApiSession& api = *prepared.api;
+  const cltrain_settings& settings = prepared.settings;
   const int32_t batch = prepared.batch;
-  const double ms_load = prepared.ms_load, ms_prepare = prepared.ms_prepare;
   if (!fashion) data = load_raw(o.load_input_raw, prepared.input_size, o.load_expected_raw, prepared.output_size);
   if (data.input_size != prepared.input_size || data.expected_size != prepared.output_size)
     throw DataError("the data has samples of " + std::to_string(data.input_size) + " inputs and " +
@@ -63,19 +89,20 @@ int run_train(const Options& given) {
   Dataset validation;
   if (o.validation_split > 0) validation = data.split_tail(static_cast<uint64_t>(data.size() * o.validation_split));
 
-  print_parameters(o, batch);
+  print_parameters(o, settings, batch);
   TrainerConfig tc;
-  tc.epochs = o.epochs;
+  tc.epochs = settings.epochs;
   tc.accuracy = o.metric == 0;
+  tc.shuffle = o.shuffle;
   tc.progress = o.progress && isatty(STDOUT_FILENO);
   if (!o.checkpoint.empty()) {
-    const TrainingPosition pos = load_checkpoint(session, read_file_bytes(o.checkpoint), o.checkpoint);
-    tc.epochs_done = static_cast<int32_t>(pos.epoch);
-    tc.iterations_done = pos.step;
+    api.check(cltrain_import_checkpoint(api.get(), o.checkpoint.c_str()));
+    api.check(cltrain_get_position(api.get(), nullptr, &tc.epochs_done));
   }
+  ApiSteps steps(prepared);
   const auto t_exec = Clock::now();
-  auto epochs = train(session, data, validation, tc, [&](const EpochResult& r) {
-    std::printf("Epoch %d/%d - time: %.3fms/step - loss: [0] %.4f", r.epoch, o.epochs, r.ms_per_step, r.loss);
+  auto epochs = train(steps, data, validation, tc, [&](const EpochResult& r) {
+    std::printf("Epoch %d/%d - time: %.3fms/step - loss: [0] %.4f", r.epoch, tc.epochs, r.ms_per_step, r.loss);
     if (r.accuracy >= 0) std::printf(" - categorical_accuracy: %.4f", r.accuracy);
     if (r.val_loss >= 0) {
       std::printf(" - val_loss: [0] %.4f", r.val_loss);
@@ -85,24 +112,19 @@ int run_train(const Options& given) {
     std::fflush(stdout);
   });
   const double ms_exec = ms_since(t_exec);
-  if (!o.export_checkpoint.empty()) {
-    TrainingPosition pos{static_cast<uint32_t>(tc.iterations_done), static_cast<uint32_t>(tc.epochs_done)};
-    for (const auto& r : epochs) {
-      pos.step += static_cast<uint32_t>(r.steps);
-      pos.epoch = static_cast<uint32_t>(r.epoch);
-    }
-    save_file_atomic(o.export_checkpoint, make_checkpoint(session, pos));
-  }
-  export_trained_model(prepared);
+  if (!epochs.empty()) api.check(cltrain_set_epochs_done(api.get(), epochs.back().epoch));
+  if (!o.export_checkpoint.empty()) api.check(cltrain_export_checkpoint(api.get(), o.export_checkpoint.c_str()));
+  if (!o.export_circle.empty()) api.check(cltrain_export_circle(api.get(), o.export_circle.c_str()));
+  if (!o.export_circleplus.empty()) api.check(cltrain_export_circleplus(api.get(), o.export_circleplus.c_str()));
   double test_accuracy = -1;
   if (fashion) {
-    test_accuracy = categorical_accuracy(session, test);
+    test_accuracy = categorical_accuracy(steps, test);
     std::printf("Test accuracy: %.4f (%llu Fashion-MNIST test images)\n", test_accuracy,
                 static_cast<unsigned long long>(test.size()));
   }
   std::printf("===================================\n");
-  std::printf("MODEL_LOAD   takes %.4f ms\n", ms_load);
-  std::printf("PREPARE      takes %.4f ms\n", ms_prepare);
+  std::printf("MODEL_LOAD   takes %.4f ms\n", prepared.ms_load);
+  std::printf("PREPARE      takes %.4f ms\n", prepared.ms_prepare);
   std::printf("EXECUTE      takes %.4f ms\n", ms_exec);
   for (const auto& r : epochs) std::printf("- Epoch %-6d takes %.4f ms\n", r.epoch, r.ms);
   std::printf("===================================\n");
@@ -111,8 +133,8 @@ int run_train(const Options& given) {
   if (!o.report.empty()) {
     nlohmann::json j;
     j["model"] = o.model;
-    j["backends"] = session.backend_names();
-    j["device"] = session.device_names();
+    j["backends"] = prepared.backend_names;
+    j["device"] = prepared.device_names;
     j["batch_size"] = batch;
     j["epochs"] = nlohmann::json::array();
     for (const auto& r : epochs) {
@@ -125,9 +147,9 @@ int run_train(const Options& given) {
       j["epochs"].push_back(e);
     }
     if (test_accuracy >= 0) j["test_accuracy"] = test_accuracy;
-    j["timings_ms"] = {{"model_load", ms_load}, {"prepare", ms_prepare}, {"execute", ms_exec}};
-    j["memory"] = memory_json(session);
-    j["placement"] = placement_json(session);
+    j["timings_ms"] = {{"model_load", prepared.ms_load}, {"prepare", prepared.ms_prepare}, {"execute", ms_exec}};
+    j["memory"] = memory_json(api);
+    j["placement"] = placement_json(api);
     std::ofstream f(o.report);
     f << j.dump(2) << "\n";
     if (!f) throw std::runtime_error("cannot write report " + o.report);

@@ -1,6 +1,8 @@
 #include "backend.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -158,13 +160,26 @@ cltrain_backend_config default_backend_config() {
 
 namespace {
 
+std::string dir_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
 std::string executable_dir() {
   char buf[4096];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n <= 0) return ".";
-  std::string p(buf, static_cast<size_t>(n));
-  const auto slash = p.rfind('/');
-  return slash == std::string::npos ? "." : p.substr(0, slash);
+  return dir_of(std::string(buf, static_cast<size_t>(n)));
+}
+
+// The directory of the file this code is in: libcltrain.so's, or the executable's when the
+// runtime is linked into it.
+std::string own_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&dir_of), &info) == 0 || !info.dli_fname) return executable_dir();
+  char real[4096];
+  if (!realpath(info.dli_fname, real)) return dir_of(info.dli_fname);
+  return dir_of(real);
 }
 
 bool file_exists(const std::string& p) { return access(p.c_str(), F_OK) == 0; }
@@ -228,7 +243,10 @@ std::vector<std::string> plugin_search_dirs() {
       start = colon + 1;
     }
   }
-  dirs.push_back(executable_dir());
+  // Next to libcltrain (or the executable it is linked into), next to the executable, and the
+  // lib directory beside an installed bin/.
+  for (const std::string& d : {own_dir(), executable_dir(), executable_dir() + "/../lib"})
+    if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(d);
   return dirs;
 }
 
@@ -302,7 +320,7 @@ std::string list_backend_devices(const std::string& name, std::string* why) {
       break;
     }
     if (!found) {
-      *why = "backend plugin " + file + " not found (looked in CLTRAIN_BACKEND_PATH and " + executable_dir() + ")";
+      *why = "backend plugin " + file + " not found";
       return {};
     }
   }

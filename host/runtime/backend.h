@@ -70,7 +70,8 @@ class Backend {
 extern "C" const cltrain_backend_iface* cltrain_cpu_backend_iface(void);
 
 // Where plugins are looked for: each directory of CLTRAIN_BACKEND_PATH (':'-separated), then the
-// directory of the running executable.
+// directory of libcltrain (or of the executable the runtime is linked into), the executable's
+// directory, and ../lib from it (an installed bin/cltrain).
 std::vector<std::string> plugin_search_dirs();
 
 // Opens a backend by name ("cpu" or a plugin libcltrain_<name>.so). Returns nullptr and sets

@@ -193,7 +193,7 @@ void Session::prepare() {
       if (step_backend_[s] == static_cast<int32_t>(b)) assigned[s] = 1, any = true;
     if (!any) continue;
     const cltrain_graph_desc g = graph_desc(tensors_[b], graph_.steps, assigned.data());
-    memory_.push_back({backends_[b]->name(), backends_[b]->prepare(g)});
+    memory_.push_back({backends_[b]->name(), backends_[b]->device_name(), backends_[b]->prepare(g)});
   }
 }
 
@@ -349,10 +349,7 @@ std::string Session::backend_names() const {
 
 std::string Session::device_names() const {
   std::string out;
-  for (size_t b = 0; b < backends_.size(); ++b) {
-    if (std::find(step_backend_.begin(), step_backend_.end(), static_cast<int32_t>(b)) == step_backend_.end()) continue;
-    out += (out.empty() ? "" : "; ") + backends_[b]->device_name();
-  }
+  for (const auto& m : memory_) out += (out.empty() ? "" : "; ") + m.device;
   return out;
 }
 

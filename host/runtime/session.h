@@ -14,6 +14,7 @@ namespace cltrain {
 
 struct BackendMemory {
   std::string backend;
+  std::string device;  // as the backend names it
   cltrain_memory_report report{};
 };
 

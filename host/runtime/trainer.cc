@@ -40,38 +40,46 @@ uint64_t count_correct(const float* pred, const float* expected, uint64_t rows, 
   return correct;
 }
 
-void check_sizes(const Session& s, const Dataset& d) {
-  const uint64_t b = static_cast<uint64_t>(s.batch());
-  if (d.input_size * b != s.input_elements() || d.expected_size * b != s.prediction_elements())
+void check_sizes(const Steps& s, const Dataset& d) {
+  if (d.input_size != s.input_size() || d.expected_size != s.output_size())
     throw DataError("the data has samples of " + std::to_string(d.input_size) + " inputs and " +
-                    std::to_string(d.expected_size) + " outputs, the model takes " +
-                    std::to_string(s.input_elements() / b) + " and gives " +
-                    std::to_string(s.prediction_elements() / b));
+                    std::to_string(d.expected_size) + " outputs, the model takes " + std::to_string(s.input_size()) +
+                    " and gives " + std::to_string(s.output_size()));
 }
 
 }  // namespace
 
+std::vector<uint64_t> epoch_order(uint64_t size, bool shuffle, uint32_t seed, int32_t epoch) {
+  std::vector<uint64_t> order(size);
+  std::iota(order.begin(), order.end(), 0);
+  if (shuffle) {
+    std::mt19937_64 rng(static_cast<uint64_t>(seed) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch));
+    std::shuffle(order.begin(), order.end(), rng);
+  }
+  return order;
+}
+
 std::vector<EpochResult> train(Session& session, const Dataset& data, const Dataset& validation,
                                const TrainerConfig& config, const EpochCallback& on_epoch) {
+  SessionSteps steps(session, config.iterations_done);
+  return train(steps, data, validation, config, on_epoch);
+}
+
+std::vector<EpochResult> train(Steps& session, const Dataset& data, const Dataset& validation,
+                               const TrainerConfig& config, const EpochCallback& on_epoch) {
   check_sizes(session, data);
-  const uint64_t batch = static_cast<uint64_t>(session.batch());
+  const uint64_t batch = session.batch();
   const uint64_t steps = data.size() / batch;
   if (steps == 0)
     throw DataError("the data has " + std::to_string(data.size()) + " samples, fewer than one batch of " +
                     std::to_string(batch));
-  std::vector<uint64_t> order(data.size());
   std::vector<float> in, out, pred(config.accuracy ? batch * data.expected_size : 0);
   std::vector<EpochResult> results;
-  int64_t iteration = config.iterations_done;
   // CLTRAIN_STEP_LOG=FILE: one line per step (epoch, step, loss) for comparing runs.
   std::unique_ptr<FILE, int (*)(FILE*)> step_log(nullptr, std::fclose);
   if (const char* p = std::getenv("CLTRAIN_STEP_LOG")) step_log.reset(std::fopen(p, "w"));
   for (int32_t e = config.epochs_done + 1; e <= config.epochs; ++e) {
-    std::iota(order.begin(), order.end(), 0);
-    if (config.shuffle) {
-      std::mt19937_64 rng(static_cast<uint64_t>(config.seed) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(e));
-      std::shuffle(order.begin(), order.end(), rng);
-    }
+    const std::vector<uint64_t> order = epoch_order(data.size(), config.shuffle, config.seed, e);
     EpochResult r;
     r.epoch = e;
     r.steps = static_cast<int64_t>(steps);
@@ -81,8 +89,7 @@ std::vector<EpochResult> train(Session& session, const Dataset& data, const Data
     auto last_progress = t0;
     for (uint64_t s = 0; s < steps; ++s) {
       gather(data, order, s * batch, batch, in, out);
-      const float loss =
-          session.train_step(in.data(), out.data(), ++iteration, config.accuracy ? pred.data() : nullptr);
+      const float loss = session.train_step(in.data(), out.data(), config.accuracy ? pred.data() : nullptr);
       if (!std::isfinite(loss))
         throw TrainingError("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
                             std::to_string(e) + ", step " + std::to_string(s + 1) +
@@ -128,8 +135,13 @@ std::vector<EpochResult> train(Session& session, const Dataset& data, const Data
 }
 
 double categorical_accuracy(Session& session, const Dataset& data) {
+  SessionSteps steps(session);
+  return categorical_accuracy(steps, data);
+}
+
+double categorical_accuracy(Steps& session, const Dataset& data) {
   check_sizes(session, data);
-  const uint64_t batch = static_cast<uint64_t>(session.batch());
+  const uint64_t batch = session.batch();
   if (data.size() == 0) return 0;
   std::vector<uint64_t> idx(data.size());
   std::iota(idx.begin(), idx.end(), 0);

@@ -79,6 +79,7 @@
 #include <string.h>
 
 #include "cltrain/cltrain_ops.h"
+#include "cltrain/cltrain_status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -96,14 +97,6 @@ extern "C" {
 #else
 #define CLTRAIN_EXPORT __attribute__((visibility("default")))
 #endif
-
-typedef enum cltrain_status {
-  CLTRAIN_OK = 0,
-  CLTRAIN_ERROR = 1,         /* a failure; last_error() says what */
-  CLTRAIN_UNAVAILABLE = 2,   /* the backend cannot run here (no driver, no device): not an error */
-  CLTRAIN_OUT_OF_MEMORY = 3, /* the device could not allocate the planned pool */
-  CLTRAIN_INVALID = 4        /* the host passed something the backend cannot accept */
-} cltrain_status;
 
 typedef enum cltrain_dtype { CLTRAIN_FLOAT32 = 0, CLTRAIN_INT32 = 1, CLTRAIN_UINT8 = 2 } cltrain_dtype;
 

@@ -1,0 +1,178 @@
+/* cltrain — the C API for applications (libcltrain). C99, usable from C++.
+ *
+ * A session holds one model: load it (from a file or from memory), read and change its training
+ * settings, prepare it on the backends (OpenCL first, the CPU always last), then train it step by
+ * step, run inference, read and write its weights, and export the model, a circle+ model or a
+ * checkpoint in onert's format.
+ *
+ *   cltrain_session* s;
+ *   char err[256];
+ *   if (cltrain_session_create("mlp.circle", &s, err, sizeof err) != CLTRAIN_OK) { puts(err); ... }
+ *   cltrain_settings cfg = {sizeof cfg};
+ *   cltrain_get_settings(s, &cfg);                  // defaults, or the model's CIRCLE_TRAINING
+ *   cfg.batch_size = 32; cfg.learning_rate = 0.001f;
+ *   cltrain_set_settings(s, &cfg);
+ *   cltrain_prepare(s);
+ *   cltrain_set_input(s, x, n_x); cltrain_set_expected(s, y, n_y);
+ *   float loss; cltrain_train_step(s, &loss);
+ *   cltrain_export_circle(s, "trained.circle");
+ *   cltrain_session_destroy(s);
+ *
+ * Errors: every function that can fail returns a cltrain_status; on failure the session keeps one
+ * line saying what went wrong (cltrain_last_error), starting with its kind: "model error: ",
+ * "data error: ", "backend error: ", "checkpoint error: ", "training error: ", "invalid
+ * argument: " or "invalid call: " (out of order). Nothing aborts, and no C++ exception crosses
+ * this API. NULL pointers and wrong sizes are refused with CLTRAIN_INVALID and a message. A call
+ * that fails leaves the session as it was, except where stated (a failed prepare leaves it
+ * unprepared; a train step whose loss is not finite has updated the weights).
+ *
+ * Memory: data passed in is copied during the call (cltrain_set_input keeps no pointer: a
+ * temporary array may go right after it). Strings the API returns are owned by the session and
+ * valid until the next call on it, or until it is destroyed.
+ *
+ * Threads: a session may be used from any thread, but from one thread at a time (calls on one
+ * session are not synchronized). Different sessions may run in different threads at once.
+ * cltrain_version may be called from any thread at any time.
+ *
+ * Plugins: the OpenCL backend is the plugin libcltrain_opencl.so, looked for in the directories
+ * of CLTRAIN_BACKEND_PATH, then next to libcltrain itself, then next to the executable and in
+ * ../lib from it; its own environment variables are in backend/opencl/README.md.
+ */
+#ifndef CLTRAIN_H
+#define CLTRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cltrain/cltrain_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define CLTRAIN_API __declspec(dllexport)
+#else
+#define CLTRAIN_API __attribute__((visibility("default")))
+#endif
+
+/* The version of this API: calls and structs added later raise it. */
+#define CLTRAIN_API_VERSION 1
+
+typedef struct cltrain_session cltrain_session; /* opaque */
+
+/* Training settings, in onert_train's codes. A struct of a newer or older header is read as far
+ * as its struct_size reaches; members it lacks keep their value. */
+typedef struct cltrain_settings {
+  uint32_t struct_size;      /* sizeof(cltrain_settings) as the caller knows it */
+  int32_t batch_size;        /* 0: the model's training info, else its first dimension */
+  int32_t optimizer;         /* 1 SGD, 2 Adam */
+  float learning_rate;       /* > 0 */
+  float beta1, beta2;        /* Adam, in [0, 1) */
+  float epsilon;             /* Adam, >= 0 */
+  int32_t loss;              /* 1 mean squared error, 2 categorical cross-entropy */
+  int32_t loss_reduction;    /* 1 sum over batch size, 2 sum */
+  int32_t num_trainable_ops; /* -1 all, 0 none, N the last N operators, -2 the operators the model's
+                                CIRCLE_TRAINING or train_config lists */
+  int32_t epochs;            /* recorded in a circle+ export */
+  int32_t device;            /* OpenCL device index, -1 the default */
+  const char* backends;      /* in order of preference, comma-separated ("opencl,cpu"); the CPU is always last */
+  const char* cache_dir;     /* saved plans and kernel binaries; NULL: $CLTRAIN_CACHE_DIR, else
+                                $XDG_CACHE_HOME/cltrain, else ~/.cache/cltrain; "": no cache */
+  const char* train_config;  /* onert-micro's per-operator train configuration file (read at
+                                cltrain_set_settings; sets num_trainable_ops to -2), or NULL */
+} cltrain_settings;
+
+/* A backend that runs steps, and its planned memory in bytes (roles as in cltrain_backend.h). */
+typedef struct cltrain_backend_info {
+  uint32_t struct_size;  /* sizeof(cltrain_backend_info) as the caller knows it */
+  const char* name;      /* "opencl", "cpu" */
+  const char* device;    /* as the backend names it ("pthread-... (Portable Computing Language)") */
+  uint64_t role_peak[7]; /* non_const, trainable, back_prop, gradient, optimizer, disposable, layer_scope */
+  uint64_t pool_bytes;   /* allocated */
+  uint64_t lower_bound;  /* the largest sum of live bytes at one step */
+} cltrain_backend_info;
+
+/* "0.1.0 (API 1)"; static. */
+CLTRAIN_API const char* cltrain_version(void);
+
+/* Loads and verifies a .circle or .tflite file, or the same bytes from memory (copied: the buffer
+ * may be freed after the call; name appears in messages). On failure *out is NULL and err (may be
+ * NULL) holds one line. */
+CLTRAIN_API cltrain_status cltrain_session_create(const char* model_path, cltrain_session** out, char* err,
+                                                  size_t err_len);
+CLTRAIN_API cltrain_status cltrain_session_create_from_buffer(const void* data, size_t size, const char* name,
+                                                              cltrain_session** out, char* err, size_t err_len);
+/* NULL is ignored. */
+CLTRAIN_API void cltrain_session_destroy(cltrain_session* session);
+
+/* The last failure of the session as one line ("" if none); for a NULL session, a line saying so. */
+CLTRAIN_API const char* cltrain_last_error(const cltrain_session* session);
+
+/* The settings: defaults, the model's CIRCLE_TRAINING metadata, or what was set. out->struct_size
+ * must be set by the caller. */
+CLTRAIN_API cltrain_status cltrain_get_settings(cltrain_session* session, cltrain_settings* out);
+/* Before cltrain_prepare only; values are checked at prepare. */
+CLTRAIN_API cltrain_status cltrain_set_settings(cltrain_session* session, const cltrain_settings* settings);
+
+/* Builds the training graph, opens the backends (one that cannot run here is left out: see
+ * cltrain_warning), plans memory and builds kernels. Once per session. */
+CLTRAIN_API cltrain_status cltrain_prepare(cltrain_session* session);
+/* The i-th warning of prepare (a backend left out, a cache directory not usable), or NULL past
+ * the last. */
+CLTRAIN_API const char* cltrain_warning(cltrain_session* session, int32_t i);
+
+/* After prepare: the batch and the floats of one sample of input and of output. */
+CLTRAIN_API cltrain_status cltrain_get_shape(cltrain_session* session, int32_t* batch, uint64_t* input_size,
+                                             uint64_t* output_size);
+
+/* A batch of inputs and of expected outputs (batch * input_size, batch * output_size floats),
+ * copied, for the next train step. */
+CLTRAIN_API cltrain_status cltrain_set_input(cltrain_session* session, const float* data, uint64_t count);
+CLTRAIN_API cltrain_status cltrain_set_expected(cltrain_session* session, const float* data, uint64_t count);
+/* One optimizer step on the batch set; *loss its loss (before the update). CLTRAIN_ERROR when
+ * the loss is not finite. The _outputs form also gives the model's outputs of the step
+ * (output_count = batch * output_size floats; outputs NULL with count 0 for none). */
+CLTRAIN_API cltrain_status cltrain_train_step(cltrain_session* session, float* loss);
+CLTRAIN_API cltrain_status cltrain_train_step_outputs(cltrain_session* session, float* loss, float* outputs,
+                                                      uint64_t output_count);
+/* The loss (and, outputs not NULL, the outputs) of the batch set, without training. */
+CLTRAIN_API cltrain_status cltrain_evaluate(cltrain_session* session, float* loss, float* outputs,
+                                            uint64_t output_count);
+/* The model's outputs for a batch of inputs (input_count = batch * input_size, output_count =
+ * batch * output_size). */
+CLTRAIN_API cltrain_status cltrain_predict(cltrain_session* session, const float* input, uint64_t input_count,
+                                           float* output, uint64_t output_count);
+/* Optimizer steps done (Adam's t; from a checkpoint, where it left off) and epochs done (as a
+ * checkpoint records them; set by cltrain_set_epochs_done or a checkpoint). */
+CLTRAIN_API cltrain_status cltrain_get_position(cltrain_session* session, int64_t* steps, int32_t* epochs);
+CLTRAIN_API cltrain_status cltrain_set_epochs_done(cltrain_session* session, int32_t epochs);
+
+/* A float32 constant of the model (a weight or bias) by tensor name: its element count, and its
+ * values (after prepare the trained ones). count must equal the element count. */
+CLTRAIN_API cltrain_status cltrain_weight_elements(cltrain_session* session, const char* name, uint64_t* count);
+CLTRAIN_API cltrain_status cltrain_get_weight(cltrain_session* session, const char* name, float* dst, uint64_t count);
+CLTRAIN_API cltrain_status cltrain_set_weight(cltrain_session* session, const char* name, const float* src,
+                                              uint64_t count);
+
+/* Files, written to a temporary name and renamed: the model with its trained weights (same
+ * layout as loaded), the same with the settings as CIRCLE_TRAINING metadata, a checkpoint in
+ * onert's format (weights, Adam state, position). */
+CLTRAIN_API cltrain_status cltrain_export_circle(cltrain_session* session, const char* path);
+CLTRAIN_API cltrain_status cltrain_export_circleplus(cltrain_session* session, const char* path);
+CLTRAIN_API cltrain_status cltrain_export_checkpoint(cltrain_session* session, const char* path);
+/* After prepare: weights, Adam state and position from a checkpoint of this model. */
+CLTRAIN_API cltrain_status cltrain_import_checkpoint(cltrain_session* session, const char* path);
+
+/* After prepare: the backends that run steps, with their devices and planned memory, and the
+ * backend each model operator runs on. */
+CLTRAIN_API cltrain_status cltrain_num_backends(cltrain_session* session, int32_t* count);
+CLTRAIN_API cltrain_status cltrain_get_backend(cltrain_session* session, int32_t backend, cltrain_backend_info* out);
+CLTRAIN_API cltrain_status cltrain_num_operators(cltrain_session* session, int32_t* count);
+CLTRAIN_API cltrain_status cltrain_operator_backend(cltrain_session* session, int32_t op, const char** backend);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLTRAIN_H */

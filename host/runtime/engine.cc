@@ -1,0 +1,325 @@
+#include "engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
+
+#include "atomic_file.h"
+#include "backend.h"
+#include "checkpoint.h"
+#include "model/export.h"
+#include "train_config.h"
+#include "trainer.h"
+
+namespace cltrain {
+namespace {
+
+TrainOptions train_options(const Settings& s) {
+  TrainOptions t;
+  t.loss = s.loss == 1 ? CLTRAIN_OP_LOSS_MSE : CLTRAIN_OP_LOSS_CCE;
+  t.reduction = s.loss_reduction == 1 ? CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE : CLTRAIN_REDUCTION_SUM;
+  t.optimizer = s.optimizer == 1 ? CLTRAIN_OP_UPDATE_SGD : CLTRAIN_OP_UPDATE_ADAM;
+  t.learning_rate = s.learning_rate;
+  t.beta1 = s.beta1;
+  t.beta2 = s.beta2;
+  t.epsilon = s.epsilon;
+  if (s.num_trainable_ops == -2)
+    t.op_ranks = s.op_ranks;
+  else
+    t.num_trainable_ops = s.num_trainable_ops;
+  return t;
+}
+
+// What a model's CIRCLE_TRAINING metadata says, as settings. A loss cltrain does not train
+// (sparse categorical cross-entropy) becomes loss 0, which prepare refuses unless it is set.
+void apply_training_info(const Model& m, Settings& s) {
+  const std::optional<TrainingInfo> info = read_training_info(m);
+  if (!info) return;
+  if (info->learning_rate > 0) s.learning_rate = info->learning_rate;
+  s.optimizer = info->optimizer == TrainingInfo::kSgd ? 1 : 2;
+  s.loss = info->loss == TrainingInfo::kSparseCategoricalCrossentropy ? 0
+           : info->loss == TrainingInfo::kMeanSquaredError            ? 1
+                                                                      : 2;
+  s.loss_reduction = info->reduction == TrainingInfo::kSum ? 2 : 1;
+  if (info->epochs > 0) s.epochs = info->epochs;
+  if (info->batch_size > 0) s.batch_size = info->batch_size;
+  s.beta1 = info->beta1;
+  s.beta2 = info->beta2;
+  s.epsilon = info->epsilon;
+  if (!info->trainable_ops.empty()) {
+    const int32_t n = static_cast<int32_t>(m.operators.size());
+    s.op_ranks.assign(static_cast<size_t>(n), kRankNone);
+    for (int32_t op : info->trainable_ops) s.op_ranks[static_cast<size_t>(op)] = kRankAll;  // checked by the reader
+    s.num_trainable_ops = -2;
+  }
+}
+
+void check_settings(const Settings& s, const std::string& model) {
+  auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
+  if (s.loss == 0)
+    throw ModelError(model +
+                     ": CIRCLE_TRAINING asks for sparse categorical cross-entropy, which cltrain does not train; set "
+                     "the loss (1 MSE, 2 categorical cross-entropy)");
+  if (s.batch_size < 0) bad("batch size " + std::to_string(s.batch_size) + " is negative");
+  if (s.optimizer != 1 && s.optimizer != 2)
+    bad("optimizer " + std::to_string(s.optimizer) + " is not 1 (SGD) or 2 (Adam)");
+  if (s.loss != 1 && s.loss != 2)
+    bad("loss " + std::to_string(s.loss) + " is not 1 (MSE) or 2 (categorical cross-entropy)");
+  if (s.loss_reduction != 1 && s.loss_reduction != 2)
+    bad("loss reduction " + std::to_string(s.loss_reduction) + " is not 1 (sum over batch size) or 2 (sum)");
+  if (!(s.learning_rate > 0.0f) || !std::isfinite(s.learning_rate))
+    bad("learning rate " + std::to_string(s.learning_rate) + " is not a positive finite number");
+  if (!(s.beta1 >= 0.0f && s.beta1 < 1.0f) || !(s.beta2 >= 0.0f && s.beta2 < 1.0f))
+    bad("Adam's beta1 and beta2 must lie in [0, 1)");
+  if (!(s.epsilon >= 0.0f) || !std::isfinite(s.epsilon)) bad("Adam's epsilon must be finite and not negative");
+  if (s.num_trainable_ops < -2) bad("num_trainable_ops " + std::to_string(s.num_trainable_ops) + " is below -2");
+  if (s.num_trainable_ops == -2 && s.op_ranks.empty())
+    bad("num_trainable_ops is -2 (as listed), but neither the model nor a train config lists trainable operators");
+  if (s.device < -1) bad("device " + std::to_string(s.device) + " is below -1");
+}
+
+}  // namespace
+
+std::string cache_directory(const std::optional<std::string>& given, std::string* warning) {
+  std::string dir;
+  if (given) {
+    dir = *given;
+  } else if (const char* env = std::getenv("CLTRAIN_CACHE_DIR")) {
+    dir = env;
+  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/') {
+    dir = std::string(xdg) + "/cltrain";  // the XDG spec ignores a relative path
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    dir = std::string(home) + "/.cache/cltrain";
+  }
+  if (dir.empty()) return dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!ec && !std::filesystem::is_directory(dir, ec)) ec = std::make_error_code(std::errc::not_a_directory);
+  if (ec) {
+    *warning = "cannot create the cache directory " + dir + " (" + ec.message() + "); running without a cache";
+    return {};
+  }
+  return dir;
+}
+
+std::unique_ptr<Engine> Engine::from_file(const std::string& path) {
+  std::unique_ptr<Engine> e(new Engine());
+  e->model_ = load_model(path);
+  apply_training_info(e->model_, e->settings_);
+  return e;
+}
+
+std::unique_ptr<Engine> Engine::from_buffer(std::vector<uint8_t> bytes, const std::string& what) {
+  std::unique_ptr<Engine> e(new Engine());
+  e->model_ = load_model_from_memory(bytes, what);
+  apply_training_info(e->model_, e->settings_);
+  return e;
+}
+
+void Engine::set_settings(const Settings& s) {
+  if (prepared()) throw std::logic_error("the settings cannot change after prepare");
+  settings_ = s;
+}
+
+void Engine::set_train_config(const std::string& path) {
+  if (prepared()) throw std::logic_error("the train config cannot change after prepare");
+  settings_.op_ranks = read_train_config(path, static_cast<int32_t>(model_.operators.size()));
+  settings_.num_trainable_ops = -2;
+}
+
+void Engine::prepare() {
+  if (prepared()) throw std::logic_error("prepare was already called");
+  check_settings(settings_, model_.source);
+  const auto& in_shape = model_.tensors[static_cast<size_t>(model_.inputs.at(0))].shape;
+  set_batch_size(model_, settings_.batch_size > 0 ? settings_.batch_size : (in_shape.empty() ? 1 : in_shape[0]));
+  TrainingGraph graph = build_training_graph(model_, train_options(settings_));
+
+  std::vector<std::string> names = settings_.backends;
+  names.erase(std::remove(names.begin(), names.end(), std::string("cpu")), names.end());
+  names.push_back("cpu");  // the CPU backend is always last
+  cltrain_backend_config config = default_backend_config();
+  config.device_index = settings_.device;
+  std::string warning;
+  const std::string cache_dir = cache_directory(settings_.cache_dir, &warning);
+  if (!warning.empty()) warnings_.push_back(warning);
+  config.cache_dir = cache_dir.empty() ? nullptr : cache_dir.c_str();
+  std::vector<std::unique_ptr<Backend>> backends;
+  for (const std::string& name : names) {
+    std::string why;
+    auto b = open_backend(name, config, &why);
+    if (b)
+      backends.push_back(std::move(b));
+    else
+      warnings_.push_back(why + "; continuing without it");
+  }
+  auto session = std::make_unique<Session>(std::move(graph), std::move(backends));
+  session->prepare();
+  session_ = std::move(session);
+  input_.assign(static_cast<size_t>(batch()) * input_size(), 0.0f);
+  expected_.assign(static_cast<size_t>(batch()) * output_size(), 0.0f);
+}
+
+void Engine::require_prepared(const char* what) const {
+  if (!prepared()) throw std::logic_error(std::string(what) + " before prepare");
+}
+
+Session& Engine::session() {
+  require_prepared("the session");
+  return *session_;
+}
+
+int32_t Engine::batch() const {
+  const auto& s = model_.tensors[static_cast<size_t>(model_.inputs.at(0))].shape;
+  return s.empty() ? 1 : s[0];
+}
+
+uint64_t Engine::input_size() const {
+  const auto& s = model_.tensors[static_cast<size_t>(model_.inputs.at(0))].shape;
+  uint64_t n = 1;
+  for (size_t i = 1; i < s.size(); ++i) n *= static_cast<uint64_t>(s[i]);
+  return n;
+}
+
+uint64_t Engine::output_size() const {
+  const auto& s = model_.tensors[static_cast<size_t>(model_.outputs.at(0))].shape;
+  uint64_t n = 1;
+  for (size_t i = 1; i < s.size(); ++i) n *= static_cast<uint64_t>(s[i]);
+  return n;
+}
+
+namespace {
+
+void copy_batch(const float* data, uint64_t count, std::vector<float>& to, const char* what) {
+  if (!data) throw std::invalid_argument(std::string(what) + ": the data is NULL");
+  if (count != to.size())
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(count) + " floats given, the batch takes " +
+                                std::to_string(to.size()));
+  std::copy(data, data + count, to.begin());
+}
+
+}  // namespace
+
+void Engine::set_input(const float* data, uint64_t count) {
+  require_prepared("set_input");
+  copy_batch(data, count, input_, "set_input");
+  have_input_ = true;
+}
+
+void Engine::set_expected(const float* data, uint64_t count) {
+  require_prepared("set_expected");
+  copy_batch(data, count, expected_, "set_expected");
+  have_expected_ = true;
+}
+
+float Engine::train_step(float* prediction) {
+  require_prepared("train_step");
+  if (!have_input_ || !have_expected_) throw std::logic_error("train_step before set_input and set_expected");
+  const float loss = session_->train_step(input_.data(), expected_.data(), position_.steps + 1, prediction);
+  ++position_.steps;
+  if (!std::isfinite(loss))
+    throw TrainingError("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at step " +
+                        std::to_string(position_.steps) + " (is the learning rate too high, or the data not scaled?)");
+  return loss;
+}
+
+float Engine::evaluate(float* prediction) {
+  require_prepared("evaluate");
+  if (!have_input_ || !have_expected_) throw std::logic_error("evaluate before set_input and set_expected");
+  return session_->evaluate(input_.data(), expected_.data(), prediction);
+}
+
+void Engine::predict(const float* input, uint64_t input_count, float* output, uint64_t output_count) {
+  require_prepared("predict");
+  std::vector<float> in(input_.size());
+  copy_batch(input, input_count, in, "predict");
+  if (!output) throw std::invalid_argument("predict: the output is NULL");
+  const uint64_t want = static_cast<uint64_t>(batch()) * output_size();
+  if (output_count != want)
+    throw std::invalid_argument("predict: room for " + std::to_string(output_count) + " floats, the batch gives " +
+                                std::to_string(want));
+  session_->predict(in.data(), output);
+}
+
+int32_t Engine::tensor_index(const std::string& name) const {
+  for (size_t i = 0; i < model_.tensors.size(); ++i) {
+    const Tensor& t = model_.tensors[i];
+    if (t.name == name && t.is_constant() && t.dtype == CLTRAIN_FLOAT32) return static_cast<int32_t>(i);
+  }
+  throw std::invalid_argument("the model has no float32 constant named '" + name + "'");
+}
+
+uint64_t Engine::tensor_elements(const std::string& name) const {
+  return model_.tensors[static_cast<size_t>(tensor_index(name))].elements();
+}
+
+std::vector<float> Engine::weight(const std::string& name) {
+  const int32_t t = tensor_index(name);
+  if (prepared()) return session_->read_persistent(t);
+  const Tensor& tensor = model_.tensors[static_cast<size_t>(t)];
+  std::vector<float> v(tensor.elements());
+  std::copy(tensor.data.begin(), tensor.data.end(), reinterpret_cast<uint8_t*>(v.data()));
+  return v;
+}
+
+void Engine::set_weight(const std::string& name, const std::vector<float>& values) {
+  const int32_t t = tensor_index(name);
+  Tensor& tensor = model_.tensors[static_cast<size_t>(t)];
+  if (values.size() != tensor.elements())
+    throw std::invalid_argument("'" + name + "' has " + std::to_string(tensor.elements()) + " elements, " +
+                                std::to_string(values.size()) + " given");
+  if (prepared()) {
+    session_->write_persistent(t, values);
+    return;
+  }
+  std::copy(reinterpret_cast<const uint8_t*>(values.data()),
+            reinterpret_cast<const uint8_t*>(values.data() + values.size()), tensor.data.begin());
+}
+
+std::map<int32_t, std::vector<float>> Engine::trained_weights() {
+  std::map<int32_t, std::vector<float>> weights;
+  if (prepared())
+    for (int32_t w : session_->graph().weights) weights[w] = session_->read_persistent(w);
+  return weights;
+}
+
+void Engine::export_circle(const std::string& path) {
+  save_file_atomic(path, export_with_weights(model_, trained_weights()));
+}
+
+void Engine::export_circleplus(const std::string& path) {
+  TrainingInfo info;
+  info.optimizer = settings_.optimizer == 1 ? TrainingInfo::kSgd : TrainingInfo::kAdam;
+  info.learning_rate = settings_.learning_rate;
+  info.beta1 = settings_.beta1;
+  info.beta2 = settings_.beta2;
+  info.epsilon = settings_.epsilon;
+  info.loss = settings_.loss == 1 ? TrainingInfo::kMeanSquaredError : TrainingInfo::kCategoricalCrossentropy;
+  info.from_logits = false;
+  info.epochs = settings_.epochs;
+  info.batch_size = batch();
+  info.reduction = settings_.loss_reduction == 2 ? TrainingInfo::kSum : TrainingInfo::kSumOverBatchSize;
+  if (prepared()) {
+    const auto& ranks = session_->graph().op_ranks;
+    for (size_t i = 0; i < ranks.size(); ++i)
+      if (ranks[i] != kRankNone) info.trainable_ops.push_back(static_cast<int32_t>(i));
+  }
+  save_file_atomic(path, cltrain::export_circleplus(model_, trained_weights(), info));
+}
+
+void Engine::export_checkpoint(const std::string& path) {
+  require_prepared("export_checkpoint");
+  const TrainingPosition pos{static_cast<uint32_t>(position_.steps), static_cast<uint32_t>(position_.epochs)};
+  save_file_atomic(path, make_checkpoint(*session_, pos));
+}
+
+void Engine::import_checkpoint(const std::string& path) {
+  require_prepared("import_checkpoint");
+  const TrainingPosition pos = load_checkpoint(*session_, read_file_bytes(path), path);
+  position_.steps = pos.step;
+  position_.epochs = static_cast<int32_t>(pos.epoch);
+}
+
+}  // namespace cltrain

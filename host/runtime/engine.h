@@ -1,0 +1,115 @@
+// The one way into the runtime: a model, its training settings, and, once prepared, a session on
+// the backends, with what an application does with it (steps, inference, weights, export,
+// checkpoints, the memory report). The C API (host/include/cltrain/cltrain.h) is a shell over it,
+// and the CLI goes through that API or, for its diagnostics (bench, plan), this class.
+//
+// Errors are exceptions (ModelError, DataError, BackendError, CheckpointError, TrainingError,
+// std::invalid_argument for misuse), each with one line.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "session.h"
+#include "training_graph.h"
+
+namespace cltrain {
+
+// Every training setting the CLI has; onert_train's codes.
+struct Settings {
+  int32_t batch_size = 0;  // 0: the model's training info, else its first dimension
+  int32_t optimizer = 2;   // 1 SGD, 2 Adam
+  float learning_rate = 0.001f, beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-7f;
+  int32_t loss = 2;            // 1 MSE, 2 CCE
+  int32_t loss_reduction = 1;  // 1 sum over batch size, 2 sum
+  // -1 all, 0 none, N the last N operators, -2 as op_ranks says (the operators a model's
+  // CIRCLE_TRAINING lists, or a train config)
+  int32_t num_trainable_ops = -1;
+  std::vector<int32_t> op_ranks;                   // per operator (kRank*), when num_trainable_ops is -2
+  int32_t epochs = 5;                              // what a circle+ export records
+  std::vector<std::string> backends = {"opencl"};  // in order of preference; the CPU is always last
+  int32_t device = -1;                             // OpenCL device index, -1: the default
+  // Where backends keep saved plans and kernel binaries; "": none; nullopt: $CLTRAIN_CACHE_DIR,
+  // else $XDG_CACHE_HOME/cltrain, else ~/.cache/cltrain.
+  std::optional<std::string> cache_dir;
+};
+
+// The training position a checkpoint carries.
+struct Position {
+  int64_t steps = 0;   // optimizer iterations done (Adam's t)
+  int32_t epochs = 0;  // epochs done
+};
+
+class Engine {
+ public:
+  // Loads and verifies a model (what: its name in messages); its CIRCLE_TRAINING metadata, if
+  // any, gives the settings' defaults.
+  static std::unique_ptr<Engine> from_file(const std::string& path);
+  static std::unique_ptr<Engine> from_buffer(std::vector<uint8_t> bytes, const std::string& what);
+
+  const Settings& settings() const { return settings_; }
+  // Before prepare only (std::logic_error after).
+  void set_settings(const Settings& s);
+  // Reads onert-micro's per-operator train configuration into settings().op_ranks (and sets
+  // num_trainable_ops to -2).
+  void set_train_config(const std::string& path);
+
+  // Sets the batch, builds the training graph, opens the backends (a backend that cannot run here
+  // is left out with a warning, see warnings()), places the steps and prepares them.
+  void prepare();
+  bool prepared() const { return session_ != nullptr; }
+
+  const Model& model() const { return model_; }
+  int32_t batch() const;
+  uint64_t input_size() const;   // floats per sample
+  uint64_t output_size() const;  // floats per sample
+  Session& session();
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+  // Copies a batch of inputs or expected outputs (batch() * input_size() floats), for the next
+  // train_step or evaluate.
+  void set_input(const float* data, uint64_t count);
+  void set_expected(const float* data, uint64_t count);
+  // One optimizer step on the inputs set; the loss (TrainingError where it is not finite).
+  // prediction (batch() * output_size() floats) may be NULL.
+  float train_step(float* prediction = nullptr);
+  float evaluate(float* prediction = nullptr);
+  void predict(const float* input, uint64_t input_count, float* output, uint64_t output_count);
+  const Position& position() const { return position_; }
+  void set_epochs_done(int32_t epochs) { position_.epochs = epochs; }
+
+  // A float32 constant of the model by tensor name (a weight; after prepare its trained value).
+  uint64_t tensor_elements(const std::string& name) const;
+  std::vector<float> weight(const std::string& name);
+  void set_weight(const std::string& name, const std::vector<float>& values);
+
+  // Atomically written files.
+  void export_circle(const std::string& path);
+  void export_circleplus(const std::string& path);
+  void export_checkpoint(const std::string& path);
+  void import_checkpoint(const std::string& path);
+
+ private:
+  Engine() = default;
+  void require_prepared(const char* what) const;
+  int32_t tensor_index(const std::string& name) const;
+  std::map<int32_t, std::vector<float>> trained_weights();
+
+  Model model_;
+  Settings settings_;
+  std::unique_ptr<Session> session_;
+  std::vector<float> input_, expected_;
+  bool have_input_ = false, have_expected_ = false;
+  Position position_;
+  std::vector<std::string> warnings_;
+};
+
+// The cache directory Settings::cache_dir names (created with its parents); "" for none, also
+// when it cannot be created (*warning then says so).
+std::string cache_directory(const std::optional<std::string>& given, std::string* warning);
+
+}  // namespace cltrain
