@@ -158,6 +158,11 @@ cltrain_backend_config default_backend_config() {
   return c;
 }
 
+// The library directory relative to an installed bin/ (set by host/runtime/CMakeLists.txt).
+#ifndef CLTRAIN_BIN_TO_LIB
+#define CLTRAIN_BIN_TO_LIB "../lib"
+#endif
+
 namespace {
 
 std::string dir_of(const std::string& path) {
@@ -245,7 +250,7 @@ std::vector<std::string> plugin_search_dirs() {
   }
   // Next to libcltrain (or the executable it is linked into), next to the executable, and the
   // lib directory beside an installed bin/.
-  for (const std::string& d : {own_dir(), executable_dir(), executable_dir() + "/../lib"})
+  for (const std::string& d : {own_dir(), executable_dir(), executable_dir() + "/" CLTRAIN_BIN_TO_LIB})
     if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(d);
   return dirs;
 }

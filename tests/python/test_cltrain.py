@@ -1,0 +1,151 @@
+"""import cltrain: the Python module over libcltrain's C API.
+
+Run by ctest (label python) with CLTRAIN_CLI set to the CLI and PYTHONPATH to build/python.
+"""
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import cltrain
+
+CLI = os.environ["CLTRAIN_CLI"]
+CACHE = os.environ.get("CLTRAIN_TEST_CACHE_DIR", "")
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("models")
+
+    def make(name, batch):
+        path = d / ("%s_%d.circle" % (name, batch))
+        if not path.exists():
+            subprocess.run([CLI, "make-model", name, "-o", str(path), "--batch_size", str(batch)], check=True,
+                           capture_output=True)
+        return str(path)
+
+    return make
+
+
+def data(samples, inputs, classes, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.random((samples, inputs), dtype=np.float32)
+    y = np.eye(classes, dtype=np.float32)[rng.integers(0, classes, samples)]
+    return x, y
+
+
+def session(model, backend, batch, **compile_args):
+    s = cltrain.Session(model, backends=[backend], batch_size=batch, cache_dir=CACHE)
+    args = dict(optimizer="adam", learning_rate=0.001, loss="categorical_crossentropy")
+    args.update(compile_args)
+    return s.compile(**args)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "opencl"])
+def test_losses_equal_the_clis_bitwise(models, tmp_path, backend):
+    """mnist-kaggle, 20 Adam steps at batch 8: Python's train_step losses are the CLI's (which
+    trains the same batches in order with --no-shuffle and logs each step), bit for bit."""
+    steps, batch = 20, 8
+    model = models("mnist-kaggle", batch)
+    x, y = data(steps * batch, 784, 10, 11)
+    s = session(model, backend, batch)
+    assert s.memory()[0]["backend"] == backend
+    ours = np.array([s.train_step(x[i * batch:(i + 1) * batch], y[i * batch:(i + 1) * batch])
+                     for i in range(steps)], dtype=np.float32)
+
+    x.tofile(tmp_path / "x.raw")
+    y.tofile(tmp_path / "y.raw")
+    log = tmp_path / "steps.txt"
+    subprocess.run([CLI, model, "--batch_size", "8", "--epoch", "1", "--optimizer", "2", "--learning_rate", "0.001",
+                    "--loss", "2", "--no-shuffle", "--no-progress", "--backends", backend, "--cache-dir", CACHE,
+                    "--load_input:raw", str(tmp_path / "x.raw"), "--load_expected:raw", str(tmp_path / "y.raw")],
+                   check=True, capture_output=True, env=dict(os.environ, CLTRAIN_STEP_LOG=str(log)))
+    cli = np.array([float(line.split()[2]) for line in log.read_text().splitlines()], dtype=np.float32)
+    assert cli.shape == (steps,)
+    assert ours.view(np.uint32).tolist() == cli.view(np.uint32).tolist()
+
+
+def test_fit_learns_and_keeps_a_history(models):
+    rng = np.random.default_rng(3)
+    # Two separable classes: the mlp must get them right after a few epochs.
+    labels = rng.integers(0, 2, 512)
+    x = rng.random((512, 784), dtype=np.float32) * 0.1
+    x[labels == 1, :392] += 0.5
+    s = session(models("mlp", 16), "cpu", 16)
+    h = s.fit(x, labels, epochs=3, validation_split=0.25, verbose=0)
+    assert h.epoch == [1, 2, 3]
+    assert set(h.history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
+    assert h.history["loss"][2] < h.history["loss"][0]
+    assert h.history["val_accuracy"][-1] > 0.95
+    assert s.accuracy(x, labels) > 0.95
+    assert s.position == (3 * (384 // 16), 3)
+
+
+def test_predict_any_number_of_samples(models):
+    s = session(models("mlp", 4), "cpu", 4)
+    x, _ = data(10, 784, 10, 1)
+    out = s.predict(x)
+    assert out.shape == (10, 10)
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(s.predict(x[:4]), out[:4])  # padding leaves the real rows alone
+
+
+def test_checkpoint_and_export_round_trip(models, tmp_path):
+    model = models("mlp", 4)
+    x, y = data(16, 784, 10, 2)
+    a = session(model, "cpu", 4)
+    for i in range(3):
+        a.train_step(x[i * 4:(i + 1) * 4], y[i * 4:(i + 1) * 4])
+    a.save_checkpoint(tmp_path / "a.ckpt")
+    a.export_circle(tmp_path / "a.circle")
+    b = session(model, "cpu", 4)
+    b.load_checkpoint(tmp_path / "a.ckpt")
+    assert b.position[0] == 3
+    exported = cltrain.Session(tmp_path / "a.circle").get_weight("fc1/weights")
+    np.testing.assert_array_equal(exported, b.get_weight("fc1/weights"))
+    assert not np.array_equal(exported, cltrain.Session(model).get_weight("fc1/weights"))
+    assert a.train_step(x[12:], y[12:]) == b.train_step(x[12:], y[12:])
+
+
+def test_settings_from_a_circleplus_model(models, tmp_path):
+    s = session(models("mlp", 4), "cpu", 4, optimizer="sgd", learning_rate=0.0125, loss="mse", epochs=7)
+    s.export_circleplus(tmp_path / "p.circle")
+    got = cltrain.Session(tmp_path / "p.circle").settings
+    assert (got["optimizer"], got["learning_rate"], got["loss"], got["epochs"], got["batch_size"]) == \
+        ("sgd", 0.0125, "mean_squared_error", 7, 4)
+
+
+def test_model_from_bytes(models):
+    with open(models("mlp", 4), "rb") as f:
+        s = cltrain.Session(f.read(), backends=["cpu"])
+    s.compile()
+    assert s.batch_size == 4
+
+
+def test_neg_errors_raise_with_the_one_line(models, tmp_path):
+    with pytest.raises(cltrain.CltrainError, match="model error: .*nothing.circle") as e:
+        cltrain.Session(tmp_path / "nothing.circle")
+    assert e.value.status == 1
+    with pytest.raises(cltrain.CltrainError, match="model error"):
+        cltrain.Session(b"\0" * 64)
+    s = cltrain.Session(models("mlp", 4), backends=["cpu"])
+    with pytest.raises(cltrain.CltrainError, match="compile"):
+        s.train_step(np.zeros((4, 784)), np.zeros((4, 10)))
+    s.compile()
+    with pytest.raises(cltrain.CltrainError, match="3136") as e:
+        s.train_step(np.zeros((3, 784)), np.zeros((4, 10)))
+    assert e.value.status == 4
+    with pytest.raises(cltrain.CltrainError, match="already"):
+        s.compile()
+    with pytest.raises(cltrain.CltrainError, match="no float32 constant named 'nope'"):
+        s.get_weight("nope")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(cltrain.CltrainError, match="under"):
+        s.export_circle(tmp_path / "file" / "under.circle")
+    with pytest.raises(ValueError, match="optimizer"):
+        cltrain.Session(models("mlp", 4)).compile(optimizer="rmsprop")
+    s.close()
+    with pytest.raises(cltrain.CltrainError, match="NULL"):
+        s.predict(np.zeros((4, 784)))
