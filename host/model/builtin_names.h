@@ -9,6 +9,7 @@ namespace cltrain {
 
 // Builtin codes with a meaning of their own in the loader.
 constexpr int32_t kBuiltinCustom = 32;
+constexpr int32_t kBuiltinShape = 77;
 constexpr int32_t kBuiltinPlaceholderForGreaterOpCodes = 127;
 
 // Name of a BuiltinOperator code ("CONV_2D"), or nullptr if the code is unknown.

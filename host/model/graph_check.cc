@@ -37,7 +37,8 @@ std::string tensor_label(const Model& m, int32_t t) {
 }
 
 std::string operator_label(const Model& m, size_t i) {
-  return "operator " + std::to_string(i) + " (" + cltrain_op_name(m.operators[i].op) + ")";
+  const int32_t shown = m.operators[i].file_index >= 0 ? m.operators[i].file_index : static_cast<int32_t>(i);
+  return "operator " + std::to_string(shown) + " (" + cltrain_op_name(m.operators[i].op) + ")";
 }
 
 std::string activation_str(int32_t act) {

@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <tuple>
 
 #include "circle_generated.h"
 #include "model/builtin_names.h"
 #include "model/model.h"
 #include "model/model_internal.h"
+#include "model/shape_ops.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {
@@ -198,6 +200,27 @@ void check_indices(const std::vector<int32_t>& v, size_t ntensors, bool allow_ab
   }
 }
 
+// Converters write the scalar and per-channel constants of element-wise operators with their own
+// rank ([], [C]); numpy broadcasting aligns them to the other operand's rank from the right. Give
+// such a constant that rank (leading 1s; its values are laid out the same) where every operator
+// reading it broadcasts; the graph check then sees equal ranks.
+void align_broadcast_ranks(Model& m) {
+  std::vector<int> non_broadcast_readers(m.tensors.size(), 0);
+  for (const Operator& op : m.operators)
+    if (!find_op(op.op)->broadcasts)
+      for (int32_t t : op.inputs)
+        if (t >= 0) ++non_broadcast_readers[static_cast<size_t>(t)];
+  for (const Operator& op : m.operators) {
+    if (!find_op(op.op)->broadcasts || op.inputs.size() != 2 || op.inputs[0] < 0 || op.inputs[1] < 0) continue;
+    Tensor& a = m.tensors[static_cast<size_t>(op.inputs[0])];
+    Tensor& b = m.tensors[static_cast<size_t>(op.inputs[1])];
+    for (auto [lo, hi, t] : {std::make_tuple(&a, &b, op.inputs[0]), std::make_tuple(&b, &a, op.inputs[1])})
+      if (lo->is_constant() && lo->shape.size() < hi->shape.size() &&
+          non_broadcast_readers[static_cast<size_t>(t)] == 0)
+        lo->shape.insert(lo->shape.begin(), hi->shape.size() - lo->shape.size(), 1);
+  }
+}
+
 // Parses and checks bytes, which the returned model then keeps (no second copy of the file).
 Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   if (bytes.empty()) fail(what, "file is empty");
@@ -245,6 +268,9 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   const auto* ops = sg->operators();
   if (!ops || ops->size() == 0) fail(what, "model has no operators");
   Unsupported unsupported;
+  // int32 tensors whose values the host knows at load: constants, and what shape operators compute.
+  std::vector<bool> known_int(nt, false);
+  for (size_t t = 0; t < nt; ++t) known_int[t] = m.tensors[t].dtype == CLTRAIN_INT32 && m.tensors[t].is_constant();
   for (uint32_t i = 0; i < ops->size(); ++i) {
     const fb::Operator* fo = ops->Get(i);
     std::string label = "operator " + std::to_string(i);
@@ -253,6 +279,25 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
                      std::to_string(ncodes) + " operator codes)");
     const fb::OperatorCode* oc = codes->Get(fo->opcode_index());
     const int32_t code = effective_code(oc);
+    if (is_shape_op_code(code)) {  // an integer operator over shapes: the host computes it
+      ShapeOperator so;
+      so.code = code;
+      so.inputs = index_list(fo->inputs());
+      so.outputs = index_list(fo->outputs());
+      check_indices(so.inputs, nt, true, what, label, ": input ");
+      check_indices(so.outputs, nt, false, what, label, ": output ");
+      bool ints = !so.outputs.empty();
+      for (int32_t t : so.outputs) ints = ints && m.tensors[static_cast<size_t>(t)].dtype == CLTRAIN_INT32;
+      for (size_t k = code == kBuiltinShape ? 1 : 0; k < so.inputs.size(); ++k)
+        ints = ints && (so.inputs[k] < 0 || known_int[static_cast<size_t>(so.inputs[k])]);
+      if (ints) {
+        so.options = read_shape_op_options(code, *fo);
+        so.file_index = static_cast<int32_t>(i);
+        for (int32_t t : so.outputs) known_int[static_cast<size_t>(t)] = true;
+        m.shape_ops.push_back(std::move(so));
+        continue;
+      }
+    }
     const OpDescriptor* d = find_builtin(code);
     if (!d) {
       unsupported.add(code == kBuiltinCustom
@@ -269,6 +314,7 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
     check_indices(op.inputs, nt, true, what, label, ": input ");
     check_indices(op.outputs, nt, false, what, label, ": output ");
     op.params = load_params(*d, fo, what, label);
+    op.file_index = static_cast<int32_t>(i);
     m.operators.push_back(std::move(op));
   }
   unsupported.fail_if_any(what);
@@ -290,6 +336,8 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
     }
   }
 
+  fold_shape_ops(m, what);
+  align_broadcast_ranks(m);
   detail::check_graph(m, what);
   m.file = std::move(bytes);
   m.source = what;
@@ -356,9 +404,27 @@ void set_batch_size(Model& model, int32_t batch) {
   // Keep what changes, to restore it if the model does not check out afterwards.
   std::vector<std::vector<int32_t>> old_shapes;
   for (const Tensor& t : model.tensors) old_shapes.push_back(t.shape);
+  std::vector<std::vector<uint8_t>> old_folded;  // what the shape operators computed
+  for (const ShapeOperator& op : model.shape_ops)
+    for (int32_t t : op.outputs) old_folded.push_back(model.tensors[static_cast<size_t>(t)].data);
+  auto restore = [&] {
+    for (size_t i = 0; i < model.tensors.size(); ++i) model.tensors[i].shape = old_shapes[i];
+    size_t k = 0;
+    for (const ShapeOperator& op : model.shape_ops)
+      for (int32_t t : op.outputs) model.tensors[static_cast<size_t>(t)].data = old_folded[k++];
+  };
   std::vector<std::pair<Tensor*, int32_t>> old_targets;
-  for (Tensor& t : model.tensors)
-    if (!t.is_constant()) t.shape[0] = batch;
+  std::vector<bool> folded(model.tensors.size(), false);
+  for (const ShapeOperator& op : model.shape_ops)
+    for (int32_t t : op.outputs) folded[static_cast<size_t>(t)] = true;
+  for (size_t i = 0; i < model.tensors.size(); ++i)
+    if (!model.tensors[i].is_constant() && !folded[i]) model.tensors[i].shape[0] = batch;
+  try {
+    fold_shape_ops(model, what);  // shapes computed from the new batch
+  } catch (const ModelError&) {
+    restore();
+    throw;
+  }
   // A constant target shape (Reshape's) carries the batch too, unless it says -1 (inferred).
   for (const Operator& op : model.operators) {
     const ConstantOperand& c = find_op(op.op)->constant;
@@ -378,7 +444,7 @@ void set_batch_size(Model& model, int32_t batch) {
   try {
     detail::check_graph(model, what);
   } catch (const ModelError&) {
-    for (size_t i = 0; i < model.tensors.size(); ++i) model.tensors[i].shape = std::move(old_shapes[i]);
+    restore();
     for (auto& [s, first] : old_targets) std::memcpy(s->data.data(), &first, 4);
     throw;
   }

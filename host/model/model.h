@@ -39,6 +39,19 @@ struct Operator {
   std::vector<int32_t> inputs;  // tensor indices; -1 for an absent optional input
   std::vector<int32_t> outputs;
   cltrain_op_params params{};
+  // Its index among the file's operators (which also counts shape_ops), for messages; -1 in a
+  // model built in memory, where it is the index in Model::operators.
+  int32_t file_index = -1;
+};
+
+// An integer operator over shapes (model/shape_ops.h), evaluated on the host.
+struct ShapeOperator {
+  int32_t code = 0;  // the format's builtin code (SHAPE 77, STRIDED_SLICE 45, PACK 83, ...)
+  std::vector<int32_t> inputs, outputs;
+  // STRIDED_SLICE: begin, end, ellipsis, new-axis and shrink-axis masks, offset; PACK: axis;
+  // GATHER: axis, batch_dims; CONCATENATION: axis; REDUCE_PROD: keep_dims; SQUEEZE: its dims.
+  std::vector<int32_t> options;
+  int32_t file_index = -1;
 };
 
 // An entry of the model's metadata list (circle/tflite Model.metadata): a name and the bytes of
@@ -53,11 +66,12 @@ struct Model {
   std::string format;  // "circle" or "tflite"
   std::vector<Tensor> tensors;
   std::vector<Operator> operators;
-  std::vector<int32_t> inputs;          // subgraph inputs
-  std::vector<int32_t> outputs;         // subgraph outputs
-  std::vector<uint8_t> file;            // the file as loaded (for export with new weights)
-  std::vector<ModelMetadata> metadata;  // in file order
-  std::string source;                   // the path or name the loader was given (for messages)
+  std::vector<ShapeOperator> shape_ops;  // folded on the host (model/shape_ops.h), in file order
+  std::vector<int32_t> inputs;           // subgraph inputs
+  std::vector<int32_t> outputs;          // subgraph outputs
+  std::vector<uint8_t> file;             // the file as loaded (for export with new weights)
+  std::vector<ModelMetadata> metadata;   // in file order
+  std::string source;                    // the path or name the loader was given (for messages)
 };
 
 // Loads and verifies a .circle (CIR0) or .tflite (TFL3) file. Throws ModelError with one line

@@ -67,6 +67,7 @@ OpDescriptor binary(int32_t op, fb::BuiltinOptions options) {
   OpDescriptor d = descriptor_of(op);
   d.min_inputs = d.max_inputs = d.optional_from = 2;
   d.fused_activation = FusedActivation::kAny;
+  d.broadcasts = true;
   d.options = options;
   d.check = check;
   d.backward = backward;

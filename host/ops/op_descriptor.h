@@ -63,6 +63,9 @@ struct OpDescriptor {
   int bias_slot = -1;              // the bias (trained alone with ONLY_BIAS), -1 for none
   bool half_weight_ranks = false;  // onert-micro's UPPER/LOWER half ranks apply
   bool folds_pad = false;          // a Pad before it folds into SAME padding (padding-free VALID)
+  // Binary element-wise with numpy broadcasting between equal ranks: the loader gives a constant
+  // operand of lower rank (a scalar, a per-channel vector) leading 1s, as numpy aligns it.
+  bool broadcasts = false;
   FusedActivation fused_activation = FusedActivation::kNone;
 
   // Options: the union type its operators carry (NONE: none), whether it must be there, how the
