@@ -143,6 +143,7 @@ cltrain_settings current_settings(cltrain_session& s, const Engine& e) {
   c.num_trainable_ops = st.num_trainable_ops;
   c.epochs = st.epochs;
   c.device = st.device;
+  c.add_missing_biases = st.add_missing_biases ? 1 : 0;
   s.backends = join_commas(st.backends);
   c.backends = s.backends.c_str();
   s.cache_dir = st.cache_dir ? *st.cache_dir : std::string();
@@ -217,6 +218,7 @@ cltrain_status cltrain_set_settings(cltrain_session* s, const cltrain_settings* 
     st.num_trainable_ops = given.num_trainable_ops;
     st.epochs = given.epochs;
     st.device = given.device;
+    st.add_missing_biases = given.add_missing_biases != 0;
     if (given.backends) st.backends = split_commas(given.backends);
     st.cache_dir = given.cache_dir ? std::optional<std::string>(given.cache_dir) : std::nullopt;
     const std::string train_config = given.train_config ? given.train_config : "";

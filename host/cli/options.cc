@@ -69,12 +69,14 @@ const char* train_usage() {
          "                            (default $CLTRAIN_CACHE_DIR, else $XDG_CACHE_HOME/cltrain, else\n"
          "                            ~/.cache/cltrain; '' = no cache)\n"
          "  --no-cache                neither read nor write a cache\n"
-         "  --export_circle FILE      write the model with its trained weights (same layout)\n"
+         "  --export_circle FILE      write the model with its trained weights (.tflite: as tflite, else circle)\n"
          "  --export_circleplus FILE  the same plus the training parameters as CIRCLE_TRAINING metadata\n"
          "  --checkpoint FILE         resume from an onert checkpoint (weights, Adam state, step, epoch);\n"
          "                            --epoch stays the total, so training goes on from the next epoch\n"
          "  --export_checkpoint FILE  write a checkpoint after training (atomically)\n"
          "  --no-progress             no progress line while an epoch runs\n"
+         "  --add_missing_biases      a zero bias, trained and exported, for each FullyConnected, Conv2D and\n"
+         "                            DepthwiseConv2D without one (converters drop zero biases)\n"
          "  --no-shuffle              train on the samples in their order (default: reshuffled each epoch)\n"
          "other commands:\n"
          "  cltrain devices                           list OpenCL platforms and devices\n"
@@ -168,6 +170,8 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       o.report = next();
     } else if (a == "--no-progress") {
       o.progress = false;
+    } else if (a == "--add_missing_biases") {
+      o.add_missing_biases = true;
     } else if (a == "--no-shuffle") {
       o.shuffle = false;
     } else if (bench && a == "--steps") {

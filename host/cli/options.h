@@ -41,6 +41,7 @@ struct Options {
   std::set<std::string> given;  // the options on the command line: they win over a model's training info
   bool progress = true;
   bool shuffle = true;
+  bool add_missing_biases = false;
   // cltrain bench
   int32_t steps = 10;
   int32_t warmup = 1;

@@ -37,6 +37,7 @@ void apply_options(const Options& o, cltrain_settings& c, const std::string& bac
   if (!o.train_config.empty()) c.train_config = o.train_config.c_str();
   c.backends = backends.c_str();
   c.device = o.device;
+  if (o.add_missing_biases) c.add_missing_biases = 1;
   c.cache_dir = o.cache_dir ? o.cache_dir->c_str() : nullptr;
 }
 

@@ -2,6 +2,7 @@
 // export_circleplus (the file rebuilt with a CIRCLE_TRAINING metadata entry).
 #include "model/export.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -96,18 +97,28 @@ std::vector<uint8_t> export_with_weights(const Model& m, const std::map<int32_t,
   return out;
 }
 
-std::vector<uint8_t> export_circleplus(const Model& m, const std::map<int32_t, std::vector<float>>& weights,
-                                       const TrainingInfo& info) {
-  const std::string what = source_of(m);
-  std::vector<uint8_t> info_bytes;
-  try {
-    info_bytes = serialize_training_info(info, m.operators.size());
-  } catch (const ModelError& e) {
-    fail(what, std::string("cannot export circle+: ") + e.what());
-  }
-  const std::vector<uint8_t> base = export_with_weights(m, weights);
+namespace {
 
-  // base is m's verified file with only weight bytes changed, or write_model's output.
+bool structure_changed(const Model& m) {
+  if (m.file.empty()) return false;
+  if (m.file_tensor_count >= 0 && m.tensors.size() > static_cast<size_t>(m.file_tensor_count)) return true;
+  const fb::SubGraph* sg = fb::GetModel(m.file.data())->subgraphs()->Get(0);
+  for (const Operator& op : m.operators) {
+    if (op.file_index < 0) continue;
+    const auto* in = sg->operators()->Get(static_cast<flatbuffers::uoffset_t>(op.file_index))->inputs();
+    if (!in || !std::equal(op.inputs.begin(), op.inputs.end(), in->begin(), in->end())) return true;
+  }
+  return false;
+}
+
+// base (m's file with the weights of the file's own tensors replaced) rebuilt through the
+// flatbuffers object API: the tensors added after the file's (model/model_edits.h) appended,
+// each with its own buffer holding its values, operators given their inputs as m has them,
+// CIRCLE_TRAINING replaced by info (if given), and the identifier set. Buffers kept outside the
+// flatbuffer stay outside, after it, in buffer order, 16-byte aligned.
+std::vector<uint8_t> rebuild(const std::vector<uint8_t>& base, const Model& m,
+                             const std::map<int32_t, std::vector<float>>& weights,
+                             const std::vector<uint8_t>* info_bytes, const char* identifier, const std::string& what) {
   std::unique_ptr<fb::ModelT> model(fb::GetModel(base.data())->UnPack());
 
   // Buffers outside the flatbuffer: their bytes, to append after the new one.
@@ -120,53 +131,80 @@ std::vector<uint8_t> export_circleplus(const Model& m, const std::map<int32_t, s
     const fb::BufferT& b = *model->buffers[i];
     if (b.data.empty() && b.offset > 1) {
       if (b.offset > base.size() || b.size > base.size() - b.offset)
-        fail(what, "cannot export circle+: buffer " + std::to_string(i) + " lies outside the file");
+        fail(what, "cannot export: buffer " + std::to_string(i) + " lies outside the file");
       outside.push_back({i, b.offset, b.size});
     }
   }
 
-  // Drop the existing CIRCLE_TRAINING entries; reuse the first one's buffer if it is its own.
-  int64_t old_buffer = -1;
-  for (auto it = model->metadata.begin(); it != model->metadata.end();) {
-    if ((*it)->name == kTrainingInfoMetadataName) {
-      if (old_buffer < 0) old_buffer = (*it)->buffer;
-      it = model->metadata.erase(it);
+  fb::SubGraphT& sg = *model->subgraphs.at(0);
+  const size_t file_tensors = m.file_tensor_count >= 0 ? static_cast<size_t>(m.file_tensor_count) : m.tensors.size();
+  for (size_t t = file_tensors; t < m.tensors.size(); ++t) {
+    const Tensor& tensor = m.tensors[t];
+    auto ft = std::make_unique<fb::TensorT>();
+    ft->name = tensor.name;
+    ft->shape = tensor.shape;
+    ft->type = fb::TensorType::FLOAT32;
+    auto buffer = std::make_unique<fb::BufferT>();
+    auto it = weights.find(static_cast<int32_t>(t));
+    if (it != weights.end()) {
+      buffer->data = le_bytes(it->second);
     } else {
-      ++it;
+      std::vector<float> v(tensor.data.size() / 4);
+      std::memcpy(v.data(), tensor.data.data(), tensor.data.size());
+      buffer->data = le_bytes(v);
     }
+    ft->buffer = static_cast<uint32_t>(model->buffers.size());
+    model->buffers.push_back(std::move(buffer));
+    sg.tensors.push_back(std::move(ft));
   }
-  bool reuse = old_buffer > 0 && static_cast<size_t>(old_buffer) < model->buffers.size();
-  for (const auto& sg : model->subgraphs)
-    for (const auto& t : sg->tensors) reuse = reuse && static_cast<int64_t>(t->buffer) != old_buffer;
-  for (const auto& md : model->metadata) reuse = reuse && static_cast<int64_t>(md->buffer) != old_buffer;
-  for (int32_t b : model->metadata_buffer) reuse = reuse && b != old_buffer;
-  size_t info_buffer;
-  if (reuse) {
-    info_buffer = static_cast<size_t>(old_buffer);
-    for (size_t i = 0; i < outside.size(); ++i) {
-      if (outside[i].buffer == info_buffer) {
-        outside.erase(outside.begin() + static_cast<std::ptrdiff_t>(i));
-        break;
+  for (const Operator& op : m.operators)
+    if (op.file_index >= 0 && static_cast<size_t>(op.file_index) < sg.operators.size())
+      sg.operators[static_cast<size_t>(op.file_index)]->inputs = op.inputs;
+
+  if (info_bytes) {
+    // Drop the existing CIRCLE_TRAINING entries; reuse the first one's buffer if it is its own.
+    int64_t old_buffer = -1;
+    for (auto it = model->metadata.begin(); it != model->metadata.end();) {
+      if ((*it)->name == kTrainingInfoMetadataName) {
+        if (old_buffer < 0) old_buffer = (*it)->buffer;
+        it = model->metadata.erase(it);
+      } else {
+        ++it;
       }
     }
-  } else {
-    info_buffer = model->buffers.size();
-    model->buffers.push_back(std::make_unique<fb::BufferT>());
+    bool reuse = old_buffer > 0 && static_cast<size_t>(old_buffer) < model->buffers.size();
+    for (const auto& g : model->subgraphs)
+      for (const auto& t : g->tensors) reuse = reuse && static_cast<int64_t>(t->buffer) != old_buffer;
+    for (const auto& md : model->metadata) reuse = reuse && static_cast<int64_t>(md->buffer) != old_buffer;
+    for (int32_t b : model->metadata_buffer) reuse = reuse && b != old_buffer;
+    size_t info_buffer;
+    if (reuse) {
+      info_buffer = static_cast<size_t>(old_buffer);
+      for (size_t i = 0; i < outside.size(); ++i) {
+        if (outside[i].buffer == info_buffer) {
+          outside.erase(outside.begin() + static_cast<std::ptrdiff_t>(i));
+          break;
+        }
+      }
+    } else {
+      info_buffer = model->buffers.size();
+      model->buffers.push_back(std::make_unique<fb::BufferT>());
+    }
+    fb::BufferT& ib = *model->buffers[info_buffer];
+    ib.data = *info_bytes;
+    ib.offset = 0;
+    ib.size = 0;
+    auto entry = std::make_unique<fb::MetadataT>();
+    entry->name = kTrainingInfoMetadataName;
+    entry->buffer = static_cast<uint32_t>(info_buffer);
+    model->metadata.push_back(std::move(entry));
   }
-  fb::BufferT& ib = *model->buffers[info_buffer];
-  ib.data = std::move(info_bytes);
-  ib.offset = 0;
-  ib.size = 0;
-  auto entry = std::make_unique<fb::MetadataT>();
-  entry->name = kTrainingInfoMetadataName;
-  entry->buffer = static_cast<uint32_t>(info_buffer);
-  model->metadata.push_back(std::move(entry));
 
   // Outside buffers keep a placeholder offset (> 1, so that the field is written) until the
   // size of the flatbuffer is known.
   for (const Outside& o : outside) model->buffers[o.buffer]->offset = 2;
   flatbuffers::FlatBufferBuilder fbb(base.size() + 1024);
-  fbb.Finish(fb::Model::Pack(fbb, model.get()), "CIR0");
+  fbb.Finish(fb::Model::Pack(fbb, model.get()), identifier);
   std::vector<uint8_t> out(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   model.reset();
 
@@ -182,7 +220,7 @@ std::vector<uint8_t> export_circleplus(const Model& m, const std::map<int32_t, s
     for (size_t i = 0; i < outside.size(); ++i) {
       fb::Buffer* b = buffers->GetMutableObject(static_cast<flatbuffers::uoffset_t>(outside[i].buffer));
       if (!b->mutate_offset(offsets[i]))
-        fail(what, "cannot export circle+: buffer " + std::to_string(outside[i].buffer) + " lost its offset");
+        fail(what, "cannot export: buffer " + std::to_string(outside[i].buffer) + " lost its offset");
     }
     out.resize(end, 0);
     for (size_t i = 0; i < outside.size(); ++i)
@@ -191,6 +229,48 @@ std::vector<uint8_t> export_circleplus(const Model& m, const std::map<int32_t, s
     out.resize(offsets.back() + outside.back().size);
   }
   return out;
+}
+
+// The weights of the file's own tensors (the rest go into rebuild()).
+std::map<int32_t, std::vector<float>> file_weights(const Model& m, const std::map<int32_t, std::vector<float>>& w) {
+  if (m.file_tensor_count < 0) return w;
+  std::map<int32_t, std::vector<float>> out;
+  for (const auto& [t, v] : w)
+    if (t < m.file_tensor_count) out[t] = v;
+  return out;
+}
+
+}  // namespace
+
+std::vector<uint8_t> export_model(const Model& m, const std::map<int32_t, std::vector<float>>& weights,
+                                  const std::string& format) {
+  const std::string what = source_of(m);
+  if (format != "circle" && format != "tflite") fail(what, "cannot export: unknown format '" + format + "'");
+  check_weights(m, weights, what);
+  if (m.file.empty()) {
+    Model copy = m;
+    for (const auto& [t, values] : weights) copy.tensors[static_cast<size_t>(t)].data = host_bytes(values);
+    return write_model(copy, format);
+  }
+  const char* identifier = format == "circle" ? "CIR0" : "TFL3";
+  std::vector<uint8_t> base = export_with_weights(m, file_weights(m, weights));
+  if (structure_changed(m)) return rebuild(base, m, weights, nullptr, identifier, what);
+  std::memcpy(base.data() + 4, identifier, 4);  // the same tables serve both formats
+  return base;
+}
+
+std::vector<uint8_t> export_circleplus(const Model& m, const std::map<int32_t, std::vector<float>>& weights,
+                                       const TrainingInfo& info) {
+  const std::string what = source_of(m);
+  std::vector<uint8_t> info_bytes;
+  try {
+    info_bytes = serialize_training_info(info, file_operator_count(m));
+  } catch (const ModelError& e) {
+    fail(what, std::string("cannot export circle+: ") + e.what());
+  }
+  check_weights(m, weights, what);
+  const std::vector<uint8_t> base = export_with_weights(m, file_weights(m, weights));
+  return rebuild(base, m, weights, &info_bytes, "CIR0", what);
 }
 
 }  // namespace cltrain

@@ -34,6 +34,14 @@ inline constexpr const char kTrainingInfoMetadataName[] = "CIRCLE_TRAINING";
 // empty).
 std::vector<uint8_t> export_with_weights(const Model& m, const std::map<int32_t, std::vector<float>>& weights);
 
+// The trained model as a file of format ("circle": identifier CIR0, "tflite": TFL3; the two share
+// their tables, so a model loaded as one is written as the other by its identifier). Where the
+// runtime added tensors or rewired operators (model/model_edits.h), the file is rebuilt as
+// export_circleplus describes, without the training info; else it is export_with_weights with the
+// identifier of format.
+std::vector<uint8_t> export_model(const Model& m, const std::map<int32_t, std::vector<float>>& weights,
+                                  const std::string& format);
+
 // Training information as the circle+ format stores it. Codes are the format's, which differ
 // from onert_train's command line (--optimizer 1 = SGD, 2 = Adam; --loss 1 = MSE, 2 = CCE;
 // --loss_reduction_type 1 = sum over batch size, 2 = sum).

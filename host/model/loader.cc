@@ -340,11 +340,21 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   align_broadcast_ranks(m);
   detail::check_graph(m, what);
   m.file = std::move(bytes);
+  m.file_tensor_count = static_cast<int32_t>(m.tensors.size());
   m.source = what;
   return m;
 }
 
 }  // namespace
+
+std::vector<int32_t> model_operator_index(const Model& m) {
+  std::vector<int32_t> index(file_operator_count(m), -1);
+  for (size_t i = 0; i < m.operators.size(); ++i) {
+    const size_t f = static_cast<size_t>(file_operator_index(m, i));
+    if (f < index.size()) index[f] = static_cast<int32_t>(i);
+  }
+  return index;
+}
 
 Model load_model_from_memory(const std::vector<uint8_t>& bytes, const std::string& what) {
   return load_owned(std::vector<uint8_t>(bytes), what);

@@ -70,9 +70,22 @@ struct Model {
   std::vector<int32_t> inputs;           // subgraph inputs
   std::vector<int32_t> outputs;          // subgraph outputs
   std::vector<uint8_t> file;             // the file as loaded (for export with new weights)
-  std::vector<ModelMetadata> metadata;   // in file order
-  std::string source;                    // the path or name the loader was given (for messages)
+  // How many of tensors the file holds; the rest were added (model/model_edits.h). -1: all of
+  // them (a model built in memory).
+  int32_t file_tensor_count = -1;
+  std::vector<ModelMetadata> metadata;  // in file order
+  std::string source;                   // the path or name the loader was given (for messages)
 };
+
+// The operators of the file (Model::operators and Model::shape_ops together), which the indices of
+// training info, train configs and messages count.
+inline size_t file_operator_count(const Model& m) { return m.operators.size() + m.shape_ops.size(); }
+// Per file operator index, its index in Model::operators, or -1 for a shape operator.
+std::vector<int32_t> model_operator_index(const Model& m);
+// The file index of Model::operators[i].
+inline int32_t file_operator_index(const Model& m, size_t i) {
+  return m.operators[i].file_index >= 0 ? m.operators[i].file_index : static_cast<int32_t>(i);
+}
 
 // Loads and verifies a .circle (CIR0) or .tflite (TFL3) file. Throws ModelError with one line
 // naming the problem.

@@ -104,7 +104,7 @@ std::optional<TrainingInfo> read_training_info(const Model& m) {
   info.epochs = mt->epochs();
   info.batch_size = mt->batch_size();
   if (const auto* ops = mt->trainable_ops()) info.trainable_ops.assign(ops->begin(), ops->end());
-  std::string why = check_info(info, m.operators.size());
+  std::string why = check_info(info, file_operator_count(m));
   if (!why.empty()) unusable(why);
 
   const ft::OptimizerOptions opt_type = mt->optimizer_opt_type();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <system_error>
@@ -11,6 +12,7 @@
 #include "backend.h"
 #include "checkpoint.h"
 #include "model/export.h"
+#include "model/model_edits.h"
 #include "train_config.h"
 #include "trainer.h"
 
@@ -33,6 +35,16 @@ TrainOptions train_options(const Settings& s) {
   return t;
 }
 
+// Per-operator ranks of the file's operators as ranks of Model::operators (a shape operator
+// trains nothing).
+std::vector<int32_t> model_ranks(const Model& m, const std::vector<int32_t>& file_ranks) {
+  std::vector<int32_t> ranks(m.operators.size(), kRankNone);
+  const std::vector<int32_t> index = model_operator_index(m);
+  for (size_t f = 0; f < file_ranks.size() && f < index.size(); ++f)
+    if (index[f] >= 0) ranks[static_cast<size_t>(index[f])] = file_ranks[f];
+  return ranks;
+}
+
 // What a model's CIRCLE_TRAINING metadata says, as settings. A loss cltrain does not train
 // (sparse categorical cross-entropy) becomes loss 0, which prepare refuses unless it is set.
 void apply_training_info(const Model& m, Settings& s) {
@@ -50,9 +62,9 @@ void apply_training_info(const Model& m, Settings& s) {
   s.beta2 = info->beta2;
   s.epsilon = info->epsilon;
   if (!info->trainable_ops.empty()) {
-    const int32_t n = static_cast<int32_t>(m.operators.size());
-    s.op_ranks.assign(static_cast<size_t>(n), kRankNone);
-    for (int32_t op : info->trainable_ops) s.op_ranks[static_cast<size_t>(op)] = kRankAll;  // checked by the reader
+    std::vector<int32_t> ranks(file_operator_count(m), kRankNone);
+    for (int32_t op : info->trainable_ops) ranks[static_cast<size_t>(op)] = kRankAll;  // checked by the reader
+    s.op_ranks = model_ranks(m, ranks);
     s.num_trainable_ops = -2;
   }
 }
@@ -126,13 +138,26 @@ void Engine::set_settings(const Settings& s) {
 
 void Engine::set_train_config(const std::string& path) {
   if (prepared()) throw std::logic_error("the train config cannot change after prepare");
-  settings_.op_ranks = read_train_config(path, static_cast<int32_t>(model_.operators.size()));
+  settings_.op_ranks = model_ranks(model_, read_train_config(path, static_cast<int32_t>(file_operator_count(model_))));
   settings_.num_trainable_ops = -2;
 }
 
 void Engine::prepare() {
   if (prepared()) throw std::logic_error("prepare was already called");
   check_settings(settings_, model_.source);
+  // As the framework the model came from trains it (docs/training-rules.md).
+  Model edited = model_;
+  const std::string untied = untie_merged_constants(edited);
+  if (!untied.empty()) warnings_.push_back(untied);
+  if (settings_.add_missing_biases) {
+    add_missing_biases(edited);
+  } else if (const int32_t n = count_missing_biases(edited)) {
+    warnings_.push_back(std::to_string(n) + " FullyConnected/Conv2D/DepthwiseConv2D operator" +
+                        (n == 1 ? " has" : "s have") + " no bias (converters drop zero biases), so " +
+                        (n == 1 ? "it trains" : "they train") +
+                        " without one; add_missing_biases (--add_missing_biases) gives them a trained zero bias");
+  }
+  model_ = std::move(edited);
   const auto& in_shape = model_.tensors[static_cast<size_t>(model_.inputs.at(0))].shape;
   set_batch_size(model_, settings_.batch_size > 0 ? settings_.batch_size : (in_shape.empty() ? 1 : in_shape[0]));
   TrainingGraph graph = build_training_graph(model_, train_options(settings_));
@@ -304,7 +329,7 @@ void Engine::export_circleplus(const std::string& path) {
   if (prepared()) {
     const auto& ranks = session_->graph().op_ranks;
     for (size_t i = 0; i < ranks.size(); ++i)
-      if (ranks[i] != kRankNone) info.trainable_ops.push_back(static_cast<int32_t>(i));
+      if (ranks[i] != kRankNone) info.trainable_ops.push_back(file_operator_index(model_, i));
   }
   save_file_atomic(path, cltrain::export_circleplus(model_, trained_weights(), info));
 }

@@ -29,8 +29,11 @@ struct Settings {
   // -1 all, 0 none, N the last N operators, -2 as op_ranks says (the operators a model's
   // CIRCLE_TRAINING lists, or a train config)
   int32_t num_trainable_ops = -1;
-  std::vector<int32_t> op_ranks;                   // per operator (kRank*), when num_trainable_ops is -2
-  int32_t epochs = 5;                              // what a circle+ export records
+  std::vector<int32_t> op_ranks;  // per operator (kRank*), when num_trainable_ops is -2
+  int32_t epochs = 5;             // what a circle+ export records
+  // A zero bias, trained and exported, for each FullyConnected, Conv2D and DepthwiseConv2D
+  // without one (converters drop zero biases); without it, prepare warns about them.
+  bool add_missing_biases = false;
   std::vector<std::string> backends = {"opencl"};  // in order of preference; the CPU is always last
   int32_t device = -1;                             // OpenCL device index, -1: the default
   // Where backends keep saved plans and kernel binaries; "": none; nullopt: $CLTRAIN_CACHE_DIR,
@@ -87,7 +90,8 @@ class Engine {
   std::vector<float> weight(const std::string& name);
   void set_weight(const std::string& name, const std::vector<float>& values);
 
-  // Atomically written files.
+  // Atomically written files. export_circle writes the format the name says (.tflite: TFL3,
+  // .circle: CIR0, else the model's own); export_circleplus always circle.
   void export_circle(const std::string& path);
   void export_circleplus(const std::string& path);
   void export_checkpoint(const std::string& path);

@@ -31,6 +31,7 @@ class Settings(ctypes.Structure):
         ("backends", ctypes.c_char_p),
         ("cache_dir", ctypes.c_char_p),
         ("train_config", ctypes.c_char_p),
+        ("add_missing_biases", ctypes.c_int32),
     ]
 
 

@@ -64,23 +64,26 @@ typedef struct cltrain_session cltrain_session; /* opaque */
 /* Training settings, in onert_train's codes. A struct of a newer or older header is read as far
  * as its struct_size reaches; members it lacks keep their value. */
 typedef struct cltrain_settings {
-  uint32_t struct_size;      /* sizeof(cltrain_settings) as the caller knows it */
-  int32_t batch_size;        /* 0: the model's training info, else its first dimension */
-  int32_t optimizer;         /* 1 SGD, 2 Adam */
-  float learning_rate;       /* > 0 */
-  float beta1, beta2;        /* Adam, in [0, 1) */
-  float epsilon;             /* Adam, >= 0 */
-  int32_t loss;              /* 1 mean squared error, 2 categorical cross-entropy */
-  int32_t loss_reduction;    /* 1 sum over batch size, 2 sum */
-  int32_t num_trainable_ops; /* -1 all, 0 none, N the last N operators, -2 the operators the model's
-                                CIRCLE_TRAINING or train_config lists */
-  int32_t epochs;            /* recorded in a circle+ export */
-  int32_t device;            /* OpenCL device index, -1 the default */
-  const char* backends;      /* in order of preference, comma-separated ("opencl,cpu"); the CPU is always last */
-  const char* cache_dir;     /* saved plans and kernel binaries; NULL: $CLTRAIN_CACHE_DIR, else
-                                $XDG_CACHE_HOME/cltrain, else ~/.cache/cltrain; "": no cache */
-  const char* train_config;  /* onert-micro's per-operator train configuration file (read at
-                                cltrain_set_settings; sets num_trainable_ops to -2), or NULL */
+  uint32_t struct_size;       /* sizeof(cltrain_settings) as the caller knows it */
+  int32_t batch_size;         /* 0: the model's training info, else its first dimension */
+  int32_t optimizer;          /* 1 SGD, 2 Adam */
+  float learning_rate;        /* > 0 */
+  float beta1, beta2;         /* Adam, in [0, 1) */
+  float epsilon;              /* Adam, >= 0 */
+  int32_t loss;               /* 1 mean squared error, 2 categorical cross-entropy */
+  int32_t loss_reduction;     /* 1 sum over batch size, 2 sum */
+  int32_t num_trainable_ops;  /* -1 all, 0 none, N the last N operators, -2 the operators the model's
+                                 CIRCLE_TRAINING or train_config lists */
+  int32_t epochs;             /* recorded in a circle+ export */
+  int32_t device;             /* OpenCL device index, -1 the default */
+  const char* backends;       /* in order of preference, comma-separated ("opencl,cpu"); the CPU is always last */
+  const char* cache_dir;      /* saved plans and kernel binaries; NULL: $CLTRAIN_CACHE_DIR, else
+                                 $XDG_CACHE_HOME/cltrain, else ~/.cache/cltrain; "": no cache */
+  const char* train_config;   /* onert-micro's per-operator train configuration file (read at
+                                 cltrain_set_settings; sets num_trainable_ops to -2), or NULL */
+  int32_t add_missing_biases; /* 1: a zero bias, trained and exported, for each FullyConnected,
+                                 Conv2D and DepthwiseConv2D without one (converters drop zero
+                                 biases); 0: none (prepare warns about them) */
 } cltrain_settings;
 
 /* A backend that runs steps, and its planned memory in bytes (roles as in cltrain_backend.h). */

@@ -1,0 +1,123 @@
+#include "model/model_edits.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "ops/op_descriptor.h"
+
+namespace cltrain {
+namespace {
+
+bool is_float_constant(const Tensor& t) { return t.is_constant() && t.dtype == CLTRAIN_FLOAT32; }
+
+// All values the same: what an initializer (zeros, ones) gives, and so what a converter may have
+// merged between layers that never shared it.
+bool uniform(const Tensor& t) {
+  if (t.data.size() < 8) return true;
+  for (size_t i = 4; i < t.data.size(); i += 4)
+    if (std::memcmp(t.data.data(), t.data.data() + i, 4) != 0) return false;
+  return true;
+}
+
+int32_t append_tensor(Model& m, Tensor t) {
+  t.buffer = 0;
+  t.file_offset = -1;
+  m.tensors.push_back(std::move(t));
+  return static_cast<int32_t>(m.tensors.size() - 1);
+}
+
+}  // namespace
+
+std::string untie_merged_constants(Model& m) {
+  // Readers of each float32 constant: (operator, input slot).
+  std::map<int32_t, std::vector<std::pair<size_t, size_t>>> readers;
+  for (size_t i = 0; i < m.operators.size(); ++i)
+    for (size_t k = 0; k < m.operators[i].inputs.size(); ++k) {
+      const int32_t t = m.operators[i].inputs[k];
+      if (t >= 0 && is_float_constant(m.tensors[static_cast<size_t>(t)])) readers[t].push_back({i, k});
+    }
+  int32_t untied = 0, copies = 0;
+  for (const auto& [t, uses] : readers) {
+    std::set<size_t> ops;
+    for (const auto& u : uses) ops.insert(u.first);
+    if (ops.size() < 2 || !uniform(m.tensors[static_cast<size_t>(t)])) continue;
+    bool all_broadcast = true;  // a scalar of element-wise operators is not trained: nothing to untie
+    for (size_t op : ops) all_broadcast = all_broadcast && find_op(m.operators[op].op)->broadcasts;
+    if (all_broadcast && m.tensors[static_cast<size_t>(t)].elements() == 1) continue;
+    // Group the readers: operators that share a constant with varied values share t too.
+    std::vector<size_t> list(ops.begin(), ops.end());
+    std::vector<size_t> group(list.size());
+    for (size_t a = 0; a < list.size(); ++a) {
+      group[a] = a;
+      for (size_t b = 0; b < a && group[a] == a; ++b)
+        for (int32_t x : m.operators[list[a]].inputs)
+          if (x >= 0 && x != t && is_float_constant(m.tensors[static_cast<size_t>(x)]) &&
+              !uniform(m.tensors[static_cast<size_t>(x)]) &&
+              std::count(m.operators[list[b]].inputs.begin(), m.operators[list[b]].inputs.end(), x)) {
+            group[a] = group[b];
+            break;
+          }
+    }
+    std::map<size_t, int32_t> tensor_of_group;  // the first group keeps t
+    for (size_t a = 0; a < list.size(); ++a) {
+      const size_t g = group[a];
+      if (tensor_of_group.empty()) tensor_of_group[g] = t;
+      if (!tensor_of_group.count(g)) {
+        Tensor copy = m.tensors[static_cast<size_t>(t)];
+        copy.name += "/untied" + std::to_string(tensor_of_group.size());
+        tensor_of_group[g] = append_tensor(m, std::move(copy));
+        ++copies;
+      }
+      for (int32_t& x : m.operators[list[a]].inputs)
+        if (x == t) x = tensor_of_group[g];
+    }
+    if (tensor_of_group.size() > 1) ++untied;
+  }
+  if (untied == 0) return "";
+  return std::to_string(untied) + " constant" + (untied == 1 ? "" : "s") +
+         " that the converter merged (equal values read by layers that do not share weights) now train as " +
+         std::to_string(untied + copies) + " separate weights, one per layer";
+}
+
+int32_t count_missing_biases(const Model& m) {
+  int32_t n = 0;
+  for (const Operator& op : m.operators) {
+    const OpDescriptor& d = *find_op(op.op);
+    const size_t slot = static_cast<size_t>(d.bias_slot);
+    if (d.bias_slot >= 0 && (op.inputs.size() <= slot || op.inputs[slot] < 0)) ++n;
+  }
+  return n;
+}
+
+int32_t add_missing_biases(Model& m) {
+  int32_t n = 0;
+  std::map<int32_t, int32_t> bias_of_kernel;  // operators sharing a kernel share the new bias
+  for (Operator& op : m.operators) {
+    const OpDescriptor& d = *find_op(op.op);
+    const size_t slot = static_cast<size_t>(d.bias_slot);
+    if (d.bias_slot < 0 || (op.inputs.size() > slot && op.inputs[slot] >= 0)) continue;
+    const int32_t kernel = op.inputs.at(1);
+    auto it = bias_of_kernel.find(kernel);
+    int32_t bias;
+    if (it != bias_of_kernel.end()) {
+      bias = it->second;
+    } else {
+      const Tensor& y = m.tensors[static_cast<size_t>(op.outputs.at(0))];
+      Tensor b;
+      b.name = m.tensors[static_cast<size_t>(kernel)].name + "/added_bias";
+      b.shape = {y.shape.empty() ? 1 : y.shape.back()};
+      b.dtype = CLTRAIN_FLOAT32;
+      b.data.assign(static_cast<size_t>(b.shape[0]) * 4, 0);
+      bias = append_tensor(m, std::move(b));
+      bias_of_kernel[kernel] = bias;
+    }
+    if (op.inputs.size() <= slot) op.inputs.resize(slot + 1, -1);
+    op.inputs[slot] = bias;
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace cltrain
