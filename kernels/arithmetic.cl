@@ -2,7 +2,7 @@
 // share one program (the definitions describe the op instance, not the step).
 //
 // Definitions:
-//   OP        0 ADD, 1 SUB, 2 MUL, 3 DIV
+//   OP        0 ADD, 1 SUB, 2 MUL, 3 DIV, 4 SQUARED_DIFFERENCE (t = a - b, y = t * t)
 //   ACT       fused activation (cltrain_activation: 0 NONE, 1 RELU, 2 RELU_N1_TO_1, 3 RELU6, 4 TANH)
 //   Y0..Y5    y as six merged dims, outermost first (backend/opencl/ops/dims.h)
 //   YS0..YS5  strides of y; SA0..SA5, SB0..SB5: strides of a and b, 0 along a broadcast dim
@@ -13,12 +13,14 @@
 // element sums its contributions, s = s + c, in increasing flat index of y (one work-item per
 // gradient element, no atomics):
 //   ADD da += g, db += g; SUB da += g, db += -g; MUL da += g * b, db += g * a;
-//   DIV da += g / b, db += -((g * a) / (b * b)).
+//   DIV da += g / b, db += -((g * a) / (b * b)); SQUARED_DIFFERENCE u = 2 * (a - b), da += g * u,
+//   db += -(g * u).
 
 #define ARITH_ADD 0
 #define ARITH_SUB 1
 #define ARITH_MUL 2
 #define ARITH_DIV 3
+#define ARITH_SQDIFF 4
 
 float arith_op(float a, float b) {
 #if OP == ARITH_ADD
@@ -27,6 +29,9 @@ float arith_op(float a, float b) {
   return a - b;
 #elif OP == ARITH_MUL
   return a * b;
+#elif OP == ARITH_SQDIFF
+  const float t = a - b;
+  return t * t;
 #else
   return a / b;
 #endif
@@ -102,6 +107,9 @@ float arith_grad(__global const float* pool, const uint j, const int for_a, cons
               const uint bk = ib + r0 * SB0 + r1 * SB1 + r2 * SB2 + r3 * SB3 + r4 * SB4 + r5 * SB5;
 #if OP == ARITH_MUL
               const float c = for_a ? g * pool[b_off + bk] : g * pool[a_off + ak];
+#elif OP == ARITH_SQDIFF
+              const float u = 2.0f * (pool[a_off + ak] - pool[b_off + bk]);
+              const float c = for_a ? g * u : -(g * u);
 #else
               float c;
               if (for_a) {

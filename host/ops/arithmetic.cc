@@ -1,4 +1,5 @@
-// ADD, SUB, MUL, DIV: y = act(a op b) with numpy broadcasting between equal ranks.
+// ADD, SUB, MUL, DIV: y = act(a op b) with numpy broadcasting between equal ranks;
+// SQUARED_DIFFERENCE: y = (a - b)^2, broadcasting the same way, without a fused activation.
 #include <algorithm>
 
 #include "model/model_internal.h"
@@ -37,13 +38,14 @@ void check(OperandCheck& c) {
 }
 
 // What each backward reads (cltrain_ops.h): ADD and SUB neither operand, MUL both, DIV b and
-// (for db) a.
+// (for db) a, SQUARED_DIFFERENCE both.
 void backward(StepBuilder& s) {
   const int32_t a = s.input(0), b = s.input(1);
   const int32_t da = s.grad_of(a), db = s.grad_of(b);
   const bool mul = s.op.op == CLTRAIN_OP_MUL, div = s.op.op == CLTRAIN_OP_DIV;
-  const int32_t read_a = (mul || div) && db >= 0 ? a : -1;
-  const int32_t read_b = (mul && da >= 0) || div ? b : -1;
+  const bool sqdiff = s.op.op == CLTRAIN_OP_SQUARED_DIFFERENCE;
+  const int32_t read_a = ((mul || div) && db >= 0) || sqdiff ? a : -1;
+  const int32_t read_b = (mul && da >= 0) || div || sqdiff ? b : -1;
   s.in = {read_a, read_b, s.y_if_activation(), s.dy()};
   s.out = {da, db};
 }
@@ -121,6 +123,17 @@ const OpDescriptor kOpDesc_DIV = [] {
     return {fb::BuiltinOptions::DivOptions, fb::CreateDivOptions(fbb, act(op)).Union()};
   };
   d.flops = [](const StepTensors& s) { return flops(s, 2, 4); };
+  return d;
+}();
+
+// Forward a subtract and a multiply; backward per gradient a subtract and two multiplies.
+const OpDescriptor kOpDesc_SQUARED_DIFFERENCE = [] {
+  OpDescriptor d = binary(CLTRAIN_OP_SQUARED_DIFFERENCE, fb::BuiltinOptions::SquaredDifferenceOptions);
+  d.fused_activation = FusedActivation::kNone;
+  d.write_options = [](flatbuffers::FlatBufferBuilder& fbb, const Model&, const Operator&) -> WrittenOptions {
+    return {fb::BuiltinOptions::SquaredDifferenceOptions, fb::CreateSquaredDifferenceOptions(fbb).Union()};
+  };
+  d.flops = [](const StepTensors& s) { return s.forward() ? 2 * s.elements(s.out(0)) : flops(s, 3, 4); };
   return d;
 }();
 

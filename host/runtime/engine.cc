@@ -311,7 +311,15 @@ std::map<int32_t, std::vector<float>> Engine::trained_weights() {
 }
 
 void Engine::export_circle(const std::string& path) {
-  save_file_atomic(path, export_with_weights(model_, trained_weights()));
+  auto ends_with = [&](const char* ext) {
+    const size_t n = std::strlen(ext);
+    return path.size() >= n && path.compare(path.size() - n, n, ext) == 0;
+  };
+  const std::string format = ends_with(".tflite")    ? "tflite"
+                             : ends_with(".circle")  ? "circle"
+                             : model_.format.empty() ? "circle"
+                                                     : model_.format;
+  save_file_atomic(path, export_model(model_, trained_weights(), format));
 }
 
 void Engine::export_circleplus(const std::string& path) {

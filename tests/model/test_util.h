@@ -49,10 +49,15 @@ inline Model every_op_model() {
   int y = b.reshape(r6, {2, -1}, "flat");  // [2,72]
   y = b.fully_connected(y, 5, CLTRAIN_ACT_TANH, true, "fc");
   y = b.relu(y, "relu");
+  // A LayerNormalization's ops: the squared difference from the row mean, NEG, RSQRT of a
+  // positive value.
+  y = b.op(CLTRAIN_OP_SQUARED_DIFFERENCE, {y, b.mean(y, {-1}, true, "row_mean")});
+  y = b.op(CLTRAIN_OP_NEG, {y});
+  y = b.op(CLTRAIN_OP_RSQRT, {b.logistic(y, "positive")});
   // Every other element-wise op without options, once each: an op added to the list is in here.
   for (const OpDescriptor* op : all_ops()) {
     const bool used = op->op == CLTRAIN_OP_RELU || op->op == CLTRAIN_OP_RELU6 || op->op == CLTRAIN_OP_TANH ||
-                      op->op == CLTRAIN_OP_LOGISTIC;
+                      op->op == CLTRAIN_OP_LOGISTIC || op->op == CLTRAIN_OP_RSQRT;
     if (op->kind == CLTRAIN_KIND_MODEL && op->max_inputs == 1 && op->options == fb::BuiltinOptions::NONE && !used)
       y = b.op(op->op, {y});
   }

@@ -17,6 +17,7 @@ const char* op_label(int32_t op) {
     case CLTRAIN_OP_ADD: return "Add_";
     case CLTRAIN_OP_SUB: return "Sub_";
     case CLTRAIN_OP_MUL: return "Mul_";
+    case CLTRAIN_OP_SQUARED_DIFFERENCE: return "SquaredDifference_";
     default: return "Div_";
   }
 }
@@ -68,9 +69,9 @@ OpCase arith_case(int32_t op, const ArithSpec& s) {
   const int32_t db = s.db ? c.output("db", bdims, same ? CLTRAIN_ROLE_DISPOSABLE : CLTRAIN_ROLE_BACK_PROP) : -1;
   cltrain_op_params p{};
   p.activation = s.act;
-  const bool mul = op == CLTRAIN_OP_MUL, div = op == CLTRAIN_OP_DIV;
-  const int32_t read_a = (mul || div) && db >= 0 ? a : -1;
-  const int32_t read_b = (mul && da >= 0) || div ? b : -1;
+  const bool mul = op == CLTRAIN_OP_MUL, div = op == CLTRAIN_OP_DIV, sq = op == CLTRAIN_OP_SQUARED_DIFFERENCE;
+  const int32_t read_a = ((mul || div) && db >= 0) || sq ? a : -1;
+  const int32_t read_b = (mul && da >= 0) || div || sq ? b : -1;
   c.step(op, CLTRAIN_PHASE_FORWARD, {a, b}, {y}, p);
   c.step(op, CLTRAIN_PHASE_BACKWARD, {read_a, read_b, s.act != CLTRAIN_ACT_NONE ? y : -1, dy}, {da, db}, p);
   c.y = y;
@@ -94,13 +95,16 @@ OpCase arith_case(int32_t op, const ArithSpec& s) {
     std::vector<T> yv(ia.size()), dav(av.size(), T(0)), dbv(bv.size(), T(0));
     for (size_t i = 0; i < ia.size(); ++i) {
       const T x1 = av[ia[i]], x2 = bv[ib[i]];
-      const T z = op == CLTRAIN_OP_ADD ? x1 + x2 : op == CLTRAIN_OP_SUB ? x1 - x2 : mul ? x1 * x2 : x1 / x2;
+      const T t = x1 - x2;
+      const T z = op == CLTRAIN_OP_ADD ? x1 + x2 : op == CLTRAIN_OP_SUB ? t : mul ? x1 * x2 : sq ? t * t : x1 / x2;
       yv[i] = ref_act(act, z);
       const T g = ref_act_grad(act, yv[i], in.at(dy)[i]);
-      dav[ia[i]] = dav[ia[i]] + (op == CLTRAIN_OP_ADD || op == CLTRAIN_OP_SUB ? g : mul ? g * x2 : g / x2);
+      const T u = T(2) * t;
+      dav[ia[i]] = dav[ia[i]] + (op == CLTRAIN_OP_ADD || op == CLTRAIN_OP_SUB ? g : mul ? g * x2 : sq ? g * u : g / x2);
       dbv[ib[i]] = dbv[ib[i]] + (op == CLTRAIN_OP_ADD   ? g
                                  : op == CLTRAIN_OP_SUB ? -g
                                  : mul                  ? g * x1
+                                 : sq                   ? -(g * u)
                                                         : -((g * x1) / (x2 * x2)));
     }
     std::decay_t<decltype(in)> out{{y, yv}};
@@ -115,6 +119,7 @@ OpCase arith_case(int32_t op, const ArithSpec& s) {
 
 std::vector<OpCase> make_cases() {
   const int32_t ADD = CLTRAIN_OP_ADD, SUB = CLTRAIN_OP_SUB, MUL = CLTRAIN_OP_MUL, DIV = CLTRAIN_OP_DIV;
+  const int32_t SQDIFF = CLTRAIN_OP_SQUARED_DIFFERENCE;
   const int32_t RELU = CLTRAIN_ACT_RELU, RELU6 = CLTRAIN_ACT_RELU6, TANH = CLTRAIN_ACT_TANH;
   return {
       arith_case(ADD, {"same_x2x3x4x5", {2, 3, 4, 5}, {2, 3, 4, 5}, RELU}),
@@ -140,6 +145,12 @@ std::vector<OpCase> make_cases() {
       arith_case(MUL, {"da_only_x2x3x4_x2x1x4", {2, 3, 4}, {2, 1, 4}, CLTRAIN_ACT_RELU_N1_TO_1, true, false, 2.0f}),
       arith_case(DIV, {"broadcast_x3x4x5_x3x1x5", {3, 4, 5}, {3, 1, 5}, TANH}),
       arith_case(DIV, {"scalar_divisor_rank6", {1, 2, 3, 2, 5, 3}, {1, 1, 1, 1, 1, 1}}),
+      // LayerNormalization's (x - mean)^2: a per-row mean broadcast along the features.
+      arith_case(SQDIFF, {"rows_x4x12_x4x1", {4, 12}, {4, 1}}),
+      arith_case(SQDIFF, {"same_x2x3x5", {2, 3, 5}, {2, 3, 5}}),
+      arith_case(SQDIFF, {"both_broadcast_x2x1x4_x1x3x1", {2, 1, 4}, {1, 3, 1}}),
+      arith_case(SQDIFF, {"db_only_x3x4_x1x4", {3, 4}, {1, 4}, CLTRAIN_ACT_NONE, false, true}),
+      arith_case(SQDIFF, {"x_minus_x_x3x4", {3, 4}, {}}),
   };
 }
 

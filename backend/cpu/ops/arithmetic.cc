@@ -5,7 +5,8 @@
 // of y, in increasing flat index, with g = dz (cltrain_backend.h, Numerics):
 //   ADD da += g, db += g;  SUB da += g, db += -g;  MUL da += g * b, db += g * a;
 //   DIV da += g / b, db += -((g * a) / (b * b));
-// each gradient element a sum from 0 of its contributions.
+// each gradient element a sum from 0 of its contributions. SQUARED_DIFFERENCE (no activation):
+// t = a - b, y = t * t; backward reads a and b, u = 2 * (a - b), da += g * u, db += -(g * u).
 #include <algorithm>
 
 #include "cpu_op.h"
@@ -14,7 +15,7 @@ namespace cltrain {
 namespace cpu {
 namespace {
 
-enum class Kind { Add, Sub, Mul, Div };
+enum class Kind { Add, Sub, Mul, Div, SqDiff };
 
 // y's shape and, per operand, its offset step along each axis of y (0 where it broadcasts).
 struct Broadcast {
@@ -100,8 +101,10 @@ std::string check_backward(const StepView& s) {
   if (std::string e = require_activation(s); !e.empty()) return e;
   if (s.params().activation != CLTRAIN_ACT_NONE)
     if (std::string e = require_elements(y, dy.elements, "y (the activation's output)"); !e.empty()) return e;
-  const bool needs_b = (kKind == Kind::Mul && da.present()) || (kKind == Kind::Div && (da.present() || db.present()));
-  const bool needs_a = (kKind == Kind::Mul || kKind == Kind::Div) && db.present();
+  const bool needs_b = (kKind == Kind::Mul && da.present()) ||
+                       ((kKind == Kind::Div || kKind == Kind::SqDiff) && (da.present() || db.present()));
+  const bool needs_a = ((kKind == Kind::Mul || kKind == Kind::Div) && db.present()) ||
+                       (kKind == Kind::SqDiff && (da.present() || db.present()));
   if (needs_a && !a.present()) return "a is missing (db needs it)";
   if (needs_b && !b.present()) return std::string("b is missing (") + (da.present() ? "da" : "db") + " needs it)";
   if (!same_shape(a, da)) return "da " + shape_string(da) + " differs from a " + shape_string(a);
@@ -115,6 +118,10 @@ float apply(float a, float b) {
     case Kind::Add: return a + b;
     case Kind::Sub: return a - b;
     case Kind::Mul: return a * b;
+    case Kind::SqDiff: {
+      const float t = a - b;
+      return t * t;
+    }
     default: return a / b;
   }
 }
@@ -164,6 +171,12 @@ std::string run_backward(const StepView& s, const cltrain_run_args&) {
         if (da) da[ia] = da[ia] + g / b[ib];
         if (db) db[ib] = db[ib] + -((g * a[ia]) / (b[ib] * b[ib]));
         break;
+      case Kind::SqDiff: {
+        const float u = 2.0f * (a[ia] - b[ib]);
+        if (da) da[ia] = da[ia] + g * u;
+        if (db) db[ib] = db[ib] + -(g * u);
+        break;
+      }
     }
   });
   return {};
@@ -180,6 +193,7 @@ extern const CpuOp kCpuOp_ADD = arithmetic<Kind::Add>();
 extern const CpuOp kCpuOp_SUB = arithmetic<Kind::Sub>();
 extern const CpuOp kCpuOp_MUL = arithmetic<Kind::Mul>();
 extern const CpuOp kCpuOp_DIV = arithmetic<Kind::Div>();
+extern const CpuOp kCpuOp_SQUARED_DIFFERENCE = arithmetic<Kind::SqDiff>();
 
 }  // namespace cpu
 }  // namespace cltrain

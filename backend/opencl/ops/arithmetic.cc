@@ -1,4 +1,5 @@
-// ADD, SUB, MUL, DIV with numpy broadcasting and a fused activation (kernels/arithmetic.cl).
+// ADD, SUB, MUL, DIV with numpy broadcasting and a fused activation, and SQUARED_DIFFERENCE
+// (kernels/arithmetic.cl).
 //   forward:  in [a, b]          out [y]         arith_forward, one work-item per element of y
 //   backward: in [a, b, y, dy]   out [da, db]    arith_grad_a / arith_grad_b, one work-item per
 //             gradient element, summing over the broadcast dims in increasing flat index of y.
@@ -19,8 +20,16 @@ struct ArithShape {
   bool a_known = false, b_known = false;  // false where neither the operand nor its gradient is given
 };
 
-bool reads_a(int op, bool da, bool db) { return (op == CLTRAIN_OP_MUL && db) || (op == CLTRAIN_OP_DIV && db); }
-bool reads_b(int op, bool da, bool db) { return (op == CLTRAIN_OP_MUL && da) || (op == CLTRAIN_OP_DIV && (da || db)); }
+bool reads_a(int op, bool da, bool db) {
+  return (op == CLTRAIN_OP_MUL && db) || (op == CLTRAIN_OP_DIV && db) ||
+         (op == CLTRAIN_OP_SQUARED_DIFFERENCE && (da || db));
+}
+bool reads_b(int op, bool da, bool db) {
+  return (op == CLTRAIN_OP_MUL && da) || ((op == CLTRAIN_OP_DIV || op == CLTRAIN_OP_SQUARED_DIFFERENCE) && (da || db));
+}
+
+// The kernel's OP definition (kernels/arithmetic.cl).
+int op_code(int op) { return op == CLTRAIN_OP_SQUARED_DIFFERENCE ? 4 : op - CLTRAIN_OP_ADD; }
 
 // One operand's shape against y's: equal rank, each dim equal to y's or 1.
 std::string check_operand(const std::vector<uint64_t>& y, const std::vector<uint64_t>& x, const char* role) {
@@ -112,7 +121,7 @@ Defines arith_defines(const StepView& s, const ArithShape& sh) {
     if (sb[k]) count_b *= v.size[k];
   }
   Defines d;
-  d.set("OP", s.step.op - CLTRAIN_OP_ADD).set("ACT", s.step.params.activation);
+  d.set("OP", op_code(s.step.op)).set("ACT", s.step.params.activation);
   d.set("COUNT", static_cast<long long>(view_count(v.size)));
   d.set("COUNT_A", static_cast<long long>(count_a)).set("COUNT_B", static_cast<long long>(count_b));
   define_view(d, "Y", v.size);
@@ -159,5 +168,6 @@ const OpFamily kOp_ADD = {check, prepare};
 const OpFamily kOp_SUB = {check, prepare};
 const OpFamily kOp_MUL = {check, prepare};
 const OpFamily kOp_DIV = {check, prepare};
+const OpFamily kOp_SQUARED_DIFFERENCE = {check, prepare};
 
 }  // namespace cltrain::ocl

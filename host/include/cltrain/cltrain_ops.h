@@ -65,6 +65,9 @@
  *     numerics, per element of y with g = dz: ADD da += g, db += g; SUB da += g, db += -g; MUL
  *     da += g * b, db += g * a; DIV da += g / b, db += -((g * a) / (b * b)); each gradient element
  *     sums its contributions in increasing flat index of y.
+ * SQUARED_DIFFERENCE  fwd in [a, b] out [y]: t = a - b, y = t * t, broadcasting as ADD (no fused
+ *     activation). bwd in [a, b, -1, dy] out [da, db] (reads both operands for either gradient).
+ *     numerics, per element of y: u = 2 * (a - b); da += dy * u; db += -(dy * u); summed as ADD's.
  * RELU, RELU6, TANH, LOGISTIC  fwd in [x] out [y]; bwd in [y, dy] out [dx]. in place: fwd y with x,
  *     bwd dx with dy. numerics: RELU dz = y > 0 ? dy : 0; RELU6 dz = (y > 0 && y < 6) ? dy : 0;
  *     TANH e = clt_exp(-2|x|), t = (1 - e) / (1 + e), y = x < 0 ? -t : t, dz = dy * (1 - y * y);
@@ -77,6 +80,10 @@
  *     dx_i = beta * (y_i * (dy_i - d)).
  * CONCATENATION  fwd in [x0, x1, ...] out [y] along params.axis; bwd in [dy] out [dx0, dx1, ...]
  *     (each may be -1); params.concat_extents gives each input's extent along the axis.
+ * NEG  fwd in [x] out [y]: y = -x; bwd in [dy] out [dx]: dx = -dy. in place: fwd y with x, bwd dx with
+ *     dy.
+ * RSQRT  fwd in [x] out [y]: y = 1 / clt_sqrt(x); bwd in [y, dy] out [dx]: dx = (-0.5 * dy) * ((y *
+ *     y) * y) (as TensorFlow's RsqrtGrad). in place: bwd dx with dy.
  * HARD_SWISH  fwd in [x] out [y]: y = x * relu6(x + 3) / 6; bwd in [x, dy] out [dx] (the derivative
  *     needs x: y does not determine it). in place: bwd dx with dy.
  *     numerics: t = x + 3; r = t < 0 ? 0 : t; r = r > 6 ? 6 : r; y = (x * r) / 6. dx = -3 < x < 3 ?
@@ -130,7 +137,10 @@
   X(TANH, "Tanh", 28, CLTRAIN_KIND_MODEL)                        \
   X(LOGISTIC, "Logistic", 14, CLTRAIN_KIND_MODEL)                \
   X(CONCATENATION, "Concatenation", 2, CLTRAIN_KIND_MODEL)       \
-  X(HARD_SWISH, "HardSwish", 117, CLTRAIN_KIND_MODEL)
+  X(HARD_SWISH, "HardSwish", 117, CLTRAIN_KIND_MODEL)            \
+  X(NEG, "Neg", 59, CLTRAIN_KIND_MODEL)                          \
+  X(RSQRT, "Rsqrt", 76, CLTRAIN_KIND_MODEL)                      \
+  X(SQUARED_DIFFERENCE, "SquaredDifference", 99, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

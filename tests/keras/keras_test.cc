@@ -1,0 +1,230 @@
+// Models as TensorFlow's converter writes them (tests/keras/data, made by make_references.py):
+// they load with their open batch, train as Keras train_on_batch trains them (losses and
+// exported weights, SGD and Adam, on both backends), and the application models train with every
+// op on OpenCL. No TensorFlow here: the references are committed.
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine.h"
+#include "model/model.h"
+
+namespace cltrain {
+namespace {
+
+const std::string kData = CLTRAIN_KERAS_DATA;
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "cltrain_keras_" + std::to_string(getpid()) + "_" + name;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  EXPECT_TRUE(f.good()) << path;
+  return nlohmann::json::parse(f);
+}
+
+Settings settings(const std::string& optimizer, float lr, const std::string& backend, int32_t batch) {
+  Settings s;
+  s.batch_size = batch;
+  s.optimizer = optimizer == "sgd" ? 1 : 2;
+  s.learning_rate = lr;
+  s.loss = 2;
+  s.loss_reduction = 1;
+  s.backends = {backend};
+  s.cache_dir = CLTRAIN_TEST_CACHE_DIR;
+  return s;
+}
+
+void expect_on(Engine& e, const std::string& backend) {
+  const std::vector<std::string> placement = e.session().model_op_placement();
+  for (size_t i = 0; i < placement.size(); ++i) EXPECT_EQ(placement[i], backend) << "operator " << i;
+}
+
+// The tensor an operator of the file (by its file index) reads at an input slot.
+const Tensor* operand(const Model& m, int32_t file_op, size_t slot) {
+  for (const Operator& op : m.operators)
+    if (op.file_index == file_op && slot < op.inputs.size() && op.inputs[slot] >= 0)
+      return &m.tensors[static_cast<size_t>(op.inputs[slot])];
+  return nullptr;
+}
+
+struct KerasCase {
+  std::string model, optimizer, backend;
+};
+
+std::string case_name(const ::testing::TestParamInfo<KerasCase>& p) {
+  return p.param.model + "_" + p.param.optimizer + "_" + p.param.backend;
+}
+
+class MatchesKeras : public ::testing::TestWithParam<KerasCase> {};
+
+// From the weights in the file, 5 steps at batch 8 with categorical cross-entropy: the losses
+// within 1e-5 (SGD, lr 0.01) / 1e-4 (Adam, lr 1e-3) relative of Keras's, and the exported
+// weights within 1e-5 / 1e-4 absolute, with add_missing_biases for the biases the converter
+// dropped and the merged ones untied.
+TEST_P(MatchesKeras, FiveSteps) {
+  const KerasCase& k = GetParam();
+  const nlohmann::json ref = read_json(kData + "/" + k.model + ".json");
+  const nlohmann::json& run = ref["runs"][k.optimizer];
+  const double loss_tol = k.optimizer == "sgd" ? 1e-5 : 1e-4, weight_tol = k.optimizer == "sgd" ? 1e-5 : 1e-4;
+  const int32_t batch = ref["batch"];
+  auto e = Engine::from_file(kData + "/" + ref["model"].get<std::string>());
+  Settings s = settings(k.optimizer, run["learning_rate"].get<float>(), k.backend, batch);
+  s.add_missing_biases = true;
+  e->set_settings(s);
+  e->prepare();
+  expect_on(*e, k.backend);
+  const std::vector<float> x = ref["x"], y = ref["y"];
+  const uint64_t in = e->input_size() * static_cast<uint64_t>(batch),
+                 out = e->output_size() * static_cast<uint64_t>(batch);
+  const std::vector<double> want = run["losses"];
+  double worst_loss = 0, worst_weight = 0;
+  for (size_t step = 0; step < want.size(); ++step) {
+    e->set_input(x.data() + step * in, in);
+    e->set_expected(y.data() + step * out, out);
+    const double loss = e->train_step();
+    EXPECT_NEAR(loss, want[step], loss_tol * std::fabs(want[step])) << "step " << step + 1;
+    worst_loss = std::max(worst_loss, std::fabs(loss - want[step]) / std::fabs(want[step]));
+  }
+  const std::string path = temp_path(k.model + "_" + k.optimizer + "_" + k.backend + ".circle");
+  e->export_circle(path);
+  const Model exported = load_model(path);
+  EXPECT_EQ(exported.format, "circle");
+  for (const auto& [key, values] : run["weights"].items()) {
+    const int32_t op = std::stoi(key.substr(0, key.find(':')));
+    const size_t slot = std::stoul(key.substr(key.find(':') + 1));
+    const Tensor* t = operand(exported, op, slot);
+    ASSERT_NE(t, nullptr) << key << ": the exported model has no such operand";
+    const std::vector<float> want_w = values;
+    ASSERT_EQ(t->elements(), want_w.size()) << key;
+    std::vector<float> got(want_w.size());
+    std::memcpy(got.data(), t->data.data(), got.size() * 4);
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - want_w[i]));
+    EXPECT_LE(worst, weight_tol) << key << " (" << t->name << ")";
+    worst_weight = std::max(worst_weight, worst);
+  }
+  std::printf("%s: loss within %.2e relative, weights within %.2e absolute of Keras\n", case_name({k, 0}).c_str(),
+              worst_loss, worst_weight);
+  std::remove(path.c_str());
+}
+
+std::vector<KerasCase> keras_cases() {
+  std::vector<KerasCase> cases;
+  for (const char* m : {"mlp_flatten", "cnn_pools", "dw_block", "dense_layernorm", "shared_dense"})
+    for (const char* o : {"sgd", "adam"})
+      for (const char* b : {"cpu", "opencl"}) cases.push_back({m, o, b});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Converted, MatchesKeras, ::testing::ValuesIn(keras_cases()), case_name);
+
+// The converter merged the three zero biases of dw_block's convolutions into one tensor: they
+// train as three weights, exported as three tensors; without add_missing_biases the Dense layers
+// the converter left bias-less are named in a warning.
+TEST(Converted, MergedBiasesUntiedAndMissingOnesNamed) {
+  auto e = Engine::from_file(kData + "/dw_block.tflite");
+  e->set_settings(settings("sgd", 0.01f, "cpu", 8));
+  e->prepare();
+  ASSERT_EQ(e->warnings().size(), 2u);
+  EXPECT_NE(e->warnings()[0].find("1 constant that the converter merged"), std::string::npos) << e->warnings()[0];
+  EXPECT_NE(e->warnings()[0].find("3 separate weights"), std::string::npos) << e->warnings()[0];
+  EXPECT_NE(e->warnings()[1].find("1 FullyConnected/Conv2D/DepthwiseConv2D operator has no bias"), std::string::npos)
+      << e->warnings()[1];
+  const std::string path = temp_path("untied.circle");
+  e->export_circle(path);
+  const Model m = load_model(path);
+  const Tensor *b0 = operand(m, 0, 2), *b1 = operand(m, 1, 2), *b2 = operand(m, 2, 2);
+  ASSERT_TRUE(b0 && b1 && b2);
+  EXPECT_NE(b0, b1);
+  EXPECT_NE(b1, b2);
+  EXPECT_NE(b0, b2);
+  std::remove(path.c_str());
+}
+
+// A Dense layer applied twice keeps one kernel, and the bias add_missing_biases gives it is one
+// tensor too: both operators read it in the export.
+TEST(Converted, SharedLayerStaysTied) {
+  auto e = Engine::from_file(kData + "/shared_dense.tflite");
+  Settings s = settings("adam", 0.001f, "cpu", 8);
+  s.add_missing_biases = true;
+  e->set_settings(s);
+  e->prepare();
+  EXPECT_TRUE(e->warnings().empty()) << e->warnings()[0];
+  const std::string path = temp_path("shared.tflite");
+  e->export_circle(path);  // .tflite: written as tflite
+  const Model m = load_model(path);
+  EXPECT_EQ(m.format, "tflite");
+  EXPECT_EQ(operand(m, 0, 1), operand(m, 2, 1));
+  EXPECT_EQ(operand(m, 0, 2), operand(m, 2, 2));
+  ASSERT_NE(operand(m, 0, 2), nullptr);
+  EXPECT_NE(operand(m, 0, 2), operand(m, 4, 2));
+  std::remove(path.c_str());
+}
+
+// The open batch: a Flatten's shape subgraph gives the batch each time it is set.
+TEST(Converted, OpenBatchTakesAnyBatch) {
+  for (int32_t batch : {1, 3, 8}) {
+    Model m = load_model(kData + "/mlp_flatten.tflite");
+    set_batch_size(m, batch);
+    EXPECT_EQ(m.tensors[static_cast<size_t>(m.outputs[0])].shape, (std::vector<int32_t>{batch, 10}));
+  }
+}
+
+std::vector<uint8_t> gunzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  EXPECT_NE(f, nullptr) << path;
+  std::vector<uint8_t> out;
+  char buf[1 << 16];
+  int n;
+  while (f && (n = gzread(f, buf, sizeof buf)) > 0) out.insert(out.end(), buf, buf + n);
+  if (f) gzclose(f);
+  return out;
+}
+
+class ApplicationTrains : public ::testing::TestWithParam<std::string> {};
+
+// MobileNetV2, MobileNetV3Small and EfficientNetB0 as converted (committed as their structure,
+// weights zeroed; refilled here with scaled random values): every op on OpenCL, two steps at
+// batch 2, finite losses that change.
+TEST_P(ApplicationTrains, EveryOpOnOpencl) {
+  auto e = Engine::from_buffer(gunzip(kData + "/" + GetParam() + ".tflite.gz"), GetParam());
+  std::mt19937 rng(5);
+  for (const Tensor& t : e->model().tensors) {
+    if (!t.is_constant() || t.dtype != CLTRAIN_FLOAT32 || t.elements() <= 16) continue;
+    const float fan_in = static_cast<float>(t.elements() / static_cast<uint64_t>(t.shape.empty() ? 1 : t.shape[0]));
+    std::normal_distribution<float> normal(0.0f, 1.0f / std::sqrt(std::max(fan_in, 1.0f)));
+    std::vector<float> v(t.elements());
+    for (float& x : v) x = normal(rng);
+    e->set_weight(t.name, v);
+  }
+  e->set_settings(settings("adam", 0.001f, "opencl", 2));
+  e->prepare();
+  expect_on(*e, "opencl");
+  std::vector<float> x(2 * e->input_size()), y(2 * e->output_size(), 0.0f);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  for (float& v : x) v = u(rng);
+  y[3] = y[e->output_size() + 7] = 1.0f;
+  e->set_input(x.data(), x.size());
+  e->set_expected(y.data(), y.size());
+  const float first = e->train_step(), second = e->train_step();
+  EXPECT_TRUE(std::isfinite(first) && std::isfinite(second));
+  EXPECT_NE(first, second);
+}
+
+INSTANTIATE_TEST_SUITE_P(Converted, ApplicationTrains,
+                         ::testing::Values("mobilenetv2", "mobilenetv3small", "efficientnetb0"));
+
+}  // namespace
+}  // namespace cltrain

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Writes the Keras reference data of tests/keras (run by make_references.sh, which makes a venv
+with tensorflow-cpu; nothing in the build or the tests needs TensorFlow).
+
+For each small model below: the .tflite that TensorFlow's converter writes with default options
+(an open batch), and <name>.json with 5 batches of 8 samples and, for SGD (lr 0.01) and Adam
+(lr 1e-3) with categorical cross-entropy, the losses that Keras train_on_batch returns and the
+weights after the 5 steps, in the layout of the .tflite, keyed "<file operator index>:<input
+slot>" (slot 2 of a FullyConnected/Conv2D/DepthwiseConv2D whose zero bias the converter dropped
+is there too: cltrain trains it with add_missing_biases).
+
+For the application models (MobileNetV2, MobileNetV3Small, EfficientNetB0): <name>.tflite.gz
+with every float buffer zeroed (their structure, small enough to commit); the test refills the
+weights.
+"""
+import gzip
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import keras  # noqa: E402
+from tensorflow.lite.python import schema_py_generated as schema  # noqa: E402
+from tensorflow.lite.tools import flatbuffer_utils  # noqa: E402
+
+L = keras.layers
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+OPS = {v: k for k, v in schema.BuiltinOperator.__dict__.items() if not k.startswith("_")}
+BATCH, STEPS = 8, 5
+
+
+def mlp_flatten():
+    return keras.Sequential([keras.Input((8, 8)), L.Flatten(), L.Dense(16, activation="relu"),
+                             L.Dense(10, activation="softmax")])
+
+
+def cnn_pools():
+    return keras.Sequential([keras.Input((10, 10, 2)), L.Conv2D(4, 3, activation="relu"), L.MaxPooling2D(2),
+                             L.Conv2D(6, 3, padding="same", activation="relu"), L.AveragePooling2D(2), L.Flatten(),
+                             L.Dense(10, activation="softmax")])
+
+
+def dw_block():
+    x = keras.Input((12, 12, 3))
+    h = L.Conv2D(8, 3, strides=2, padding="same", activation="relu")(x)
+    d = L.DepthwiseConv2D(3, padding="same")(h)
+    d = L.ReLU(6.0)(d)
+    d = L.Conv2D(8, 1)(d)
+    h = L.Add()([h, d])
+    h = L.GlobalAveragePooling2D()(h)
+    return keras.Model(x, L.Dense(10, activation="softmax")(h))
+
+
+def dense_layernorm():
+    # beta starts non-zero: a zero beta is dropped by the converter together with its ADD, and
+    # then the converted model has nothing for Keras's trained beta.
+    x = keras.Input((16,))
+    h = L.Dense(12)(x)
+    h = L.LayerNormalization(beta_initializer=keras.initializers.RandomNormal(stddev=0.1, seed=3))(h)
+    return keras.Model(x, L.Dense(4, activation="softmax")(h))
+
+
+def shared_dense():
+    x = keras.Input((8,))
+    d = L.Dense(8, activation="tanh")
+    return keras.Model(x, L.Dense(4, activation="softmax")(d(d(x))))
+
+
+SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_block,
+         "dense_layernorm": dense_layernorm, "shared_dense": shared_dense}
+
+
+def convert(model):
+    return bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
+
+
+def tflite_layout(var_value, op_name):
+    """A Keras weight in the layout the converter stores it for op_name."""
+    v = np.asarray(var_value, dtype=np.float32)
+    if op_name == "FULLY_CONNECTED" and v.ndim == 2:
+        return v.T
+    if op_name == "CONV_2D" and v.ndim == 4:
+        return v.transpose(3, 0, 1, 2)
+    if op_name == "DEPTHWISE_CONV_2D" and v.ndim == 4:
+        kh, kw, c, m = v.shape
+        return v.reshape(1, kh, kw, c * m)
+    return v
+
+
+def weight_map(tfl, model):
+    """(operator index, slot) -> (Keras weight index, op name) for every float constant the
+    converted model's weight ops read, and for the biases it dropped."""
+    m = flatbuffer_utils.convert_bytearray_to_object(tfl)
+    sg = m.subgraphs[0]
+    variables = model.weights
+    layer_of = {}  # weight index -> the layer's weights
+    for layer in model.layers:
+        idx = [i for i, v in enumerate(variables) if any(v is w for w in layer.weights)]
+        for i in idx:
+            layer_of[i] = idx
+    out = {}
+    for op_index, op in enumerate(sg.operators):
+        code = m.operatorCodes[op.opcodeIndex]
+        name = OPS.get(max(code.builtinCode, code.deprecatedBuiltinCode))
+        inputs = list(op.inputs)
+        kernel_var = None
+        for slot, t in enumerate(inputs):
+            if t < 0:
+                continue
+            tensor = sg.tensors[t]
+            buf = m.buffers[tensor.buffer].data if tensor.buffer else None
+            if buf is None or len(buf) == 0 or tensor.type != schema.TensorType.FLOAT32:
+                continue
+            data = np.frombuffer(bytes(buf), dtype=np.float32).reshape(tensor.shape)
+            if data.size == 1:
+                continue  # a fixed constant of its layer (epsilon): not a weight
+            found = [i for i, v in enumerate(variables) if tflite_layout(v.numpy(), name).size == data.size and
+                     np.array_equal(tflite_layout(v.numpy(), name).ravel(), data.ravel())]
+            if name in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") and slot == 2 and kernel_var is not None:
+                found = [i for i in layer_of[kernel_var] if variables[i].path.endswith("bias")]
+            if len(found) != 1:
+                sys.exit("operator %d (%s) input %d: %d Keras weights match" % (op_index, name, slot, len(found)))
+            out["%d:%d" % (op_index, slot)] = (found[0], name)
+            if slot == 1:
+                kernel_var = found[0]
+        if name in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") and (len(inputs) < 3 or inputs[2] < 0):
+            bias = [i for i in layer_of[kernel_var] if variables[i].path.endswith("bias")]
+            out["%d:2" % op_index] = (bias[0], name)
+    return out
+
+
+def floats(a):
+    """float32 values as the shortest decimals that read back as the same float32."""
+    return [float(str(v)) for v in np.asarray(a, dtype=np.float32).ravel()]
+
+
+def small(name, make):
+    keras.utils.set_random_seed(1)
+    model = make()
+    tfl = convert(model)
+    with open(os.path.join(OUT, name + ".tflite"), "wb") as f:
+        f.write(tfl)
+    mapping = weight_map(tfl, model)
+    rng = np.random.default_rng(7)
+    in_shape = (BATCH * STEPS,) + tuple(model.input_shape[1:])
+    classes = model.output_shape[-1]
+    x = rng.random(in_shape, dtype=np.float32)
+    y = np.eye(classes, dtype=np.float32)[rng.integers(0, classes, BATCH * STEPS)]
+    initial = [w.numpy() for w in model.weights]
+    ref = {"model": name + ".tflite", "batch": BATCH, "steps": STEPS, "x": floats(x),
+           "y": floats(y), "runs": {}}
+    for opt, lr in (("sgd", 0.01), ("adam", 0.001)):
+        model.set_weights(initial)
+        optimizer = keras.optimizers.SGD(lr) if opt == "sgd" else keras.optimizers.Adam(lr)
+        model.compile(optimizer=optimizer, loss=keras.losses.CategoricalCrossentropy())
+        losses = [float(model.train_on_batch(x[i * BATCH:(i + 1) * BATCH], y[i * BATCH:(i + 1) * BATCH]))
+                  for i in range(STEPS)]
+        weights = {key: floats(tflite_layout(model.weights[i].numpy(), op)) for key, (i, op) in mapping.items()}
+        ref["runs"][opt] = {"learning_rate": lr, "losses": losses, "weights": weights}
+    with open(os.path.join(OUT, name + ".json"), "w") as f:
+        json.dump(ref, f)
+    print(name, len(tfl), "bytes;", ", ".join("%s %s" % (k, v[1]) for k, v in sorted(mapping.items())))
+
+
+def structure(name, model):
+    tfl = convert(model)
+    m = flatbuffer_utils.convert_bytearray_to_object(tfl)
+    for t in m.subgraphs[0].tensors:
+        buf = m.buffers[t.buffer] if t.buffer else None
+        if buf is not None and buf.data is not None and t.type == schema.TensorType.FLOAT32 and len(buf.data) > 64:
+            buf.data = np.zeros_like(buf.data)
+    out = flatbuffer_utils.convert_object_to_bytearray(m)
+    with gzip.open(os.path.join(OUT, name + ".tflite.gz"), "wb", compresslevel=9) as f:
+        f.write(out)
+    print(name, len(tfl), "bytes converted,", os.path.getsize(os.path.join(OUT, name + ".tflite.gz")), "gzipped structure")
+
+
+if __name__ == "__main__":
+    os.makedirs(OUT, exist_ok=True)
+    for n, f in SMALL.items():
+        small(n, f)
+    A = keras.applications
+    structure("mobilenetv2", A.MobileNetV2(weights=None, input_shape=(96, 96, 3), classes=10))
+    structure("mobilenetv3small", A.MobileNetV3Small(weights=None, input_shape=(96, 96, 3), classes=10))
+    structure("efficientnetb0", A.EfficientNetB0(weights=None, input_shape=(64, 64, 3), classes=10))
