@@ -97,7 +97,18 @@ int run_train(const Options& o) {
   tc.progress = o.progress && isatty(STDOUT_FILENO);
   if (!o.checkpoint.empty()) {
     api.check(cltrain_import_checkpoint(api.get(), o.checkpoint.c_str()));
-    api.check(cltrain_get_position(api.get(), nullptr, &tc.epochs_done));
+    int64_t steps = 0;
+    api.check(cltrain_get_position(api.get(), &steps, &tc.epochs_done));
+    // onert records epoch 0 in every checkpoint: the step count says where training was.
+    const uint64_t per_epoch = data.size() / static_cast<uint64_t>(batch);
+    if (tc.epochs_done == 0 && steps > 0 && per_epoch > 0) {
+      tc.epochs_done = static_cast<int32_t>(static_cast<uint64_t>(steps) / per_epoch);
+      std::fprintf(stderr,
+                   "cltrain: warning: %s records epoch 0 after %lld steps (as onert writes it): %lld steps of %llu "
+                   "per epoch make %d epochs done\n",
+                   o.checkpoint.c_str(), static_cast<long long>(steps), static_cast<long long>(steps),
+                   static_cast<unsigned long long>(per_epoch), tc.epochs_done);
+    }
   }
   ApiSteps steps(prepared);
   const auto t_exec = Clock::now();

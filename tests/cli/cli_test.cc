@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -273,6 +274,29 @@ TEST_F(Cli, ValidationSplitReportsValidationLossAndAccuracy) {
     EXPECT_GE(e["val_accuracy"].get<double>(), 0.0);
     EXPECT_LE(e["val_accuracy"].get<double>(), 1.0);
   }
+}
+
+// onert writes epoch 0 into every checkpoint: resuming one goes on from the epoch its step count
+// reaches (4 samples at batch 2: 2 steps an epoch), not from epoch 1.
+TEST_F(Cli, CheckpointWithEpochZeroResumesFromItsSteps) {
+  const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
+  const std::string args = model + " --batch_size 2 --backends cpu --no-progress --load_input:raw " + path("x.raw") +
+                           " --load_expected:raw " + path("y.raw");
+  ASSERT_EQ(run_cli(args + " --epoch 2 --export_checkpoint " + path("e.ckpt")).code, 0);
+  std::ifstream in(path("e.ckpt"), std::ios::binary);
+  std::vector<uint8_t> b((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_GE(b.size(), 20u);
+  uint32_t other;
+  std::memcpy(&other, b.data() + 12, 4);
+  ASSERT_LE(other + 8u, b.size());
+  std::memset(b.data() + other + 4, 0, 4);  // cur_epoch = 0, as onert writes it
+  write_bytes(path("onert_like.ckpt"), b);
+  const Result r = run_cli_all(args + " --epoch 3 --checkpoint " + path("onert_like.ckpt"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("Epoch 1/3"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("Epoch 2/3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Epoch 3/3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("records epoch 0 after 4 steps"), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, neg_MismatchedCheckpoint) {
