@@ -6,7 +6,7 @@
 #define CCE_LOW 1e-7f
 #define CCE_HIGH (1.0f - 1e-7f)
 
-// pc = min(max(p, 1e-7), 1 - 1e-7), as std::min/std::max.
+// pc = min(max(p, 1e-7), 1 - 1e-7), as std::min/std::max: NaN stays NaN.
 static inline float cce_clamp(float p) { return clt_min(clt_max(p, CCE_LOW), CCE_HIGH); }
 
 // One work-item: loss[0].

@@ -65,8 +65,10 @@ CLT_FN float clt_exp(float x) {
   return p * clt_as_float((n1 + 127) << 23) * clt_as_float((n2 + 127) << 23);
 }
 
-/* Natural logarithm of a positive normal x (callers clamp: losses take log of clamp(p, 1e-7, 1)). */
+/* Natural logarithm of a positive normal x (callers clamp: losses take log of clamp(p, 1e-7, 1));
+   NaN gives NaN, so that a NaN prediction makes a NaN loss. */
 CLT_FN float clt_log(float x) {
+  if (x != x) return x;
   int bits = clt_as_int(x);
   int e = ((bits >> 23) & 0xff) - 127;
   float m = clt_as_float((bits & 0x007fffff) | 0x3f800000); /* in [1, 2) */

@@ -1,15 +1,50 @@
 #include "atomic_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
 namespace cltrain {
+namespace {
 
-void save_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes) {
+std::string directory_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Removes NAME.tmp.PID files next to path whose PID is not a running process (a kill -9 during a
+// write leaves them); our own and live processes' are left alone.
+void remove_stale_temporaries(const std::string& path) {
+  const std::string dir = directory_of(path);
+  const size_t slash = path.rfind('/');
+  const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  while (const dirent* e = ::readdir(d)) {
+    const char* name = e->d_name;
+    if (std::strncmp(name, prefix.c_str(), prefix.size()) != 0) continue;
+    const char* digits = name + prefix.size();
+    char* end = nullptr;
+    const long pid = std::strtol(digits, &end, 10);
+    if (end == digits || *end || pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // running, or not ours to ask
+    ::unlink((dir + "/" + name).c_str());
+  }
+  ::closedir(d);
+}
+
+}  // namespace
+
+std::string stage_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+  remove_stale_temporaries(path);
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   auto fail = [&](const char* step, int fd) {
     const int err = errno;
@@ -29,7 +64,34 @@ void save_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes
   }
   if (::fsync(fd) != 0) fail("sync", fd);
   if (::close(fd) != 0) fail("close", -1);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename the temporary file", -1);
+  return tmp;
+}
+
+void commit_file(const std::string& staged, const std::string& path) {
+  if (::rename(staged.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(staged.c_str());
+    throw std::runtime_error(path + ": cannot rename the temporary file: " + std::strerror(err));
+  }
+}
+
+void discard_file(const std::string& staged) { ::unlink(staged.c_str()); }
+
+void save_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes) {
+  commit_file(stage_file(path, bytes), path);
+}
+
+std::string why_not_writable(const std::string& path) {
+  if (path.empty()) return "the path is empty";
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return "it is a directory";
+  }
+  const std::string dir = directory_of(path);
+  if (::stat(dir.c_str(), &st) != 0) return "its directory " + dir + " does not exist";
+  if (!S_ISDIR(st.st_mode)) return dir + " is not a directory";
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) return "its directory " + dir + " is not writable";
+  return {};
 }
 
 }  // namespace cltrain

@@ -363,6 +363,13 @@ cltrain_status cltrain_export_checkpoint(cltrain_session* s, const char* path) {
   });
 }
 
+cltrain_status cltrain_export_files(cltrain_session* s, const char* model, const char* circleplus,
+                                    const char* checkpoint) {
+  return guarded(s, [&](Engine& e) {
+    e.export_files(model ? model : "", circleplus ? circleplus : "", checkpoint ? checkpoint : "");
+  });
+}
+
 cltrain_status cltrain_import_checkpoint(cltrain_session* s, const char* path) {
   return guarded(s, [&](Engine& e) {
     require(path, "path");

@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 
+#include "atomic_file.h"
 #include "flops.h"
 #include "session_setup.h"
 
@@ -111,6 +112,7 @@ void print_profile(const std::vector<ProfileRow>& rows, double ms_per_step) {
 }  // namespace
 
 int run_bench(const Options& o) {
+  check_output_paths(o);
   const PreparedSession p = load_and_prepare(o);
   Session& session = p.session();
   // One fixed batch: inputs uniform in [0, 1), one-hot expected outputs of random classes.
@@ -224,9 +226,7 @@ int run_bench(const Options& o) {
     j["timings_ms"] = {{"model_load", p.ms_load}, {"prepare", p.ms_prepare}};
     j["memory"] = memory_json(*p.api);
     j["placement"] = placement_json(*p.api);
-    std::ofstream f(o.report);
-    f << j.dump(2) << "\n";
-    if (!f) throw std::runtime_error("cannot write report " + o.report);
+    save_text_atomic(o.report, j.dump(2) + "\n");
   }
   return 0;
 }

@@ -38,16 +38,18 @@ int make_model_command(const std::vector<std::string>& args) {
       if (i + 1 >= args.size()) throw cltrain::UsageError(args[i] + " needs a value");
       return args[++i];
     };
-    if (args[i] == "-o" || args[i] == "--output")
+    if (args[i] == "-o" || args[i] == "--output") {
       out = value();
-    else if (args[i] == "--batch_size")
-      batch = std::stoi(value());
-    else if (args[i] == "--format")
+    } else if (args[i] == "--batch_size") {
+      batch = cltrain::to_int("--batch_size", value());
+      if (batch < 1) throw cltrain::UsageError("--batch_size must be at least 1");
+    } else if (args[i] == "--format") {
       format = value();
-    else if (name.empty() && args[i][0] != '-')
+    } else if (name.empty() && args[i][0] != '-') {
       name = args[i];
-    else
+    } else {
       throw cltrain::UsageError("make-model: unexpected argument " + args[i]);
+    }
   }
   if (name.empty() || out.empty())
     throw cltrain::UsageError("usage: cltrain make-model NAME -o FILE [--batch_size B] [--format circle|tflite]");

@@ -1,11 +1,15 @@
 #include "options.h"
 
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <iterator>
 #include <map>
 
+#include "atomic_file.h"
+
 namespace cltrain {
-namespace {
 
 int32_t to_int(const std::string& opt, const std::string& v) {
   char* end = nullptr;
@@ -16,10 +20,33 @@ int32_t to_int(const std::string& opt, const std::string& v) {
   return static_cast<int32_t>(n);
 }
 
+void check_output_paths(const Options& o) {
+  const std::pair<const char*, const std::string*> outputs[] = {{"--export_circle", &o.export_circle},
+                                                                {"--export_circleplus", &o.export_circleplus},
+                                                                {"--export_checkpoint", &o.export_checkpoint},
+                                                                {"--report", &o.report}};
+  for (size_t i = 0; i < std::size(outputs); ++i) {
+    const std::string& path = *outputs[i].second;
+    if (path.empty()) continue;
+    if (const std::string why = why_not_writable(path); !why.empty())
+      throw UsageError(std::string(outputs[i].first) + " " + path + " cannot be written: " + why);
+    for (size_t j = 0; j < i; ++j)
+      if (*outputs[j].second == path)
+        throw UsageError(std::string(outputs[j].first) + " and " + outputs[i].first + " both name " + path);
+  }
+}
+
+namespace {
+
+// A finite float32: "inf", "nan" and values beyond float32's range (1e39) are refused, not rounded
+// to infinity; a value below its smallest normal (1e-50) is refused too, not rounded to zero.
 float to_float(const std::string& opt, const std::string& v) {
   char* end = nullptr;
+  errno = 0;
   const float f = std::strtof(v.c_str(), &end);
   if (v.empty() || *end) throw UsageError(opt + " takes a number, not '" + v + "'");
+  if (!std::isfinite(f) || errno == ERANGE)
+    throw UsageError(opt + " takes a finite float32 (magnitude from 1.2e-38 to 3.4e38, or 0), not '" + v + "'");
   return f;
 }
 
@@ -145,6 +172,7 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
         throw UsageError("--data takes fashion-mnist or fashion-mnist:DIR, not '" + o.data + "'");
     } else if (a == "--data_limit") {
       o.data_limit = to_int(a, next());
+      if (o.data_limit < 0) throw UsageError("--data_limit must not be negative");
     } else if (a == "--backends") {
       o.backends.clear();
       for (const auto& b : split(next(), ','))
@@ -152,6 +180,7 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       if (o.backends.empty()) throw UsageError("--backends needs at least one backend");
     } else if (a == "--device") {
       o.device = to_int(a, next());
+      if (o.device < 0) throw UsageError("--device takes a device index (0, 1, ...; cltrain devices lists them)");
     } else if (a == "--cache-dir") {
       o.cache_dir = next();
     } else if (a == "--no-cache") {

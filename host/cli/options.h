@@ -49,6 +49,13 @@ struct Options {
   bool profile = false;  // --profile: device time per (op, phase) from the backends' timing
 };
 
+// An int32 option value, or UsageError naming the option.
+int32_t to_int(const std::string& opt, const std::string& v);
+
+// UsageError naming the first output path (--report, --export_*) that cannot be written, or two
+// outputs given the same path; called before training, so a long run is not lost at its end.
+void check_output_paths(const Options& o);
+
 // Parses argv (after the program name). Throws UsageError.
 Options parse_train_options(const std::vector<std::string>& args);
 // Parses `cltrain bench MODEL [options]` (training options plus --steps, --warmup, --seed,

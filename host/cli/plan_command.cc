@@ -1,5 +1,7 @@
 #include "plan_command.h"
 
+#include "atomic_file.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -78,9 +80,7 @@ void write_json(const PreparedSession& p, const std::vector<PlannedTensor>& tens
     if (!t.shares.empty()) j["tensors"].back()["shares"] = t.shares;
   }
   j["memory"] = memory_json(*p.api);
-  std::ofstream f(path);
-  f << j.dump(1) << "\n";
-  if (!f) throw std::runtime_error("cannot write " + path);
+  save_text_atomic(path, j.dump(1) + "\n");
 }
 
 // One panel per backend: x = step, y = offset in the pool, a rectangle per tensor.
@@ -117,11 +117,11 @@ void write_svg(Session& s, const std::vector<PlannedTensor>& tensors, const std:
          << "'/><text x='" << left + r * 140 + 16 << "' y='" << y0 + 11 << "' font-size='12'>" << kRoleNames[r]
          << "</text>\n";
   }
-  std::ofstream f(path);
-  f << "<svg xmlns='http://www.w3.org/2000/svg' width='" << left + width + 20 << "' height='" << y0 + 30
-    << "' font-family='sans-serif'>\n<rect width='100%' height='100%' fill='white'/>\n"
-    << body.str() << "</svg>\n";
-  if (!f) throw std::runtime_error("cannot write " + path);
+  std::ostringstream svg;
+  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << left + width + 20 << "' height='" << y0 + 30
+      << "' font-family='sans-serif'>\n<rect width='100%' height='100%' fill='white'/>\n"
+      << body.str() << "</svg>\n";
+  save_text_atomic(path, svg.str());
 }
 
 }  // namespace
@@ -138,6 +138,11 @@ int run_plan(const std::vector<std::string>& raw) {
     }
   }
   const Options o = parse_bench_options(args);
+  check_output_paths(o);
+  for (const std::string* out : {&json_path, &svg_path})
+    if (!out->empty())
+      if (const std::string why = why_not_writable(*out); !why.empty())
+        throw UsageError(*out + " cannot be written: " + why);
   const PreparedSession p = load_and_prepare(o);
   Session& s = p.session();
   for (const auto& m : s.memory()) {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "atomic_file.h"
 #include "dataset.h"
 #include "session_setup.h"
 #include "trainer.h"
@@ -68,6 +69,7 @@ void print_parameters(const Options& o, const cltrain_settings& c, int32_t batch
 }  // namespace
 
 int run_train(const Options& o) {
+  check_output_paths(o);  // before hours of training, not after
   // Data first: a bad data file should not wait for kernel builds.
   Dataset data, test;
   const bool fashion = !o.data.empty();
@@ -109,10 +111,15 @@ int run_train(const Options& o) {
                    o.checkpoint.c_str(), static_cast<long long>(steps), static_cast<long long>(steps),
                    static_cast<unsigned long long>(per_epoch), tc.epochs_done);
     }
+    if (tc.epochs_done >= tc.epochs)
+      throw UsageError(o.checkpoint + " has trained " + std::to_string(tc.epochs_done) + " epochs; --epoch " +
+                       std::to_string(tc.epochs) + " asks for no more (give --epoch " +
+                       std::to_string(tc.epochs_done + 1) + " or more to train on)");
   }
   ApiSteps steps(prepared);
   const auto t_exec = Clock::now();
   auto epochs = train(steps, data, validation, tc, [&](const EpochResult& r) {
+    api.check(cltrain_set_epochs_done(api.get(), r.epoch));  // so that errors name the epoch
     std::printf("Epoch %d/%d - time: %.3fms/step - loss: [0] %.4f", r.epoch, tc.epochs, r.ms_per_step, r.loss);
     if (r.accuracy >= 0) std::printf(" - categorical_accuracy: %.4f", r.accuracy);
     if (r.val_loss >= 0) {
@@ -124,9 +131,8 @@ int run_train(const Options& o) {
   });
   const double ms_exec = ms_since(t_exec);
   if (!epochs.empty()) api.check(cltrain_set_epochs_done(api.get(), epochs.back().epoch));
-  if (!o.export_checkpoint.empty()) api.check(cltrain_export_checkpoint(api.get(), o.export_checkpoint.c_str()));
-  if (!o.export_circle.empty()) api.check(cltrain_export_circle(api.get(), o.export_circle.c_str()));
-  if (!o.export_circleplus.empty()) api.check(cltrain_export_circleplus(api.get(), o.export_circleplus.c_str()));
+  api.check(cltrain_export_files(api.get(), o.export_circle.c_str(), o.export_circleplus.c_str(),
+                                 o.export_checkpoint.c_str()));
   double test_accuracy = -1;
   if (fashion) {
     test_accuracy = categorical_accuracy(steps, test);
@@ -161,9 +167,7 @@ int run_train(const Options& o) {
     j["timings_ms"] = {{"model_load", prepared.ms_load}, {"prepare", prepared.ms_prepare}, {"execute", ms_exec}};
     j["memory"] = memory_json(api);
     j["placement"] = placement_json(api);
-    std::ofstream f(o.report);
-    f << j.dump(2) << "\n";
-    if (!f) throw std::runtime_error("cannot write report " + o.report);
+    save_text_atomic(o.report, j.dump(2) + "\n");
   }
   return 0;
 }

@@ -46,6 +46,15 @@ void check_pool(OperandCheck& c) {
   c.require_float(0);
   const Tensor& x = c.in(0);
   c.require_rank4(x, "input", "[N,H,W,C]");
+  // A window wider than 2 * extent - 1 covers the whole input from every position, as one of
+  // 2 * extent - 1 does; larger filters only cost time (2^31 took minutes per step).
+  for (int axis : {1, 2}) {
+    const int64_t f = axis == 1 ? c.op.params.filter_h : c.op.params.filter_w;
+    if (f > 2 * x.shape[axis] - 1)
+      c.bad(std::string("pool filter ") + (axis == 1 ? "height " : "width ") + std::to_string(f) +
+            " exceeds 2 * input " + (axis == 1 ? "height" : "width") +
+            " - 1 = " + std::to_string(2 * x.shape[axis] - 1));
+  }
   const int64_t oh = c.window(1, c.op.params.filter_h, c.op.params.stride_h, 1);
   const int64_t ow = c.window(2, c.op.params.filter_w, c.op.params.stride_w, 1);
   c.expect_output({x.shape[0], oh, ow, x.shape[3]});

@@ -1,6 +1,7 @@
 #include "backend.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -8,6 +9,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <sstream>
 
 namespace cltrain {
@@ -255,14 +258,66 @@ std::vector<std::string> plugin_search_dirs() {
   return dirs;
 }
 
-std::unique_ptr<Backend> open_plugin_file(const std::string& path, const cltrain_backend_config& config,
-                                          std::string* why) {
+namespace {
+
+#if defined(__x86_64__)
+constexpr uint16_t kOwnMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr uint16_t kOwnMachine = EM_AARCH64;
+#else
+constexpr uint16_t kOwnMachine = EM_NONE;  // not checked
+#endif
+
+// Why a plugin file is not a whole shared library for this machine ("" if it is): dlopen maps
+// its segments as the headers say, and touching a page past the end of a truncated file is SIGBUS,
+// which no error handling can catch. So the headers and every loaded segment must lie in the file.
+std::string not_a_whole_library(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return "cannot be opened";
+  f.seekg(0, std::ios::end);
+  const uint64_t size = static_cast<uint64_t>(f.tellg());
+  f.seekg(0);
+  Elf64_Ehdr eh{};
+  if (!f.read(reinterpret_cast<char*>(&eh), sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+    return "is not an ELF file";
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN) return "is not a 64-bit shared library";
+  if (kOwnMachine != EM_NONE && eh.e_machine != kOwnMachine)
+    return "is built for another machine (ELF machine " + std::to_string(eh.e_machine) + ", this one is " +
+           std::to_string(kOwnMachine) + ")";
+  if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > size ||
+      eh.e_phnum > (size - eh.e_phoff) / sizeof(Elf64_Phdr))
+    return "is truncated or damaged (its program headers lie outside its " + std::to_string(size) + " bytes)";
+  f.seekg(static_cast<std::streamoff>(eh.e_phoff));
+  for (uint16_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph{};
+    if (!f.read(reinterpret_cast<char*>(&ph), sizeof ph)) return "cannot be read";
+    if (ph.p_type == PT_LOAD && (ph.p_offset > size || ph.p_filesz > size - ph.p_offset))
+      return "is truncated (a segment ends at byte " + std::to_string(ph.p_offset + ph.p_filesz) + ", the file has " +
+             std::to_string(size) + ")";
+  }
+  return {};
+}
+
+// dlopen after the check above; nullptr with *why on failure.
+void* load_plugin(const std::string& path, std::string* why) {
+  if (const std::string bad = not_a_whole_library(path); !bad.empty()) {
+    *why = "cannot load backend plugin " + path + ": it " + bad;
+    return nullptr;
+  }
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* e = dlerror();
     *why = "cannot load backend plugin " + path + ": " + (e ? e : "dlopen failed");
-    return nullptr;
   }
+  return handle;
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> open_plugin_file(const std::string& path, const cltrain_backend_config& config,
+                                          std::string* why) {
+  void* handle = load_plugin(path, why);
+  if (!handle) return nullptr;
   auto entry = reinterpret_cast<cltrain_backend_entry_fn>(dlsym(handle, CLTRAIN_BACKEND_ENTRY_SYMBOL));
   if (!entry) {
     *why = "backend plugin " + path + " has no " CLTRAIN_BACKEND_ENTRY_SYMBOL " symbol";
@@ -306,12 +361,8 @@ std::string list_backend_devices(const std::string& name, std::string* why) {
     for (const auto& dir : plugin_search_dirs()) {
       const std::string path = dir + "/" + file;
       if (!file_exists(path)) continue;
-      handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (!handle) {
-        const char* e = dlerror();
-        *why = "cannot load backend plugin " + path + ": " + (e ? e : "dlopen failed");
-        return {};
-      }
+      handle = load_plugin(path, why);
+      if (!handle) return {};
       auto entry = reinterpret_cast<cltrain_backend_entry_fn>(dlsym(handle, CLTRAIN_BACKEND_ENTRY_SYMBOL));
       const cltrain_backend_iface* plugin = entry ? entry() : nullptr;
       const std::string problem = plugin ? unusable_iface(*plugin) : "has no usable " CLTRAIN_BACKEND_ENTRY_SYMBOL;

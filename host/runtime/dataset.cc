@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -97,6 +98,10 @@ Dataset load_fashion_mnist(const std::string& dir, bool train) {
 
 namespace {
 std::vector<float> read_floats(const std::string& path, uint64_t sample, const char* what) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw DataError(std::string(what) + " file " + path + " is not a regular file" +
+                    (S_ISDIR(st.st_mode) ? " (a directory)" : ""));
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
   if (!f) throw DataError(std::string(what) + " file " + path + ": cannot open");
   std::fseek(f.get(), 0, SEEK_END);
@@ -111,6 +116,10 @@ std::vector<float> read_floats(const std::string& path, uint64_t sample, const c
   std::vector<float> v(static_cast<size_t>(size) / sizeof(float));
   if (std::fread(v.data(), 1, static_cast<size_t>(size), f.get()) != static_cast<size_t>(size))
     throw DataError(std::string(what) + " file " + path + ": short read");
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i]))
+      throw DataError(std::string(what) + " file " + path + ": sample " + std::to_string(i / sample) + " holds " +
+                      (std::isnan(v[i]) ? "NaN" : "Inf") + " at element " + std::to_string(i % sample));
   return v;
 }
 }  // namespace

@@ -19,6 +19,14 @@
 namespace cltrain {
 namespace {
 
+// "" when every value is finite, else what the first non-finite one is and where.
+std::string non_finite_element(const float* v, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isfinite(v[i]))
+      return std::string(std::isnan(v[i]) ? "NaN" : v[i] > 0 ? "+Inf" : "-Inf") + " at element " + std::to_string(i);
+  return {};
+}
+
 TrainOptions train_options(const Settings& s) {
   TrainOptions t;
   t.loss = s.loss == 1 ? CLTRAIN_OP_LOSS_MSE : CLTRAIN_OP_LOSS_CCE;
@@ -161,6 +169,13 @@ void Engine::prepare() {
   const auto& in_shape = model_.tensors[static_cast<size_t>(model_.inputs.at(0))].shape;
   set_batch_size(model_, settings_.batch_size > 0 ? settings_.batch_size : (in_shape.empty() ? 1 : in_shape[0]));
   TrainingGraph graph = build_training_graph(model_, train_options(settings_));
+  for (int32_t w : graph.weights) {
+    const Tensor& t = model_.tensors[static_cast<size_t>(w)];
+    if (const std::string bad =
+            non_finite_element(reinterpret_cast<const float*>(t.data.data()), t.data.size() / sizeof(float));
+        !bad.empty())
+      throw ModelError(model_.source + ": weight '" + t.name + "' (trained) holds " + bad);
+  }
 
   std::vector<std::string> names = settings_.backends;
   names.erase(std::remove(names.begin(), names.end(), std::string("cpu")), names.end());
@@ -245,9 +260,17 @@ float Engine::train_step(float* prediction) {
   const float loss = session_->train_step(input_.data(), expected_.data(), position_.steps + 1, prediction);
   ++position_.steps;
   if (!std::isfinite(loss))
-    throw TrainingError("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at step " +
-                        std::to_string(position_.steps) + " (is the learning rate too high, or the data not scaled?)");
+    throw TrainingError("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
+                        std::to_string(position_.epochs + 1) + ", step " +
+                        std::to_string(position_.steps - epoch_start_steps_) + " (optimizer step " +
+                        std::to_string(position_.steps) +
+                        "; is the learning rate too high, or the data not scaled?); nothing exported");
   return loss;
+}
+
+void Engine::set_epochs_done(int32_t epochs) {
+  position_.epochs = epochs;
+  epoch_start_steps_ = position_.steps;
 }
 
 float Engine::evaluate(float* prediction) {
@@ -295,6 +318,8 @@ void Engine::set_weight(const std::string& name, const std::vector<float>& value
   if (values.size() != tensor.elements())
     throw std::invalid_argument("'" + name + "' has " + std::to_string(tensor.elements()) + " elements, " +
                                 std::to_string(values.size()) + " given");
+  if (const std::string bad = non_finite_element(values.data(), values.size()); !bad.empty())
+    throw std::invalid_argument("'" + name + "': the values hold " + bad);
   if (prepared()) {
     session_->write_persistent(t, values);
     return;
@@ -303,14 +328,20 @@ void Engine::set_weight(const std::string& name, const std::vector<float>& value
             reinterpret_cast<const uint8_t*>(values.data() + values.size()), tensor.data.begin());
 }
 
-std::map<int32_t, std::vector<float>> Engine::trained_weights() {
+std::map<int32_t, std::vector<float>> Engine::trained_weights(const std::string& path) {
   std::map<int32_t, std::vector<float>> weights;
-  if (prepared())
-    for (int32_t w : session_->graph().weights) weights[w] = session_->read_persistent(w);
+  if (!prepared()) return weights;
+  for (int32_t w : session_->graph().weights) {
+    std::vector<float> v = session_->read_persistent(w);
+    if (const std::string bad = non_finite_element(v.data(), v.size()); !bad.empty())
+      throw TrainingError("weight '" + model_.tensors[static_cast<size_t>(w)].name + "' holds " + bad + " after " +
+                          std::to_string(position_.steps) + " steps; " + path + " not written");
+    weights[w] = std::move(v);
+  }
   return weights;
 }
 
-void Engine::export_circle(const std::string& path) {
+std::vector<uint8_t> Engine::model_bytes(const std::string& path) {
   auto ends_with = [&](const char* ext) {
     const size_t n = std::strlen(ext);
     return path.size() >= n && path.compare(path.size() - n, n, ext) == 0;
@@ -319,10 +350,10 @@ void Engine::export_circle(const std::string& path) {
                              : ends_with(".circle")  ? "circle"
                              : model_.format.empty() ? "circle"
                                                      : model_.format;
-  save_file_atomic(path, export_model(model_, trained_weights(), format));
+  return export_model(model_, trained_weights(path), format);
 }
 
-void Engine::export_circleplus(const std::string& path) {
+std::vector<uint8_t> Engine::circleplus_bytes(const std::string& path) {
   TrainingInfo info;
   info.optimizer = settings_.optimizer == 1 ? TrainingInfo::kSgd : TrainingInfo::kAdam;
   info.learning_rate = settings_.learning_rate;
@@ -339,20 +370,62 @@ void Engine::export_circleplus(const std::string& path) {
     for (size_t i = 0; i < ranks.size(); ++i)
       if (ranks[i] != kRankNone) info.trainable_ops.push_back(file_operator_index(model_, i));
   }
-  save_file_atomic(path, cltrain::export_circleplus(model_, trained_weights(), info));
+  return cltrain::export_circleplus(model_, trained_weights(path), info);
 }
 
-void Engine::export_checkpoint(const std::string& path) {
+std::vector<uint8_t> Engine::checkpoint_bytes(const std::string& path) {
   require_prepared("export_checkpoint");
   const TrainingPosition pos{static_cast<uint32_t>(position_.steps), static_cast<uint32_t>(position_.epochs)};
-  save_file_atomic(path, make_checkpoint(*session_, pos));
+  trained_weights(path);  // refuses non-finite weights
+  return make_checkpoint(*session_, pos);
+}
+
+void Engine::export_circle(const std::string& path) { save_file_atomic(path, model_bytes(path)); }
+void Engine::export_circleplus(const std::string& path) { save_file_atomic(path, circleplus_bytes(path)); }
+void Engine::export_checkpoint(const std::string& path) { save_file_atomic(path, checkpoint_bytes(path)); }
+
+void Engine::export_files(const std::string& model, const std::string& circleplus, const std::string& checkpoint) {
+  // Every file's bytes first (a non-finite weight refuses them all), then every temporary file,
+  // then the renames, the checkpoint last.
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> files;
+  if (!model.empty()) files.emplace_back(model, model_bytes(model));
+  if (!circleplus.empty()) files.emplace_back(circleplus, circleplus_bytes(circleplus));
+  if (!checkpoint.empty()) files.emplace_back(checkpoint, checkpoint_bytes(checkpoint));
+  std::vector<std::pair<std::string, std::string>> staged;  // path, temporary
+  std::string failed;
+  for (const auto& f : files) {
+    try {
+      staged.emplace_back(f.first, stage_file(f.first, f.second));
+    } catch (const std::runtime_error& e) {
+      failed += (failed.empty() ? "" : "; ") + std::string(e.what());
+    }
+  }
+  std::string written;
+  for (const auto& s : staged) {
+    try {
+      commit_file(s.second, s.first);
+      written += (written.empty() ? "" : ", ") + s.first;
+    } catch (const std::runtime_error& e) {
+      failed += (failed.empty() ? "" : "; ") + std::string(e.what());
+    }
+  }
+  if (!failed.empty()) throw std::runtime_error(failed + (written.empty() ? "" : " (written: " + written + ")"));
 }
 
 void Engine::import_checkpoint(const std::string& path) {
   require_prepared("import_checkpoint");
   const TrainingPosition pos = load_checkpoint(*session_, read_file_bytes(path), path);
+  if (pos.epoch > static_cast<uint32_t>(INT32_MAX))
+    throw CheckpointError(path + ": records epoch " + std::to_string(pos.epoch) + ", beyond any run (at most " +
+                          std::to_string(INT32_MAX) + ")");
+  for (int32_t w : session_->graph().weights) {
+    const std::vector<float> v = session_->read_persistent(w);
+    if (const std::string bad = non_finite_element(v.data(), v.size()); !bad.empty())
+      throw CheckpointError(path + ": weight '" + model_.tensors[static_cast<size_t>(w)].name + "' holds " + bad);
+  }
   position_.steps = pos.step;
   position_.epochs = static_cast<int32_t>(pos.epoch);
+  epoch_start_steps_ = position_.steps;
 }
 
 }  // namespace cltrain

@@ -83,25 +83,35 @@ class Engine {
   float evaluate(float* prediction = nullptr);
   void predict(const float* input, uint64_t input_count, float* output, uint64_t output_count);
   const Position& position() const { return position_; }
-  void set_epochs_done(int32_t epochs) { position_.epochs = epochs; }
+  // Epochs done; the steps since then count as the next epoch's in messages.
+  void set_epochs_done(int32_t epochs);
 
   // A float32 constant of the model by tensor name (a weight; after prepare its trained value).
   uint64_t tensor_elements(const std::string& name) const;
   std::vector<float> weight(const std::string& name);
   void set_weight(const std::string& name, const std::vector<float>& values);
 
-  // Atomically written files. export_circle writes the format the name says (.tflite: TFL3,
-  // .circle: CIR0, else the model's own); export_circleplus always circle.
+  // Atomically written files, refused (TrainingError) when a trained weight is not finite. export_circle writes the
+  // format the name says (.tflite: TFL3, .circle: CIR0, else the model's own); export_circleplus always circle.
   void export_circle(const std::string& path);
   void export_circleplus(const std::string& path);
   void export_checkpoint(const std::string& path);
+  // The files whose paths are not "", made in memory first, written to temporary files, and only
+  // then renamed over their paths one after another (the checkpoint last), so that a failure or a
+  // kill before the renames leaves every old file as it was. A file that cannot be written does not
+  // stop the others; the exception then names it (and those written).
+  void export_files(const std::string& model, const std::string& circleplus, const std::string& checkpoint);
   void import_checkpoint(const std::string& path);
 
  private:
   Engine() = default;
   void require_prepared(const char* what) const;
   int32_t tensor_index(const std::string& name) const;
-  std::map<int32_t, std::vector<float>> trained_weights();
+  // The trained weights, each finite (else TrainingError naming the tensor and what is not written).
+  std::map<int32_t, std::vector<float>> trained_weights(const std::string& path);
+  std::vector<uint8_t> model_bytes(const std::string& path);
+  std::vector<uint8_t> circleplus_bytes(const std::string& path);
+  std::vector<uint8_t> checkpoint_bytes(const std::string& path);
 
   Model model_;
   Settings settings_;
@@ -109,6 +119,7 @@ class Engine {
   std::vector<float> input_, expected_;
   bool have_input_ = false, have_expected_ = false;
   Position position_;
+  int64_t epoch_start_steps_ = 0;  // position_.steps when set_epochs_done was last called
   std::vector<std::string> warnings_;
 };
 

@@ -77,7 +77,8 @@ std::string mse_backward(const StepView& s, const cltrain_run_args&) {
   return {};
 }
 
-float clamp_pred(float p) { return std::fmin(std::fmax(p, kCceLow), kCceHigh); }
+// std::min/std::max, not fmin/fmax: a NaN prediction stays NaN (as the OpenCL kernel's selects).
+float clamp_pred(float p) { return std::min(std::max(p, kCceLow), kCceHigh); }
 
 // l = sum over all elements of (-e) * clt_log(pc), pc = min(max(p, 1e-7), 1 - 1e-7).
 std::string cce_forward(const StepView& s, const cltrain_run_args&) {

@@ -44,7 +44,7 @@ std::string check_shape(const StepView& s, PoolShape& sh) {
     if (!(why = require_tensor(s, x, "input")).empty()) return why;
     if (!(why = require_tensor(s, y, "output")).empty()) return why;
     if (max_pool && s.out(1) >= 0) {
-      if (p.filter_h * p.filter_w > 256) return "argmax needs a window of at most 256 positions";
+      if (int64_t{p.filter_h} * p.filter_w > 256) return "argmax needs a window of at most 256 positions";
       if (!(why = require_count(s, s.out(1), "argmax", s.count(y))).empty()) return why;
     }
   } else if (s.step.phase == CLTRAIN_PHASE_BACKWARD) {

@@ -164,6 +164,12 @@ CLTRAIN_API cltrain_status cltrain_set_weight(cltrain_session* session, const ch
 CLTRAIN_API cltrain_status cltrain_export_circle(cltrain_session* session, const char* path);
 CLTRAIN_API cltrain_status cltrain_export_circleplus(cltrain_session* session, const char* path);
 CLTRAIN_API cltrain_status cltrain_export_checkpoint(cltrain_session* session, const char* path);
+/* The three at once, each path NULL or "" to leave it out: every file is made and written to its
+ * temporary name before any is renamed (the checkpoint last), so a failure or a kill before the
+ * renames leaves the old files as they were, and the model and checkpoint of one run go together.
+ * A file that cannot be written does not stop the others; the error then names it. */
+CLTRAIN_API cltrain_status cltrain_export_files(cltrain_session* session, const char* model, const char* circleplus,
+                                                const char* checkpoint);
 /* After prepare: weights, Adam state and position from a checkpoint of this model. */
 CLTRAIN_API cltrain_status cltrain_import_checkpoint(cltrain_session* session, const char* path);
 

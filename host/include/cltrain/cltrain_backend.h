@@ -70,6 +70,9 @@
  *  - Activation derivatives select, never multiply by 0/1: RELU dz = y > 0 ? dy : 0; RELU6
  *    dz = (y > 0 && y < 6) ? dy : 0; RELU_N1_TO_1 dz = (y > -1 && y < 1) ? dy : 0; TANH
  *    dz = dy * (1 - y * y).
+ *  - Non-finite values propagate: no clamp, max or log turns a NaN into a number (clamps and maxima
+ *    are the selects above, which return a NaN operand; clt_log(NaN) is NaN), so a NaN or Inf in
+ *    the inputs or weights reaches the loss on every backend, and the host stops training there.
  */
 #ifndef CLTRAIN_BACKEND_H
 #define CLTRAIN_BACKEND_H

@@ -93,16 +93,13 @@
  *     out [dpred]. Reduction: SUM_OVER_BATCH_SIZE divides the sum over samples by the batch N
  *     (dims[0] of pred), SUM does not; the backward includes the same scale.
  *     numerics: CCE l = sum over all elements, batch-major, of (-e * clt_log(pc)) with
- *     pc = min(max(p, 1e-7), 1 - 1e-7); loss = l / N or l; dpred = (-e / pc) / N or (-e / pc),
- *     0 where p != pc. MSE per sample of K elements: q = sum of (d * d) with d = p - e; then
- *     l = sum over samples of (q / K); loss = l / N or l; dpred = (2 * d) / K, then / N.
- * ACCUMULATE  bwd in [a] out [acc]: acc += a (acc is read and written).
- * UPDATE_SGD  update in [grad] out [W]: W = W - lr * g.
- * UPDATE_ADAM  update in [grad] out [W, m, v] (t = run_args.iteration). numerics: step =
- *     (float)((double)lr * sqrt(1 - b2^t) / (1 - b1^t)) computed in double; m = b1 * m + (1 - b1) * g;
- *     v = b2 * v + (1 - b2) * (g * g) (with (1 - b1), (1 - b2) rounded to float first);
- *     W = W - (step * m) / (sqrt(v) + eps).
- *     Both updates: when params.update_count > 0 only elements [update_offset, update_offset +
+ *     pc = min(max(p, 1e-7), 1 - 1e-7) as selects (NaN stays NaN); loss = l / N or l; dpred = (-e / pc) / N or (-e /
+ * pc), 0 where p != pc. MSE per sample of K elements: q = sum of (d * d) with d = p - e; then l = sum over samples of
+ * (q / K); loss = l / N or l; dpred = (2 * d) / K, then / N. ACCUMULATE  bwd in [a] out [acc]: acc += a (acc is read
+ * and written). UPDATE_SGD  update in [grad] out [W]: W = W - lr * g. UPDATE_ADAM  update in [grad] out [W, m, v] (t =
+ * run_args.iteration). numerics: step = (float)((double)lr * sqrt(1 - b2^t) / (1 - b1^t)) computed in double; m = b1 *
+ * m + (1 - b1) * g; v = b2 * v + (1 - b2) * (g * g) (with (1 - b1), (1 - b2) rounded to float first); W = W - (step *
+ * m) / (sqrt(v) + eps). Both updates: when params.update_count > 0 only elements [update_offset, update_offset +
  *     update_count) of W (and of grad) are updated; Adam's m and v then have update_count elements.
  */
 #ifndef CLTRAIN_OPS_H
