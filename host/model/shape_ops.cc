@@ -352,7 +352,7 @@ void fold_shape_ops(Model& m, const std::string& what) {
           refuse(what, op,
                  "input " + std::to_string(k) + " " + detail::tensor_label(m, t) + " is not a known int32 value");
         v.v.resize(x.data.size() / 4);
-        std::memcpy(v.v.data(), x.data.data(), x.data.size());
+        if (!v.v.empty()) std::memcpy(v.v.data(), x.data.data(), v.v.size() * 4);
       }
       in.push_back(std::move(v));
     }
@@ -363,7 +363,7 @@ void fold_shape_ops(Model& m, const std::string& what) {
     t.shape.assign(out.shape.begin(), out.shape.end());
     // A rank-0 or empty result still counts as computed: keep at least one element's bytes.
     t.data.resize(std::max<size_t>(out.v.size(), 1) * 4, 0);
-    std::memcpy(t.data.data(), out.v.data(), out.v.size() * 4);
+    if (!out.v.empty()) std::memcpy(t.data.data(), out.v.data(), out.v.size() * 4);
   }
 }
 

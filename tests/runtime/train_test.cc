@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "dataset.h"
+#include "memory_plan.h"
 #include "model/builder.h"
 #include "session.h"
 #include "test_util.h"
@@ -161,6 +162,59 @@ TEST(TrainEveryOp, OpenclMatchesCpu) {
   ASSERT_EQ(cl->losses.size(), cpu->losses.size());
   EXPECT_LT(cpu->losses.back(), cpu->losses.front());
   for (size_t i = 0; i < cl->losses.size(); ++i) EXPECT_EQ(cl->losses[i], cpu->losses[i]) << "step " << i + 1;
+}
+
+}  // namespace
+}  // namespace cltrain
+
+namespace cltrain {
+namespace {
+
+// CLTRAIN_OPENCL_POISON=1 fills a fresh pool with NaNs (as a GPU's fresh memory may hold
+// anything; POCL's reads as zeros): a tensor no step has written yet reads as NaN, and the
+// trainings still match the CPU bitwise, so no kernel reads bytes nobody wrote (a NaN would reach
+// the loss: NaN times a zero weight is NaN).
+class Poisoned : public ::testing::Test {
+ protected:
+  void SetUp() override { setenv("CLTRAIN_OPENCL_POISON", "1", 1); }
+  void TearDown() override { unsetenv("CLTRAIN_OPENCL_POISON"); }
+};
+
+TEST_F(Poisoned, FreshActivationReadsAsNaN) {
+  std::string why;
+  auto backends = open_backends(true, &why);
+  ASSERT_TRUE(backends) << why;
+  Session session(build_training_graph(make_named_model("mlp", 2), TrainOptions{}), std::move(*backends));
+  session.prepare();
+  ASSERT_EQ(session.backend_name(0), "opencl");
+  const auto& tensors = session.backend_tensors()[0];
+  const std::vector<int64_t> offsets = session.backend(0).plan_offsets(static_cast<int32_t>(tensors.size()));
+  int32_t activation = -1;
+  for (size_t t = 0; t < tensors.size(); ++t)
+    if (tensors[t].role == CLTRAIN_ROLE_NON_CONST && !tensors[t].data && t < offsets.size() && offsets[t] >= 0)
+      activation = static_cast<int32_t>(t);
+  ASSERT_GE(activation, 0);
+  std::vector<float> v(tensor_elements(tensors[static_cast<size_t>(activation)]));
+  session.backend(0).read(activation, v.data(), v.size() * sizeof(float));
+  EXPECT_TRUE(std::isnan(v[0])) << v[0];
+}
+
+TEST_F(Poisoned, MlpMatchesCpu) {
+  std::string why;
+  auto cpu = train_mlp(false, &why);
+  ASSERT_TRUE(cpu) << why;
+  auto cl = train_mlp(true, &why);
+  ASSERT_TRUE(cl) << why;
+  expect_same_losses(*cl, *cpu);
+}
+TEST_F(Poisoned, BranchedMatchesCpu) { expect_opencl_matches_cpu("branched", 2, 512); }
+TEST_F(Poisoned, CnnTinyMatchesCpu) { expect_opencl_matches_cpu("cnn-tiny", 2, 256); }
+TEST_F(Poisoned, MnistKaggleMatchesCpu) { expect_opencl_matches_cpu("mnist-kaggle", 2, 64); }
+// The GPU path: CLBlast's GEMM kernels and their temporary buffers.
+TEST_F(Poisoned, CnnTinyOnClblastMatchesCpu) {
+  setenv("CLTRAIN_OPENCL_GEMM", "clblast", 1);
+  expect_opencl_matches_cpu("cnn-tiny", 2, 256);
+  unsetenv("CLTRAIN_OPENCL_GEMM");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "memory/pool.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "backend.h"
 #include "device/cl_error.h"
@@ -23,6 +25,15 @@ void allocate_pool(cltrain_backend& b, uint64_t bytes) {
     fail(CLTRAIN_OUT_OF_MEMORY, "clCreateBuffer: " + cl_error_name(err) + " for the " + sizes);
   CLT_CHECK(err, "clCreateBuffer", sizes);
   b.pool.bytes = bytes;
+  // CLTRAIN_OPENCL_POISON=1: the pool starts as NaNs, as a GPU's fresh memory may hold anything,
+  // so that a kernel reading bytes nobody wrote turns the loss into NaN even on POCL (whose fresh
+  // allocations read as zeros, and zeros times anything hide the read).
+  if (const char* p = std::getenv("CLTRAIN_OPENCL_POISON"); p && std::strcmp(p, "1") == 0) {
+    const uint32_t nan_bits = 0x7fc00000u;
+    CLT_CALL(clEnqueueFillBuffer,
+             (b.queue.handle(), b.pool.buffer, &nan_bits, sizeof nan_bits, 0, bytes, 0, nullptr, nullptr),
+             "poisoning the " + sizes);
+  }
 }
 
 }  // namespace
