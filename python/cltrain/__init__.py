@@ -367,6 +367,12 @@ class Session:
     def load_checkpoint(self, path):
         self._check(self._lib.cltrain_import_checkpoint(self._s, os.fsencode(path)))
 
+    def export_files(self, model=None, circleplus=None, checkpoint=None):
+        """The given files together: all are made and written to temporary names before any is
+        renamed (the checkpoint last), so a failure or a kill before then leaves the old files."""
+        enc = lambda p: None if p is None else os.fsencode(p)
+        self._check(self._lib.cltrain_export_files(self._s, enc(model), enc(circleplus), enc(checkpoint)))
+
     # ---- the memory report and placement ----
     def memory(self):
         """Per backend that runs steps: name, device, peak bytes per role, pool and lower bound."""

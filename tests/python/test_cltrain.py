@@ -109,6 +109,26 @@ def test_checkpoint_and_export_round_trip(models, tmp_path):
     assert a.train_step(x[12:], y[12:]) == b.train_step(x[12:], y[12:])
 
 
+def test_export_files_writes_the_pair_and_refuses_nan(models, tmp_path):
+    model = models("mlp", 4)
+    x, y = data(4, 784, 10, 3)
+    s = session(model, "cpu", 4)
+    s.train_step(x, y)
+    s.export_files(model=tmp_path / "m.circle", checkpoint=tmp_path / "m.ckpt")
+    b = session(model, "cpu", 4)
+    b.load_checkpoint(tmp_path / "m.ckpt")
+    np.testing.assert_array_equal(cltrain.Session(tmp_path / "m.circle").get_weight("fc1/weights"),
+                                  b.get_weight("fc1/weights"))
+    before = (tmp_path / "m.circle").read_bytes()
+    x[0, 5] = np.nan
+    with pytest.raises(cltrain.CltrainError, match="loss became NaN"):
+        s.train_step(x, y)
+    with pytest.raises(cltrain.CltrainError, match="holds NaN"):
+        s.export_files(model=tmp_path / "m.circle")
+    assert (tmp_path / "m.circle").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.circle", "m.ckpt"]
+
+
 def test_settings_from_a_circleplus_model(models, tmp_path):
     s = session(models("mlp", 4), "cpu", 4, optimizer="sgd", learning_rate=0.0125, loss="mse", epochs=7)
     s.export_circleplus(tmp_path / "p.circle")
