@@ -328,20 +328,27 @@ void Engine::set_weight(const std::string& name, const std::vector<float>& value
             reinterpret_cast<const uint8_t*>(values.data() + values.size()), tensor.data.begin());
 }
 
-std::map<int32_t, std::vector<float>> Engine::trained_weights(const std::string& path) {
+std::map<int32_t, std::vector<float>> Engine::read_weights(std::string* bad) {
   std::map<int32_t, std::vector<float>> weights;
   if (!prepared()) return weights;
   for (int32_t w : session_->graph().weights) {
     std::vector<float> v = session_->read_persistent(w);
-    if (const std::string bad = non_finite_element(v.data(), v.size()); !bad.empty())
-      throw TrainingError("weight '" + model_.tensors[static_cast<size_t>(w)].name + "' holds " + bad + " after " +
-                          std::to_string(position_.steps) + " steps; " + path + " not written");
+    if (const std::string what = non_finite_element(v.data(), v.size()); !what.empty() && bad->empty())
+      *bad = "weight '" + model_.tensors[static_cast<size_t>(w)].name + "' holds " + what;
     weights[w] = std::move(v);
   }
   return weights;
 }
 
-std::vector<uint8_t> Engine::model_bytes(const std::string& path) {
+std::map<int32_t, std::vector<float>> Engine::trained_weights(const std::string& path) {
+  std::string bad;
+  auto weights = read_weights(&bad);
+  if (!bad.empty())
+    throw TrainingError(bad + " after " + std::to_string(position_.steps) + " steps; " + path + " not written");
+  return weights;
+}
+
+std::vector<uint8_t> Engine::model_bytes(const std::string& path, const Weights& weights) {
   auto ends_with = [&](const char* ext) {
     const size_t n = std::strlen(ext);
     return path.size() >= n && path.compare(path.size() - n, n, ext) == 0;
@@ -350,10 +357,10 @@ std::vector<uint8_t> Engine::model_bytes(const std::string& path) {
                              : ends_with(".circle")  ? "circle"
                              : model_.format.empty() ? "circle"
                                                      : model_.format;
-  return export_model(model_, trained_weights(path), format);
+  return export_model(model_, weights, format);
 }
 
-std::vector<uint8_t> Engine::circleplus_bytes(const std::string& path) {
+std::vector<uint8_t> Engine::circleplus_bytes(const Weights& weights) {
   TrainingInfo info;
   info.optimizer = settings_.optimizer == 1 ? TrainingInfo::kSgd : TrainingInfo::kAdam;
   info.learning_rate = settings_.learning_rate;
@@ -370,27 +377,39 @@ std::vector<uint8_t> Engine::circleplus_bytes(const std::string& path) {
     for (size_t i = 0; i < ranks.size(); ++i)
       if (ranks[i] != kRankNone) info.trainable_ops.push_back(file_operator_index(model_, i));
   }
-  return cltrain::export_circleplus(model_, trained_weights(path), info);
+  return cltrain::export_circleplus(model_, weights, info);
 }
 
-std::vector<uint8_t> Engine::checkpoint_bytes(const std::string& path) {
+std::vector<uint8_t> Engine::checkpoint_bytes() {
   require_prepared("export_checkpoint");
   const TrainingPosition pos{static_cast<uint32_t>(position_.steps), static_cast<uint32_t>(position_.epochs)};
-  trained_weights(path);  // refuses non-finite weights
   return make_checkpoint(*session_, pos);
 }
 
-void Engine::export_circle(const std::string& path) { save_file_atomic(path, model_bytes(path)); }
-void Engine::export_circleplus(const std::string& path) { save_file_atomic(path, circleplus_bytes(path)); }
-void Engine::export_checkpoint(const std::string& path) { save_file_atomic(path, checkpoint_bytes(path)); }
+void Engine::export_circle(const std::string& path) {
+  save_file_atomic(path, model_bytes(path, trained_weights(path)));
+}
+void Engine::export_circleplus(const std::string& path) {
+  save_file_atomic(path, circleplus_bytes(trained_weights(path)));
+}
+void Engine::export_checkpoint(const std::string& path) {
+  require_prepared("export_checkpoint");
+  trained_weights(path);  // refuses non-finite weights
+  save_file_atomic(path, checkpoint_bytes());
+}
 
 void Engine::export_files(const std::string& model, const std::string& circleplus, const std::string& checkpoint) {
   // Every file's bytes first (a non-finite weight refuses them all), then every temporary file,
   // then the renames, the checkpoint last.
   std::vector<std::pair<std::string, std::vector<uint8_t>>> files;
-  if (!model.empty()) files.emplace_back(model, model_bytes(model));
-  if (!circleplus.empty()) files.emplace_back(circleplus, circleplus_bytes(circleplus));
-  if (!checkpoint.empty()) files.emplace_back(checkpoint, checkpoint_bytes(checkpoint));
+  std::string names;
+  for (const std::string* p : {&model, &circleplus, &checkpoint})
+    if (!p->empty()) names += (names.empty() ? "" : ", ") + *p;
+  if (names.empty()) return;
+  const Weights weights = trained_weights(names);
+  if (!model.empty()) files.emplace_back(model, model_bytes(model, weights));
+  if (!circleplus.empty()) files.emplace_back(circleplus, circleplus_bytes(weights));
+  if (!checkpoint.empty()) files.emplace_back(checkpoint, checkpoint_bytes());
   std::vector<std::pair<std::string, std::string>> staged;  // path, temporary
   std::string failed;
   for (const auto& f : files) {
@@ -418,11 +437,9 @@ void Engine::import_checkpoint(const std::string& path) {
   if (pos.epoch > static_cast<uint32_t>(INT32_MAX))
     throw CheckpointError(path + ": records epoch " + std::to_string(pos.epoch) + ", beyond any run (at most " +
                           std::to_string(INT32_MAX) + ")");
-  for (int32_t w : session_->graph().weights) {
-    const std::vector<float> v = session_->read_persistent(w);
-    if (const std::string bad = non_finite_element(v.data(), v.size()); !bad.empty())
-      throw CheckpointError(path + ": weight '" + model_.tensors[static_cast<size_t>(w)].name + "' holds " + bad);
-  }
+  std::string bad;
+  read_weights(&bad);
+  if (!bad.empty()) throw CheckpointError(path + ": " + bad);
   position_.steps = pos.step;
   position_.epochs = static_cast<int32_t>(pos.epoch);
   epoch_start_steps_ = position_.steps;

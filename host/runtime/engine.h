@@ -107,11 +107,14 @@ class Engine {
   Engine() = default;
   void require_prepared(const char* what) const;
   int32_t tensor_index(const std::string& name) const;
-  // The trained weights, each finite (else TrainingError naming the tensor and what is not written).
-  std::map<int32_t, std::vector<float>> trained_weights(const std::string& path);
-  std::vector<uint8_t> model_bytes(const std::string& path);
-  std::vector<uint8_t> circleplus_bytes(const std::string& path);
-  std::vector<uint8_t> checkpoint_bytes(const std::string& path);
+  using Weights = std::map<int32_t, std::vector<float>>;
+  // The trained weights (none before prepare); *bad names the first non-finite one, "" if none.
+  Weights read_weights(std::string* bad);
+  // The same, each finite (else TrainingError naming the tensor and what is not written).
+  Weights trained_weights(const std::string& path);
+  std::vector<uint8_t> model_bytes(const std::string& path, const Weights& weights);
+  std::vector<uint8_t> circleplus_bytes(const Weights& weights);
+  std::vector<uint8_t> checkpoint_bytes();
 
   Model model_;
   Settings settings_;
