@@ -127,8 +127,11 @@ Model make_cnn_tiny(int32_t batch) {
   const int m = b.mean(s, {1, 2}, true, "gate_mean");
   const int q = b.div(g, m, CLTRAIN_ACT_NONE, "normalized");
   const int u = b.sub(q, b.relu6(d, "relu6"), CLTRAIN_ACT_NONE, "diff");
-  const int a = b.add(b.max_pool2d(u, 3, 3, 1, CLTRAIN_PADDING_SAME, "maxpool"),
-                      b.avg_pool2d(u, 3, 3, 1, CLTRAIN_PADDING_SAME, "avgpool"), CLTRAIN_ACT_RELU, "pools");
+  // One op per statement: the order of a call's arguments is the compiler's (GCC on x86-64 made
+  // the average pool first, on aarch64 the max pool), and the model must be the same everywhere.
+  const int avg = b.avg_pool2d(u, 3, 3, 1, CLTRAIN_PADDING_SAME, "avgpool");
+  const int max = b.max_pool2d(u, 3, 3, 1, CLTRAIN_PADDING_SAME, "maxpool");
+  const int a = b.add(max, avg, CLTRAIN_ACT_RELU, "pools");
   int y = b.concat({a, u}, -1, "concat");
   y = b.mean(y, {1, 2}, false, "global_mean");
   y = b.fully_connected(y, 10, CLTRAIN_ACT_NONE, true, "fc");

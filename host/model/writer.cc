@@ -65,8 +65,9 @@ std::vector<uint8_t> write_model(const Model& m, const std::string& format) {
   std::vector<Offset<fb::Tensor>> tensors;
   for (size_t i = 0; i < m.tensors.size(); ++i) {
     const Tensor& t = m.tensors[i];
-    tensors.push_back(fb::CreateTensor(fbb, fbb.CreateVector(t.shape), to_tensor_type(t.dtype), tensor_buffer[i],
-                                       fbb.CreateString(t.name)));
+    const auto name = fbb.CreateString(t.name);
+    const auto shape = fbb.CreateVector(t.shape);
+    tensors.push_back(fb::CreateTensor(fbb, shape, to_tensor_type(t.dtype), tensor_buffer[i], name));
   }
 
   std::map<int32_t, uint32_t> code_index;  // builtin code -> index in operator_codes
@@ -86,15 +87,26 @@ std::vector<uint8_t> write_model(const Model& m, const std::string& format) {
       codes.push_back(fb::CreateOperatorCode(fbb, dep, 0, 1, code));
     }
     auto [type, opts] = d->write_options ? d->write_options(fbb, m, op) : WrittenOptions{fb::BuiltinOptions::NONE, 0};
-    ops.push_back(
-        fb::CreateOperator(fbb, it->second, fbb.CreateVector(op.inputs), fbb.CreateVector(op.outputs), type, opts));
+    const auto outputs = fbb.CreateVector(op.outputs);
+    const auto inputs = fbb.CreateVector(op.inputs);
+    ops.push_back(fb::CreateOperator(fbb, it->second, inputs, outputs, type, opts));
   }
 
-  auto subgraph = fb::CreateSubGraph(fbb, fbb.CreateVector(tensors), fbb.CreateVector(m.inputs),
-                                     fbb.CreateVector(m.outputs), fbb.CreateVector(ops), fbb.CreateString("main"));
+  // Each part is made in a statement of its own (a function's arguments are evaluated in an order
+  // the compiler picks: GCC on x86-64 right to left, on aarch64 left to right), so that a model's
+  // bytes are the same on every platform; the order is the one the x86-64 builds always wrote.
+  const auto sg_name = fbb.CreateString("main");
+  const auto sg_ops = fbb.CreateVector(ops);
+  const auto sg_outputs = fbb.CreateVector(m.outputs);
+  const auto sg_inputs = fbb.CreateVector(m.inputs);
+  const auto sg_tensors = fbb.CreateVector(tensors);
+  auto subgraph = fb::CreateSubGraph(fbb, sg_tensors, sg_inputs, sg_outputs, sg_ops, sg_name);
   const uint32_t version = format == "tflite" ? 3 : 0;
-  auto model = fb::CreateModel(fbb, version, fbb.CreateVector(codes), fbb.CreateVector(&subgraph, 1),
-                               fbb.CreateString("cltrain"), fbb.CreateVector(buffers));
+  const auto model_buffers = fbb.CreateVector(buffers);
+  const auto description = fbb.CreateString("cltrain");
+  const auto subgraphs = fbb.CreateVector(&subgraph, 1);
+  const auto model_codes = fbb.CreateVector(codes);
+  auto model = fb::CreateModel(fbb, version, model_codes, subgraphs, description, model_buffers);
   fbb.Finish(model, ident);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
