@@ -1,11 +1,11 @@
 // Standalone activations. Definitions: COUNT (elements).
 
-// y = max(x, 0); NaN passes through.
+// y = max(x, 0); NaN passes through, -0 stays -0.
 __kernel void relu_forward(__global float* pool, uint x_off, uint y_off) {
   const uint i = get_global_id(0);
   if (i >= COUNT) return;
   const float x = pool[x_off + i];
-  pool[y_off + i] = x < 0.0f ? 0.0f : x;
+  pool[y_off + i] = clt_max(x, 0.0f);  // x < 0 ? 0 : x, -0 kept
 }
 
 // dx = dy where y > 0, else 0.

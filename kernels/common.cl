@@ -7,9 +7,17 @@
 // "Numerics" section of host/include/cltrain/cltrain_backend.h: sums are sequential in increasing
 // index (one work-item per sum), maxima and clamps are the selects below.
 
-// std::max(a, b) and std::min(a, b) of C++: the first argument wins ties and NaN comparisons.
-static inline float clt_max(float a, float b) { return a < b ? b : a; }
-static inline float clt_min(float a, float b) { return b < a ? b : a; }
+// c ? a : b on the bits: an integer select, which no compiler turns into a float max or min. (A
+// float select such as x < 0 ? 0 : x becomes fmax on aarch64 with POCL's LLVM, and Arm's fmax
+// makes -0 into +0; the CPU backend and POCL on x86-64 keep -0.)
+static inline float clt_pick(const int c, const float a, const float b) {
+  return as_float(select(as_int(b), as_int(a), -c));
+}
+
+// std::max(a, b) and std::min(a, b) of C++: the first argument wins ties (-0 and +0 included) and
+// NaN comparisons.
+static inline float clt_max(float a, float b) { return clt_pick(a < b, b, a); }
+static inline float clt_min(float a, float b) { return clt_pick(b < a, b, a); }
 
 // tanh: e = exp(-2|x|), t = (1 - e) / (1 + e), sign of x.
 static inline float clt_tanh(float x) {

@@ -6,8 +6,7 @@ __kernel void hard_swish_forward(__global float* pool, uint x_off, uint y_off) {
   if (i >= COUNT) return;
   const float x = pool[x_off + i];
   const float t = x + 3.0f;
-  const float u = t < 0.0f ? 0.0f : t;
-  const float r = u > 6.0f ? 6.0f : u;
+  const float r = clt_min(clt_max(t, 0.0f), 6.0f);
   pool[y_off + i] = (x * r) / 6.0f;
 }
 

@@ -120,6 +120,7 @@ std::vector<OpCase> make_cases() {
           relu6_case("x4x9", {4, 9}),
           smooth_case(CLTRAIN_OP_TANH, "x3x7", {3, 7}, 3.0f),
           smooth_case(CLTRAIN_OP_LOGISTIC, "x3x7", {3, 7}, 6.0f),
+          wide_case(relu_case("x3x1001", {3, 1001}), "wide_x3x1001"),
           wide_case(relu6_case("x3x1001", {3, 1001}), "wide_x3x1001"),
           wide_case(smooth_case(CLTRAIN_OP_TANH, "x3x1001", {3, 1001}, 10.0f), "wide_x3x1001"),
           wide_case(smooth_case(CLTRAIN_OP_LOGISTIC, "x3x1001", {3, 1001}, 10.0f), "wide_x3x1001")};

@@ -73,6 +73,11 @@
  *  - Non-finite values propagate: no clamp, max or log turns a NaN into a number (clamps and maxima
  *    are the selects above, which return a NaN operand; clt_log(NaN) is NaN), so a NaN or Inf in
  *    the inputs or weights reaches the loss on every backend, and the host stops training there.
+ *  - Signed zeros are kept: the selects above pass -0 through (RELU(-0) = -0), as bits. A
+ *    compiler may lower a float select such as z < 0 ? 0 : z to a max instruction, and Arm's
+ *    turns -0 into +0 (POCL's LLVM does so on aarch64), so kernels write these selects on the
+ *    bits (kernels/common.cl, clt_pick), and the host and the CPU backend are compiled with
+ *    -ffp-contract=off on every target, so that an aarch64 build computes the x86-64 build's bits.
  */
 #ifndef CLTRAIN_BACKEND_H
 #define CLTRAIN_BACKEND_H
