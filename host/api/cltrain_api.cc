@@ -342,6 +342,28 @@ cltrain_status cltrain_set_weight(cltrain_session* s, const char* name, const fl
   });
 }
 
+cltrain_status cltrain_num_trained_weights(cltrain_session* s, int32_t* count) {
+  return guarded(s, [&](Engine& e) {
+    require(count, "count");
+    *count = static_cast<int32_t>(e.trained_weight_names().size());
+  });
+}
+
+cltrain_status cltrain_trained_weight_name(cltrain_session* s, int32_t index, const char** name) {
+  return guarded(s, [&](Engine& e) {
+    require(name, "name");
+    const std::vector<std::string> names = e.trained_weight_names();
+    if (index < 0 || static_cast<size_t>(index) >= names.size())
+      throw std::invalid_argument("weight " + std::to_string(index) + " of " + std::to_string(names.size()));
+    s->name = names[static_cast<size_t>(index)];
+    *name = s->name.c_str();
+  });
+}
+
+cltrain_status cltrain_reset_optimizer(cltrain_session* s) {
+  return guarded(s, [&](Engine& e) { e.reset_optimizer(); });
+}
+
 cltrain_status cltrain_export_circle(cltrain_session* s, const char* path) {
   return guarded(s, [&](Engine& e) {
     require(path, "path");

@@ -328,6 +328,25 @@ void Engine::set_weight(const std::string& name, const std::vector<float>& value
             reinterpret_cast<const uint8_t*>(values.data() + values.size()), tensor.data.begin());
 }
 
+std::vector<std::string> Engine::trained_weight_names() {
+  require_prepared("trained_weight_names");
+  std::vector<std::string> names;
+  for (int32_t w : session_->graph().weights) names.push_back(model_.tensors[static_cast<size_t>(w)].name);
+  return names;
+}
+
+void Engine::reset_optimizer() {
+  require_prepared("reset_optimizer");
+  const TrainingGraph& g = session_->graph();
+  for (const auto& [weight, moments] : g.adam_state) {
+    (void)weight;
+    for (int32_t t : {moments.first, moments.second})
+      session_->write_persistent(t, std::vector<float>(session_->read_persistent(t).size(), 0.0f));
+  }
+  position_ = Position{};
+  epoch_start_steps_ = 0;
+}
+
 std::map<int32_t, std::vector<float>> Engine::read_weights(std::string* bad) {
   std::map<int32_t, std::vector<float>> weights;
   if (!prepared()) return weights;

@@ -90,6 +90,12 @@ class Engine {
   uint64_t tensor_elements(const std::string& name) const;
   std::vector<float> weight(const std::string& name);
   void set_weight(const std::string& name, const std::vector<float>& values);
+  // After prepare: the names of the weights training updates, in model order (those of the
+  // trainable operators only; an untied copy or an added bias among them).
+  std::vector<std::string> trained_weight_names();
+  // After prepare: the optimizer starts afresh, as in a new session (Adam's moments zero, steps
+  // and epochs done 0); the weights stay.
+  void reset_optimizer();
 
   // Atomically written files, refused (TrainingError) when a trained weight is not finite. export_circle writes the
   // format the name says (.tflite: TFL3, .circle: CIR0, else the model's own); export_circleplus always circle.

@@ -281,12 +281,13 @@ class Session:
             correct += int(np.sum(np.argmax(out, axis=1) == np.argmax(y[s * b:(s + 1) * b], axis=1)))
         return loss / steps, correct / (steps * b)
 
-    def fit(self, x, y, epochs=1, validation_split=0.0, shuffle=True, seed=1, verbose=1, initial_epoch=0):
+    def fit(self, x, y, epochs=1, validation_split=0.0, shuffle=True, seed=1, verbose=1, initial_epoch=0,
+            on_step=None):
         """Trains epochs initial_epoch+1 .. epochs over x (whole batches; the rest of each shuffled
         epoch is left out), Keras-style: the last validation_split of the samples (before any
         shuffling) is held out and evaluated after each epoch. y: one-hot or class labels.
         verbose: 0 silent, 1 a progress bar (on a terminal) and a line per epoch, 2 a line per
-        epoch. Returns a History."""
+        epoch. on_step(epoch, step, loss), if given, is called after every step. Returns a History."""
         self._require_compiled()
         x = np.ascontiguousarray(x, dtype=np.float32)
         n = x.shape[0]
@@ -314,6 +315,8 @@ class Session:
                 loss, out = self.train_step(x[idx], y[idx], outputs=True)
                 loss_sum += loss
                 correct += int(np.sum(np.argmax(out, axis=1) == np.argmax(y[idx], axis=1)))
+                if on_step is not None:
+                    on_step(epoch, s, loss)
                 if bar and (s % 20 == 0 or s + 1 == steps):
                     done = (s + 1) * 30 // steps
                     sys.stdout.write("\rEpoch %d/%d [%s%s] %d/%d - loss: %.4f" % (
@@ -351,6 +354,39 @@ class Session:
     def set_weight(self, name, values):
         _, p, n = _floats(values, "values")
         self._check(self._lib.cltrain_set_weight(self._s, name.encode(), p, n))
+
+    def trained_weight_names(self):
+        """The tensor names of the weights training updates, in model order (those of the trainable
+        operators only)."""
+        self._require_compiled()
+        n = ctypes.c_int32()
+        self._check(self._lib.cltrain_num_trained_weights(self._s, ctypes.byref(n)))
+        names = []
+        for i in range(n.value):
+            name = ctypes.c_char_p()
+            self._check(self._lib.cltrain_trained_weight_name(self._s, i, ctypes.byref(name)))
+            names.append(name.value.decode())
+        return names
+
+    def get_weights(self):
+        """The trained weights as flat float32 arrays, in trained_weight_names() order (what a
+        federated client sends)."""
+        return [self.get_weight(n) for n in self.trained_weight_names()]
+
+    def set_weights(self, arrays):
+        """Writes arrays (in trained_weight_names() order, any shape of the right size) into the
+        trained weights."""
+        names = self.trained_weight_names()
+        arrays = list(arrays)
+        if len(arrays) != len(names):
+            raise ValueError("%d arrays given, the model trains %d weights" % (len(arrays), len(names)))
+        for n, a in zip(names, arrays):
+            self.set_weight(n, np.ravel(a))
+
+    def reset_optimizer(self):
+        """The optimizer starts afresh, as in a new session (Adam's moments zero, position 0)."""
+        self._require_compiled()
+        self._check(self._lib.cltrain_reset_optimizer(self._s))
 
     def export_circle(self, path):
         """The model with its trained weights, written atomically."""

@@ -158,6 +158,16 @@ CLTRAIN_API cltrain_status cltrain_get_weight(cltrain_session* session, const ch
 CLTRAIN_API cltrain_status cltrain_set_weight(cltrain_session* session, const char* name, const float* src,
                                               uint64_t count);
 
+/* After prepare: the weights training updates, in model order (those of the trainable operators
+ * only, as num_trainable_ops or a train config select them; a copy untied from a merged constant
+ * and an added bias among them): their count, and the tensor name of each (valid until the next
+ * call on the session). */
+CLTRAIN_API cltrain_status cltrain_num_trained_weights(cltrain_session* session, int32_t* count);
+CLTRAIN_API cltrain_status cltrain_trained_weight_name(cltrain_session* session, int32_t index, const char** name);
+/* After prepare: the optimizer starts afresh, as in a new session (Adam's moments zero, steps and
+ * epochs done 0); the weights stay. A federated client calls it before each round's training. */
+CLTRAIN_API cltrain_status cltrain_reset_optimizer(cltrain_session* session);
+
 /* Files, written to a temporary name and renamed: the model with its trained weights (same
  * layout as loaded), the same with the settings as CIRCLE_TRAINING metadata, a checkpoint in
  * onert's format (weights, Adam state, position). */
