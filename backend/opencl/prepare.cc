@@ -80,9 +80,9 @@ void report_caches(const Backend& b) {
   if (b.trace)
     std::fprintf(stderr,
                  "cltrain opencl: prepare: plan %s; programs: %d built, %d loaded from the cache, %d built from "
-                 "source by choice\n",
+                 "source by choice, %d builds retried\n",
                  b.plan_source.c_str(), b.programs->programs_built(), b.programs->programs_loaded(),
-                 b.programs->programs_from_source());
+                 b.programs->programs_from_source(), b.programs->builds_retried());
   else if (rejected > 0)
     std::fprintf(stderr, "cltrain: note: %d corrupt or stale %s in the OpenCL cache %s; rebuilt\n", rejected,
                  rejected == 1 ? "entry" : "entries", b.cache_dir.c_str());

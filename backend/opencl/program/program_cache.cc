@@ -1,7 +1,9 @@
 #include "program/program_cache.h"
 
+#include <chrono>
 #include <cstdio>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "device/cl_error.h"
@@ -101,14 +103,27 @@ cl_program ProgramCache::get_program(const std::string& family, const std::strin
 
   const char* src = text.c_str();
   const size_t len = text.size();
-  cl_int err = CL_SUCCESS;
-  cl_program program = clCreateProgramWithSource(context_, 1, &src, &len, &err);
-  CLT_CHECK(err, "clCreateProgramWithSource", where);
-  err = clBuildProgram(program, 1, &device_, full_options.c_str(), nullptr, nullptr);
-  if (err != CL_SUCCESS) {
+  cl_program program = nullptr;
+  // A failure whose log names no compile error is retried: POCL's kernel cache is shared by every
+  // process of the user, and a build that races another process's build of the same program fails
+  // with only "failed to build the program" (pocl/pocl#1480; federated clients on one machine hit
+  // it). A kernel that does not compile fails at once, with its log.
+  for (int attempt = 1;; ++attempt) {
+    cl_int err = CL_SUCCESS;
+    program = clCreateProgramWithSource(context_, 1, &src, &len, &err);
+    CLT_CHECK(err, "clCreateProgramWithSource", where);
+    err = clBuildProgram(program, 1, &device_, full_options.c_str(), nullptr, nullptr);
+    if (err == CL_SUCCESS) break;
     const std::string log = build_log(program, device_);
     clReleaseProgram(program);
-    CLT_CHECK(err, "clBuildProgram", where + ": " + log_excerpt(log));
+    if (err == CL_BUILD_PROGRAM_FAILURE && attempt < kBuildAttempts && log.find("error") == std::string::npos) {
+      ++retried_;
+      if (trace_) std::fprintf(stderr, "cltrain opencl: %s: build failed without a compile error; again\n", where.c_str());
+      std::this_thread::sleep_for(std::chrono::milliseconds(50 * attempt));
+      continue;
+    }
+    CLT_CHECK(err, "clBuildProgram", where + (attempt > 1 ? " (" + std::to_string(attempt) + " attempts)" : "") +
+                                         ": " + log_excerpt(log));
   }
   ++(source_only ? source_only_built_ : built_);
   programs_.emplace(key, program);
