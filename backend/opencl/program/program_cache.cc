@@ -118,12 +118,13 @@ cl_program ProgramCache::get_program(const std::string& family, const std::strin
     clReleaseProgram(program);
     if (err == CL_BUILD_PROGRAM_FAILURE && attempt < kBuildAttempts && log.find("error") == std::string::npos) {
       ++retried_;
-      if (trace_) std::fprintf(stderr, "cltrain opencl: %s: build failed without a compile error; again\n", where.c_str());
+      if (trace_)
+        std::fprintf(stderr, "cltrain opencl: %s: build failed without a compile error; again\n", where.c_str());
       std::this_thread::sleep_for(std::chrono::milliseconds(50 * attempt));
       continue;
     }
-    CLT_CHECK(err, "clBuildProgram", where + (attempt > 1 ? " (" + std::to_string(attempt) + " attempts)" : "") +
-                                         ": " + log_excerpt(log));
+    CLT_CHECK(err, "clBuildProgram",
+              where + (attempt > 1 ? " (" + std::to_string(attempt) + " attempts)" : "") + ": " + log_excerpt(log));
   }
   ++(source_only ? source_only_built_ : built_);
   programs_.emplace(key, program);

@@ -38,7 +38,7 @@ class ProgramCache {
   int programs_loaded() const { return loaded_; }                  // loaded from the disk cache
   int entries_rejected() const { return rejected_; }               // disk cache entries found invalid and rebuilt
   int programs_from_source() const { return source_only_built_; }  // of families kept out of the cache
-  int builds_retried() const { return retried_; }  // failed without a compile error, built again
+  int builds_retried() const { return retried_; }                  // failed without a compile error, built again
   // Programs of this family are never saved to (nor loaded from) the cache directory: each
   // process builds them from source. For kernels whose binaries cost the driver far more to
   // produce than a rebuild costs (gemm.cl on POCL: see backend.cc).
