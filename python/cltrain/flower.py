@@ -50,7 +50,7 @@ FIT_DEFAULTS = {
     "optimizer": "adam",  # or "sgd"
     "learning_rate": 0.001,
     "loss": "categorical_crossentropy",  # or "mean_squared_error"
-    "batch_size": 32,
+    "batch_size": 16,
     "local_epochs": 1,
     "shuffle": True,
     "seed": 1,  # the shuffle's seed (the federation's server sends the round number)
@@ -375,7 +375,7 @@ def run_federation(a):
         return 1
 
     clients = {}
-    events = []
+    events, killed = [], []
 
     def start(k):
         cmd = me + ["client"] + common + ["--partition-id", str(k), "--clients", str(a.clients), "--partition",
@@ -388,7 +388,8 @@ def run_federation(a):
         marker = "client %d: round %d: step" % kill if kill and kill[0] == k else None
 
         def on_line(line):
-            if marker and line.startswith(marker) and not events:
+            if marker and line.startswith(marker) and not killed:
+                killed.append(k)
                 os.kill(p.pid, signal.SIGKILL)  # in the middle of its round's training
                 events.append("client %d killed in round %d (%s)" % (k, kill[1], line.strip()))
                 with lock:
@@ -398,13 +399,18 @@ def run_federation(a):
     for k in range(a.clients):
         start(k)
     end = time.monotonic() + a.timeout
-    rejoined = False
+    restarts = {k: 0 for k in clients}
     while server.poll() is None and time.monotonic() < end:
-        if kill and events and not rejoined and clients[kill[0]].poll() is not None:
-            time.sleep(a.rejoin_after)
-            start(kill[0])  # the killed client comes back: it joins the rounds after
-            rejoined = True
-            events.append("client %d restarted" % kill[0])
+        for k, p in list(clients.items()):
+            # A client that died (killed, or failed) comes back, as a supervisor on its board would
+            # start it again: it joins the rounds after. One the server let go exits with 0.
+            if p.poll() not in (None, 0) and server.poll() is None and restarts[k] < a.restarts:
+                time.sleep(a.rejoin_after)
+                restarts[k] += 1
+                events.append("client %d ended (exit %s) and was restarted" % (k, p.returncode))
+                with lock:
+                    log.write("federation: %s\n" % events[-1])
+                start(k)
         time.sleep(0.2)
     status = server.poll()
     if status is None:
@@ -416,7 +422,7 @@ def run_federation(a):
             p.wait(timeout=30)
         except subprocess.TimeoutExpired:
             p.kill()
-    if kill and not events:
+    if kill and not killed:
         sys.stderr.write("federation: client %d never reached round %d to be killed\n" % kill)
         status = status or 1
     if status == 0:
@@ -508,7 +514,8 @@ def main(argv=None):
     f.add_argument("--backends", default="opencl", help="the clients' cltrain backends")
     f.add_argument("--server-backends", default="cpu")
     f.add_argument("--kill", metavar="CLIENT:ROUND", help="SIGKILL that client in the middle of that round, restart it")
-    f.add_argument("--rejoin-after", type=float, default=1.0, help="seconds before the killed client restarts")
+    f.add_argument("--rejoin-after", type=float, default=1.0, help="seconds before an ended client restarts")
+    f.add_argument("--restarts", type=int, default=2, help="how often each client may be restarted")
     f.add_argument("--round-timeout", type=float, default=600)
     f.add_argument("--timeout", type=float, default=3600, help="seconds for the whole federation")
     f.add_argument("--port", type=int, default=0, help="the server's port (default: a free one)")

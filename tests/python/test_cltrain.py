@@ -83,6 +83,32 @@ def test_fit_learns_and_keeps_a_history(models):
     assert s.position == (3 * (384 // 16), 3)
 
 
+def test_weights_in_training_order_and_a_fresh_optimizer(models):
+    """get_weights/set_weights carry the trained weights in trained_weight_names() order; after
+    reset_optimizer a session trains as a new one from the same weights (what a federated client's
+    round does), bit for bit; on_step sees every step."""
+    model = models("mlp", 4)
+    x, y = data(24, 784, 10, 5)
+    a = session(model, "cpu", 4)
+    names = a.trained_weight_names()
+    assert len(names) == 4 and names[0] == "fc1/weights"
+    seen = []
+    a.fit(x[:12], y[:12], epochs=1, verbose=0, on_step=lambda e, s, l: seen.append((e, s)))
+    assert seen == [(1, 0), (1, 1), (1, 2)]
+    a.reset_optimizer()
+    assert a.position == (0, 0)
+    b = session(model, "cpu", 4)
+    b.set_weights(a.get_weights())
+    la = [a.train_step(x[i:i + 4], y[i:i + 4]) for i in range(12, 24, 4)]
+    lb = [b.train_step(x[i:i + 4], y[i:i + 4]) for i in range(12, 24, 4)]
+    assert np.array(la, np.float32).view(np.uint32).tolist() == np.array(lb, np.float32).view(np.uint32).tolist()
+    for wa, wb in zip(a.get_weights(), b.get_weights()):
+        assert np.array_equal(wa.view(np.uint32), wb.view(np.uint32))
+    with pytest.raises(ValueError):
+        b.set_weights(a.get_weights()[:3])
+    assert session(model, "cpu", 4, trainable_ops=2).trained_weight_names() == names[2:]
+
+
 def test_predict_any_number_of_samples(models):
     s = session(models("mlp", 4), "cpu", 4)
     x, _ = data(10, 784, 10, 1)

@@ -1,0 +1,134 @@
+"""cltrain.flower: cltrain as the trainer of Flower clients.
+
+Run by `bash .ci/flower --test` in the virtual environment it makes (Flower from PyPI), with
+PYTHONPATH at build/python and CLTRAIN_CLI at the CLI. Fashion-MNIST is Debian's.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import cltrain
+import cltrain.flower as cf
+
+CLI = os.environ["CLTRAIN_CLI"]
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory):
+    path = tmp_path_factory.mktemp("flower") / "mlp.circle"
+    subprocess.run([CLI, "make-model", "mlp", "-o", str(path)], check=True, capture_output=True)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def fashion():
+    return cf.load_fashion_mnist()
+
+
+def bits(a):
+    return np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+
+
+def test_partitions_hold_every_sample_once(fashion):
+    _, y, _, _ = fashion
+    for scheme in ("iid", "dirichlet"):
+        parts = cf.partition(y, 8, scheme, alpha=0.5, seed=0)
+        assert len(parts) == 8
+        joined = np.sort(np.concatenate(parts))
+        assert np.array_equal(joined, np.arange(y.size)), scheme
+        assert min(p.size for p in parts) >= 64
+        again = cf.partition(y, 8, scheme, alpha=0.5, seed=0)
+        assert all(np.array_equal(a, b) for a, b in zip(parts, again)), "not deterministic"
+    iid = cf.partition(y, 8, "iid", seed=0)
+    assert max(p.size for p in iid) - min(p.size for p in iid) <= 1
+    # Non-IID by label: each client's label mix is far from the uniform one IID gives.
+    skew = lambda parts: np.mean([np.abs(np.bincount(y[p], minlength=10) / p.size - 0.1).sum() for p in parts])
+    assert skew(cf.partition(y, 8, "dirichlet", alpha=0.5, seed=0)) > 4 * skew(iid)
+    with pytest.raises(ValueError):
+        cf.partition(y, 8, "by-shard")
+
+
+# A client's fit is cltrain's training and nothing else: the weights it returns are bit for bit
+# those the CLI gives after one epoch over the same samples in the same order from the same model.
+@pytest.mark.parametrize("backend", ["opencl", "cpu"])
+def test_fit_gives_the_weights_of_cltrain_trained_directly(mlp, fashion, tmp_path, backend):
+    x, y, _, _ = fashion
+    idx = cf.partition(y[:3000], 4, "dirichlet", alpha=0.5, seed=3)[1]
+    xs, ys = cf.scale(x[idx]), y[idx]
+    client = cf.CltrainClient(mlp, x[idx], ys, backends=[backend], cache_dir="")
+    config = {"optimizer": "adam", "learning_rate": 0.001, "batch_size": 16, "local_epochs": 1, "shuffle": False}
+    start = client.get_parameters(config)
+    weights, n, metrics = client.fit(start, dict(config, server_round=1))
+    assert n == (idx.size // 16) * 16
+    assert np.isfinite(metrics["loss"])
+
+    xs.tofile(tmp_path / "x.raw")
+    np.eye(10, dtype=np.float32)[ys].tofile(tmp_path / "y.raw")
+    out = tmp_path / "direct.circle"
+    subprocess.run([CLI, mlp, "--load_input:raw", str(tmp_path / "x.raw"), "--load_expected:raw",
+                    str(tmp_path / "y.raw"), "--epoch", "1", "--batch_size", "16", "--optimizer", "2",
+                    "--learning_rate", "0.001", "--loss", "2", "--no-shuffle", "--backends", backend, "--no-cache",
+                    "--export_circle", str(out)], check=True, capture_output=True)
+    direct = cltrain.Session(str(out), backends=["cpu"], batch_size=16, cache_dir="")
+    direct.compile()
+    expected = direct.get_weights()
+    assert len(weights) == len(expected) == 4
+    for got, want in zip(weights, expected):
+        assert np.array_equal(bits(got), bits(want))
+
+    # A second round from the same parameters starts the optimizer afresh: the same weights again.
+    again, _, _ = client.fit(start, dict(config, server_round=2))
+    for got, want in zip(again, weights):
+        assert np.array_equal(bits(got), bits(want))
+    client.close()
+
+
+def test_parameters_are_the_trained_weights_only(mlp, fashion):
+    x, y, _, _ = fashion
+    client = cf.CltrainClient(mlp, x[:64], y[:64], backends=["cpu"], cache_dir="")
+    assert [a.size for a in client.get_parameters({})] == [784 * 128, 128, 128 * 10, 10]
+    last = client.get_parameters({"trainable_ops": 2})  # the last FullyConnected and the softmax
+    assert [a.size for a in last] == [128 * 10, 10]
+    weights, _, _ = client.fit(last, {"trainable_ops": 2, "server_round": 1})
+    assert len(weights) == 2
+    with pytest.raises(ValueError):
+        client.fit(last[:1], {"trainable_ops": 2})
+    loss, n, metrics = client.evaluate(weights, {"trainable_ops": 2})
+    assert n == 64 and np.isfinite(loss) and 0.0 <= metrics["accuracy"] <= 1.0
+    client.close()
+
+
+def federation(tmp_path, mlp, name, limit, *args):
+    cmd = [sys.executable, "-m", "cltrain.flower", "federation", "--model", mlp, "--clients", "2", "--limit",
+           str(limit), "--out-dir", str(tmp_path), "--name", name, "--timeout", "240", "--cache-dir", ""] + list(args)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    log = (tmp_path / (name + ".log")).read_text() if (tmp_path / (name + ".log")).exists() else ""
+    assert r.returncode == 0, r.stdout + r.stderr + log[-3000:]
+    with open(tmp_path / (name + ".json")) as f:
+        return json.load(f), r.stdout
+
+
+# The CI smoke test: a server and 2 OpenCL clients on loopback, one round.
+def test_a_federation_of_two_clients_trains(mlp, tmp_path):
+    result, out = federation(tmp_path, mlp, "smoke", 2000, "--rounds", "1")
+    rounds = {r["round"]: r for r in result["per_round"]}
+    assert rounds[1]["fit_results"] == 2 and rounds[1]["fit_failures"] == 0
+    assert rounds[1]["test_accuracy"] > rounds[0]["test_accuracy"] + 0.2
+    assert "round  clients  failed  test accuracy" in out
+
+
+# A client killed in the middle of round 1 (SIGKILL halfway through its 250 steps): that round
+# averages the other one, the killed client comes back and round 2 has both again.
+def test_a_client_killed_mid_round_does_not_stop_the_federation(mlp, tmp_path):
+    result, _ = federation(tmp_path, mlp, "fault", 8000, "--rounds", "2", "--kill", "1:1", "--partition", "iid")
+    rounds = {r["round"]: r for r in result["per_round"]}
+    assert (rounds[1]["fit_results"], rounds[1]["fit_failures"]) == (1, 1)
+    assert (rounds[2]["fit_results"], rounds[2]["fit_failures"]) == (2, 0)
+    assert any("killed in round 1" in e for e in result["events"])
+    assert any("restarted" in e for e in result["events"])
+    assert rounds[2]["test_accuracy"] > rounds[0]["test_accuracy"]
