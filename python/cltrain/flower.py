@@ -121,11 +121,12 @@ class CltrainClient(NumPyClient):
     x, y: the client's training data (x: samples × input floats or uint8 pixels, scaled as
     scale() does; y: class labels or one-hot). x_eval, y_eval: what evaluate measures (None: the
     training data). backends, device, cache_dir: as cltrain.Session takes them. on_step(round,
-    epoch, step, steps, loss), if given, is called after every step of a fit.
+    epoch, step, steps, loss), if given, is called after every step of a fit. client_id: sent with
+    each fit's metrics ("client"); the federation's server averages in that order.
     """
 
     def __init__(self, model, x, y, x_eval=None, y_eval=None, backends=("opencl",), device=None, cache_dir=None,
-                 on_step=None):
+                 on_step=None, client_id=-1):
         if not isinstance(model, (bytes, bytearray, memoryview)):
             with open(model, "rb") as f:
                 model = f.read()
@@ -141,6 +142,7 @@ class CltrainClient(NumPyClient):
         self._device = device
         self._cache_dir = cache_dir
         self._on_step = on_step
+        self._client_id = int(client_id)
         self._session = None
         self._key = None
 
@@ -174,7 +176,8 @@ class CltrainClient(NumPyClient):
         h = s.fit(self._x, self._y, epochs=c["local_epochs"], shuffle=c["shuffle"], seed=c["seed"], verbose=0,
                   on_step=hook)
         return s.get_weights(), steps * s.batch_size, {"loss": h.history["loss"][-1],
-                                                       "accuracy": h.history["accuracy"][-1]}
+                                                       "accuracy": h.history["accuracy"][-1],
+                                                       "client": self._client_id}
 
     def evaluate(self, parameters, config):
         s = self.session(config)
@@ -211,6 +214,9 @@ class _LoggingFedAvg(FedAvg):
         self.rounds = {}
 
     def aggregate_fit(self, server_round, results, failures):
+        # In the clients' order, not the order their replies arrived in: the average's float sums
+        # then do not depend on timing, and a federation is reproducible bit for bit.
+        results = sorted(results, key=lambda r: (r[1].metrics.get("client", -1), r[1].num_examples))
         self.rounds[server_round] = {"fit_results": len(results), "fit_failures": len(failures),
                                      "examples": int(sum(r.num_examples for _, r in results))}
         self.log("round %d: %d clients trained, %d failed" % (server_round, len(results), len(failures)))
@@ -311,7 +317,7 @@ def _client(a):
             log("round %d: step %d of %d" % (rnd, step + 1, steps))
 
     client = CltrainClient(a.model, x[idx], y[idx], backends=a.backends.split(","), device=a.device,
-                           cache_dir=a.cache_dir, on_step=on_step)
+                           cache_dir=a.cache_dir, on_step=on_step, client_id=a.partition_id)
     flwr.client.start_client(server_address=a.address, client=client.to_client(), insecure=True,
                              max_wait_time=a.connect_timeout)
     client.close()
@@ -430,7 +436,9 @@ def run_federation(a):
             result = json.load(f)
         result["events"] = events
         result.update({"partition": a.partition, "alpha": a.alpha if a.partition == "dirichlet" else None,
-                       "client_backends": a.backends})
+                       "client_backends": a.backends,
+                       "label": ("IID" if a.partition == "iid" else "non-IID (Dirichlet %g)" % a.alpha) +
+                       (", client %d killed in round %d" % kill if kill else "")})
         with open(out, "w") as f:
             json.dump(result, f, indent=1)
         for e in events:
@@ -445,41 +453,44 @@ def run_federation(a):
     return status
 
 
-def plot(paths, out, title="Flower FedAvg over cltrain clients: global test accuracy per round"):
-    """An SVG line chart of test accuracy per round, one line per results file."""
+def plot(paths, out, title="Flower FedAvg, cltrain clients: global test accuracy after each round"):
+    """An SVG line chart of test accuracy per round (from round 1), one line per results file."""
     runs = []
     for p in paths:
         with open(p) as f:
             r = json.load(f)
         label = r.get("label") or os.path.splitext(os.path.basename(p))[0]
-        runs.append((label, [(x["round"], x["test_accuracy"]) for x in r["per_round"]]))
-    w, h, l, rt, t, b = 640, 400, 60, 170, 40, 50
-    xmax = max(x for _, pts in runs for x, _ in pts) or 1
-    ymin = min(0.5, min(y for _, pts in runs for _, y in pts))
-    X = lambda x: l + (w - l - rt) * x / xmax
-    Y = lambda y: t + (h - t - b) * (1.0 - (y - ymin) / (1.0 - ymin))
-    colors = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd"]
+        runs.append((label, [(x["round"], x["test_accuracy"]) for x in r["per_round"] if x["round"] > 0]))
+    ys = [y for _, pts in runs for _, y in pts]
+    ymin, ymax = np.floor(min(ys) * 20) / 20, np.ceil(max(ys) * 20) / 20
+    xmax = max(x for _, pts in runs for x, _ in pts)
+    w, h, l, rt, t, b = 720, 420, 60, 20, 40, 50
+    X = lambda x: l + (w - l - rt) * (x - 1) / max(1, xmax - 1)
+    Y = lambda y: t + (h - t - b) * (ymax - y) / (ymax - ymin)
+    colors = ["#1f77b4", "#17becf", "#d62728", "#ff7f0e", "#2ca02c", "#9467bd"]
     s = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">'
          % (w, h), '<rect width="100%" height="100%" fill="white"/>',
          '<text x="%d" y="22" font-size="14">%s</text>' % (l, title)]
-    for i in range(6):
-        y = ymin + (1.0 - ymin) * i / 5
+    steps = int(round((ymax - ymin) / 0.05))
+    for i in range(steps + 1):
+        y = ymin + 0.05 * i
         s.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' % (l, w - rt, Y(y), Y(y)))
         s.append('<text x="%d" y="%.1f" text-anchor="end">%.2f</text>' % (l - 6, Y(y) + 4, y))
-    for x in range(0, xmax + 1):
+    for x in range(1, xmax + 1):
         s.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>' % (X(x), h - b + 18, x))
     s.append('<text x="%d" y="%d" text-anchor="middle">round</text>' % ((l + w - rt) // 2, h - 12))
     s.append('<text x="16" y="%d" transform="rotate(-90 16 %d)" text-anchor="middle">test accuracy</text>'
              % ((t + h - b) // 2, (t + h - b) // 2))
     for i, (label, pts) in enumerate(runs):
-        c = colors[i % len(colors)]
-        s.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>'
-                 % (c, " ".join("%.1f,%.1f" % (X(x), Y(y)) for x, y in pts)))
+        c, d = colors[i % len(colors)], "6,4" if "killed" in label else ""
+        s.append('<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>'
+                 % (c, ' stroke-dasharray="%s"' % d if d else "", " ".join("%.1f,%.1f" % (X(x), Y(y)) for x, y in pts)))
         for x, y in pts:
             s.append('<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"/>' % (X(x), Y(y), c))
-        s.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"/>'
-                 % (w - rt + 12, w - rt + 32, t + 10 + 18 * i, t + 10 + 18 * i, c))
-        s.append('<text x="%d" y="%d">%s (%.3f)</text>' % (w - rt + 38, t + 14 + 18 * i, label, pts[-1][1]))
+        ly = h - b - 12 - 18 * (len(runs) - 1 - i)
+        s.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"%s/>'
+                 % (w - rt - 400, w - rt - 380, ly - 4, ly - 4, c, ' stroke-dasharray="%s"' % d if d else ""))
+        s.append('<text x="%d" y="%d">%s: %.4f</text>' % (w - rt - 374, ly, label, pts[-1][1]))
     s.append("</svg>")
     with open(out, "w") as f:
         f.write("\n".join(s) + "\n")

@@ -113,13 +113,17 @@ def federation(tmp_path, mlp, name, limit, *args):
         return json.load(f), r.stdout
 
 
-# The CI smoke test: a server and 2 OpenCL clients on loopback, one round.
-def test_a_federation_of_two_clients_trains(mlp, tmp_path):
+# The CI smoke test: a server and 2 OpenCL clients on loopback, one round; run twice, the same
+# test loss and accuracy (replies are averaged in client order, not arrival order).
+def test_a_federation_of_two_clients_trains_reproducibly(mlp, tmp_path):
     result, out = federation(tmp_path, mlp, "smoke", 2000, "--rounds", "1")
     rounds = {r["round"]: r for r in result["per_round"]}
     assert rounds[1]["fit_results"] == 2 and rounds[1]["fit_failures"] == 0
     assert rounds[1]["test_accuracy"] > rounds[0]["test_accuracy"] + 0.2
     assert "round  clients  failed  test accuracy" in out
+    again, _ = federation(tmp_path, mlp, "smoke2", 2000, "--rounds", "1")
+    assert [(r["test_loss"], r["test_accuracy"]) for r in again["per_round"]] == \
+        [(r["test_loss"], r["test_accuracy"]) for r in result["per_round"]]
 
 
 # A client killed in the middle of round 1 (SIGKILL halfway through its 250 steps): that round
