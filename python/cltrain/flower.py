@@ -38,6 +38,7 @@ import cltrain
 
 try:
     import flwr
+    import grpc
     from flwr.client import NumPyClient
     from flwr.server.strategy import FedAvg
 except ImportError as e:  # one line, not a traceback
@@ -305,7 +306,12 @@ def _server(a):
 
 
 def _client(a):
+    if not 0 <= a.partition_id < a.clients:
+        raise ValueError("--partition-id %d is not one of the %d partitions (0 to %d)"
+                         % (a.partition_id, a.clients, a.clients - 1))
     log = _log("client %d: " % a.partition_id)
+    with open(a.model, "rb") as f:
+        model = f.read()
     x, y, _, _ = load_fashion_mnist(a.data)
     if a.limit:
         x, y = x[:a.limit], y[:a.limit]
@@ -316,7 +322,7 @@ def _client(a):
         if step + 1 == steps // 2:  # the middle of the round's first epoch: what the federation's fault waits for
             log("round %d: step %d of %d" % (rnd, step + 1, steps))
 
-    client = CltrainClient(a.model, x[idx], y[idx], backends=a.backends.split(","), device=a.device,
+    client = CltrainClient(model, x[idx], y[idx], backends=a.backends.split(","), device=a.device,
                            cache_dir=a.cache_dir, on_step=on_step, client_id=a.partition_id)
     flwr.client.start_client(server_address=a.address, client=client.to_client(), insecure=True,
                              max_wait_time=a.connect_timeout)
@@ -548,6 +554,10 @@ def main(argv=None):
         return 0
     except (cltrain.CltrainError, OSError, ValueError) as e:
         sys.stderr.write("cltrain.flower: %s\n" % e)
+        return 1
+    except grpc.RpcError as e:  # the server is not there, or went away
+        details = e.details() if hasattr(e, "details") else str(e)
+        sys.stderr.write("cltrain.flower: %s: %s\n" % (getattr(a, "address", "server"), details))
         return 1
 
 

@@ -195,3 +195,14 @@ def test_neg_errors_raise_with_the_one_line(models, tmp_path):
     s.close()
     with pytest.raises(cltrain.CltrainError, match="NULL"):
         s.predict(np.zeros((4, 784)))
+
+
+def test_flower_without_flower_is_one_clear_line():
+    """cltrain.flower needs Flower from PyPI (.ci/flower's venv); without it, importing it says so."""
+    try:
+        import flwr  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="needs Flower"):
+            import cltrain.flower  # noqa: F401
+    else:
+        import cltrain.flower  # noqa: F401
