@@ -1,8 +1,10 @@
 #include "checkpoint.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <unordered_map>
 
 #include "memory_plan.h"
 
@@ -22,63 +24,230 @@ uint32_t get32(const std::vector<uint8_t>& b, size_t at) {
   return v;
 }
 
-// Appends a block: `tensors.size()` offsets, then the tensors' bytes. Returns its offset.
-uint32_t append_block(std::vector<uint8_t>& out, Session& s, const std::vector<int32_t>& tensors) {
+// The bytes of a constant as the model file holds them (a Reshape's target shape before
+// set_batch_size wrote the batch into it), else as the model holds them.
+std::vector<uint8_t> constant_bytes(const Model& m, int32_t t) {
+  const Tensor& tensor = m.tensors[static_cast<size_t>(t)];
+  if (tensor.file_offset >= 0 && static_cast<uint64_t>(tensor.file_offset) + tensor.data.size() <= m.file.size())
+    return std::vector<uint8_t>(m.file.begin() + tensor.file_offset,
+                                m.file.begin() + tensor.file_offset + static_cast<int64_t>(tensor.data.size()));
+  return tensor.data;
+}
+
+// A checkpoint's tensors: which model tensor each entry is, and whether this session trains it
+// (then its values live on the backends and it has Adam state).
+struct Entry {
+  int32_t tensor;
+  bool trained;
+};
+
+std::vector<Entry> onert_entries(const Model& m, const TrainingGraph& g) {
+  std::vector<Entry> out;
+  for (int32_t t : onert_checkpoint_order(m))
+    out.push_back({t, std::find(g.weights.begin(), g.weights.end(), t) != g.weights.end()});
+  return out;
+}
+
+std::vector<Entry> legacy_entries(const TrainingGraph& g) {
+  std::vector<Entry> out;
+  for (int32_t w : g.weights) out.push_back({w, true});
+  return out;
+}
+
+uint64_t entry_bytes(const Model& m, const TrainingGraph& g, const Entry& e) {
+  return e.trained ? tensor_bytes(g.tensors[static_cast<size_t>(e.tensor)])
+                   : m.tensors[static_cast<size_t>(e.tensor)].data.size();
+}
+
+std::string entry_name(const Model& m, const Entry& e) { return m.tensors[static_cast<size_t>(e.tensor)].name; }
+
+// Appends a block: one offset per entry, then the entries' bytes (`which`: 0 the weights, 1 Adam's
+// m, 2 its v; an entry without Adam state is empty there). Returns its offset.
+uint32_t append_block(std::vector<uint8_t>& out, Session& s, const Model& m, const std::vector<Entry>& entries,
+                      int which) {
+  const TrainingGraph& g = s.graph();
   const size_t start = out.size();
-  out.resize(start + 4 * tensors.size());
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const auto values = s.read_persistent(tensors[i]);
+  out.resize(start + 4 * entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
     put32(out, start + 4 * i, static_cast<uint32_t>(out.size()));
+    const Entry& e = entries[i];
+    if (!e.trained) {
+      if (which == 0) {
+        const std::vector<uint8_t> bytes = constant_bytes(m, e.tensor);
+        out.insert(out.end(), bytes.begin(), bytes.end());
+      }
+      continue;
+    }
+    int32_t t = e.tensor;
+    if (which > 0) {
+      const auto it = g.adam_state.find(e.tensor);
+      if (it == g.adam_state.end()) continue;
+      t = which == 1 ? it->second.first : it->second.second;
+    }
+    const auto values = s.read_persistent(t);
     const auto* p = reinterpret_cast<const uint8_t*>(values.data());
     out.insert(out.end(), p, p + values.size() * sizeof(float));  // host order: little-endian here
   }
   return static_cast<uint32_t>(start);
 }
 
-void load_block(Session& s, const std::vector<uint8_t>& b, uint32_t start, uint32_t end,
-                const std::vector<int32_t>& tensors, const std::string& what, const char* block) {
-  const auto& g = s.graph();
-  if (static_cast<uint64_t>(start) + 4 * tensors.size() > b.size())
-    throw CheckpointError(what + ": truncated (" + block + " offsets past the end of the file)");
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const auto& d = g.tensors[static_cast<size_t>(tensors[i])];
-    const uint64_t bytes = tensor_bytes(d);
+// Where each entry of the block at `start` lies ({offset, size}), checked against the file's end;
+// "" or why the block is not laid out as the entries say.
+std::string block_layout(const std::vector<uint8_t>& b, uint32_t start, uint32_t end, size_t count,
+                         std::vector<std::pair<uint64_t, uint64_t>>* out) {
+  out->clear();
+  if (static_cast<uint64_t>(start) + 4 * count > b.size()) return "truncated (offsets past the end of the file)";
+  for (size_t i = 0; i < count; ++i) {
     const uint64_t at = get32(b, start + 4 * i);
-    const uint64_t next = i + 1 < tensors.size() ? get32(b, start + 4 * (i + 1)) : end;
-    if (at + bytes > b.size())
-      throw CheckpointError(what + ": truncated (" + block + " tensor " + std::to_string(i) + " '" + d.name +
-                            "' ends past the end of the file)");
-    if (next < at || next - at != bytes)
-      throw CheckpointError(what + ": " + block + " tensor " + std::to_string(i) + " '" + d.name + "' holds " +
-                            std::to_string(next < at ? 0 : next - at) + " bytes, the model needs " +
-                            std::to_string(bytes));
-    std::vector<float> values(bytes / sizeof(float));
-    std::memcpy(values.data(), b.data() + at, bytes);
-    s.write_persistent(tensors[i], values);
+    const uint64_t next = i + 1 < count ? get32(b, start + 4 * (i + 1)) : end;
+    if (next < at || next > b.size()) return "truncated (tensor " + std::to_string(i) + " ends past the end of the file)";
+    out->push_back({at, next - at});
   }
+  return "";
 }
 
-std::vector<int32_t> adam_part(const TrainingGraph& g, int which) {
-  std::vector<int32_t> out;
-  for (int32_t w : g.weights) {
-    const auto it = g.adam_state.find(w);
-    if (it != g.adam_state.end()) out.push_back(which == 0 ? it->second.first : it->second.second);
+// Checks a block against the entries (sizes; `which` as in append_block): "" or the first mismatch.
+std::string check_block(const std::vector<uint8_t>& b, const Model& m, const TrainingGraph& g,
+                        const std::vector<Entry>& entries, uint32_t start, uint32_t end, int which, bool adam) {
+  static const char* kBlock[] = {"weight", "Adam m", "Adam v"};
+  std::vector<std::pair<uint64_t, uint64_t>> where;
+  const std::string why = block_layout(b, start, end, entries.size(), &where);
+  if (!why.empty()) return std::string(kBlock[which]) + " block " + why;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    const bool has_state = e.trained && adam;
+    const uint64_t want = which == 0 ? entry_bytes(m, g, e) : has_state ? entry_bytes(m, g, e) : 0;
+    // Optimizer state of a constant this session does not train is not used (onert writes none
+    // for its frozen weights, but a run that trained them has it).
+    const bool unused_state = which > 0 && !has_state && where[i].second == entry_bytes(m, g, e);
+    if (where[i].second != want && !unused_state) {
+      if (which > 0 && where[i].second == 0)
+        return "has no Adam state for '" + entry_name(m, e) +
+               "', which this session trains (the run that wrote it trained fewer operators)";
+      return std::string(kBlock[which]) + " tensor " + std::to_string(i) + " '" + entry_name(m, e) + "' holds " +
+             std::to_string(where[i].second) + " bytes, the model needs " + std::to_string(want);
+    }
   }
-  return out;
+  return "";
+}
+
+void load_entries(Session& s, const Model& m, const std::vector<uint8_t>& b, const std::vector<Entry>& entries,
+                  uint32_t start, int which, const std::string& what) {
+  const TrainingGraph& g = s.graph();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    const uint64_t at = get32(b, start + 4 * i);
+    if (!e.trained) {
+      // A constant this session does not train: it must be the model's own.
+      const std::vector<uint8_t> own = constant_bytes(m, e.tensor), now = m.tensors[static_cast<size_t>(e.tensor)].data;
+      const bool same = std::equal(own.begin(), own.end(), b.begin() + static_cast<int64_t>(at)) ||
+                        std::equal(now.begin(), now.end(), b.begin() + static_cast<int64_t>(at));
+      if (which == 0 && !same)
+        throw CheckpointError(what + ": '" + entry_name(m, e) +
+                              "' differs from the model's, and this session does not train it (resume with the "
+                              "operators that trained it: num_of_trainable_ops, train config)");
+      continue;
+    }
+    int32_t t = e.tensor;
+    if (which > 0) {
+      const auto it = g.adam_state.find(e.tensor);
+      if (it == g.adam_state.end()) continue;
+      t = which == 1 ? it->second.first : it->second.second;
+    }
+    std::vector<float> values(tensor_bytes(g.tensors[static_cast<size_t>(t)]) / sizeof(float));
+    std::memcpy(values.data(), b.data() + at, values.size() * sizeof(float));
+    s.write_persistent(t, values);
+  }
 }
 
 }  // namespace
 
-std::vector<uint8_t> make_checkpoint(Session& s, const TrainingPosition& pos) {
+std::vector<int32_t> onert_checkpoint_order(const Model& m) {
+  // onert keeps operands in std::unordered_map<OperandIndex, ...> (libstdc++; the hash of an index
+  // is its value), and each stage of its compiler fills a new map by iterating the previous one.
+  // The checkpoint lists the train backend's constants in the iteration order of the last map, so
+  // the same chain of maps, filled the same way, gives that order here (the same libstdc++).
+  using Map = std::unordered_map<uint32_t, char>;
+  auto keys = [](const Map& map) {
+    std::vector<uint32_t> k;
+    for (const auto& kv : map) k.push_back(kv.first);
+    return k;
+  };
+  auto copy_of = [&](const Map& map) {
+    Map out;
+    for (uint32_t k : keys(map)) out.emplace(k, 0);
+    return out;
+  };
+  const uint32_t n = static_cast<uint32_t>(m.tensors.size());
+  // The loader: operand i is tensor i; then operands no operator uses, and not model inputs or
+  // outputs, are erased.
+  Map operands;
+  for (uint32_t i = 0; i < n; ++i) operands.emplace(i, 0);
+  std::vector<bool> used(n, false);
+  auto use = [&](int32_t t) {
+    if (t >= 0 && static_cast<uint32_t>(t) < n) used[static_cast<size_t>(t)] = true;
+  };
+  for (int32_t t : m.inputs) use(t);
+  for (int32_t t : m.outputs) use(t);
+  std::vector<bool> computed(n, false);  // outputs of the file's shape operators: not constants there
+  for (const Operator& op : m.operators) {
+    for (int32_t t : op.inputs) use(t);
+    for (int32_t t : op.outputs) use(t);
+  }
+  for (const ShapeOperator& op : m.shape_ops) {
+    for (int32_t t : op.inputs) use(t);
+    for (int32_t t : op.outputs) {
+      use(t);
+      if (t >= 0 && static_cast<uint32_t>(t) < n) computed[static_cast<size_t>(t)] = true;
+    }
+  }
+  for (uint32_t k : keys(operands))
+    if (!used[k]) operands.erase(k);
+  // The trainable graph's copy, with the expected output (a new input) and the loss added.
+  Map trainable = copy_of(operands);
+  uint32_t next = n;
+  const uint32_t expected = next++;
+  trainable.emplace(expected, 0);
+  trainable.emplace(next++, 0);
+  // The lowered graph's copy, with one new operand per graph input (the expected output among
+  // them) and per output: the results of the permutations that move them between backends; the
+  // inputs, and the output side's results, belong to the builtin backend.
+  Map lowered = copy_of(trainable);
+  std::vector<uint32_t> builtin(m.inputs.begin(), m.inputs.end());
+  builtin.push_back(expected);
+  const std::vector<uint32_t> inputs = builtin;
+  for (uint32_t k : keys(lowered)) {
+    const bool input = std::find(inputs.begin(), inputs.end(), k) != inputs.end();
+    const bool output = std::find(m.outputs.begin(), m.outputs.end(), static_cast<int32_t>(k)) != m.outputs.end();
+    if (output) builtin.push_back(next);
+    if (input || output) lowered.emplace(next++, 0);
+  }
+  // The train backend's part of the graph, the executor's copy of it, and its registry of
+  // constants ("trainable tensors": every constant, of any type).
+  Map part;
+  for (uint32_t k : keys(lowered))
+    if (std::find(builtin.begin(), builtin.end(), k) == builtin.end()) part.emplace(k, 0);
+  Map registry;
+  for (uint32_t k : keys(copy_of(part)))
+    if (k < n && m.tensors[k].is_constant() && !computed[k]) registry[k] = 0;
+  std::vector<int32_t> order;
+  for (uint32_t k : keys(registry)) order.push_back(static_cast<int32_t>(k));
+  return order;
+}
+
+std::vector<uint8_t> make_checkpoint(Session& s, const Model& m, const TrainingPosition& pos) {
   const TrainingGraph& g = s.graph();
+  const std::vector<Entry> entries = onert_entries(m, g);
   std::vector<uint8_t> out(kHeaderBytes, 0);
   out[0] = static_cast<uint8_t>(kMagic & 0xff);
   out[1] = static_cast<uint8_t>(kMagic >> 8);
   out[2] = kSchema;
-  append_block(out, s, g.weights);
+  append_block(out, s, m, entries, 0);
   const bool adam = !g.adam_state.empty();
-  const uint32_t opt1 = adam ? append_block(out, s, adam_part(g, 0)) : 0;
-  const uint32_t opt2 = adam ? append_block(out, s, adam_part(g, 1)) : 0;
+  // As onert: opt1 is where the optimizer blocks start (the training position for SGD), opt2 is
+  // 0 without a second block.
+  const uint32_t opt1 = adam ? append_block(out, s, m, entries, 1) : static_cast<uint32_t>(out.size());
+  const uint32_t opt2 = adam ? append_block(out, s, m, entries, 2) : 0;
   const uint32_t other = static_cast<uint32_t>(out.size());
   out.resize(out.size() + 8);
   put32(out, other, pos.step);
@@ -86,11 +255,11 @@ std::vector<uint8_t> make_checkpoint(Session& s, const TrainingPosition& pos) {
   put32(out, 4, opt1);
   put32(out, 8, opt2);
   put32(out, 12, other);
-  put32(out, 16, static_cast<uint32_t>(g.weights.size()));
+  put32(out, 16, static_cast<uint32_t>(entries.size()));
   return out;
 }
 
-TrainingPosition load_checkpoint(Session& s, const std::vector<uint8_t>& b, const std::string& what) {
+TrainingPosition load_checkpoint(Session& s, const Model& m, const std::vector<uint8_t>& b, const std::string& what) {
   const TrainingGraph& g = s.graph();
   if (b.size() < kHeaderBytes)
     throw CheckpointError(what + ": truncated (" + std::to_string(b.size()) + " bytes, no header)");
@@ -101,18 +270,35 @@ TrainingPosition load_checkpoint(Session& s, const std::vector<uint8_t>& b, cons
   if (b[2] != kSchema)
     throw CheckpointError(what + ": checkpoint schema " + std::to_string(b[2]) + " is not supported");
   const uint32_t opt1 = get32(b, 4), opt2 = get32(b, 8), other = get32(b, 12), length = get32(b, 16);
-  if (length != g.weights.size())
-    throw CheckpointError(what + ": holds " + std::to_string(length) + " trainable tensors, the model trains " +
-                          std::to_string(g.weights.size()));
   const bool adam = !g.adam_state.empty();
   if (adam != (opt1 != 0 && opt2 != 0))
     throw CheckpointError(what + (adam ? ": has no Adam state, and the optimizer is Adam"
                                        : ": has optimizer state, and the optimizer is not Adam"));
   if (static_cast<uint64_t>(other) + 8 > b.size()) throw CheckpointError(what + ": truncated (no training position)");
-  load_block(s, b, kHeaderBytes, adam ? opt1 : other, g.weights, what, "weight");
+  const uint32_t weights_end = adam ? opt1 : other;
+  // onert's layout (every constant, in its order); else that of cltrain before it wrote onert's
+  // (the trained weights in model order), where only that one fits.
+  const std::vector<Entry> onert = onert_entries(m, g), legacy = legacy_entries(g);
+  auto fits = [&](const std::vector<Entry>& entries) {
+    if (length != entries.size())
+      return std::string("holds ") + std::to_string(length) + " tensors; the model has " +
+             std::to_string(onert.size()) + " constants (onert's layout) and trains " +
+             std::to_string(g.weights.size()) + " weights";
+    std::string why = check_block(b, m, g, entries, kHeaderBytes, weights_end, 0, adam);
+    if (why.empty() && adam) why = check_block(b, m, g, entries, opt1, opt2, 1, adam);
+    if (why.empty() && adam) why = check_block(b, m, g, entries, opt2, other, 2, adam);
+    return why;
+  };
+  const std::string onert_why = fits(onert);
+  const std::vector<Entry>* entries = &onert;
+  if (!onert_why.empty()) {
+    if (!fits(legacy).empty()) throw CheckpointError(what + ": " + onert_why);
+    entries = &legacy;
+  }
+  load_entries(s, m, b, *entries, kHeaderBytes, 0, what);
   if (adam) {
-    load_block(s, b, opt1, opt2, adam_part(g, 0), what, "Adam m");
-    load_block(s, b, opt2, other, adam_part(g, 1), what, "Adam v");
+    load_entries(s, m, b, *entries, opt1, 1, what);
+    load_entries(s, m, b, *entries, opt2, 2, what);
   }
   return {get32(b, other), get32(b, other + 4)};
 }

@@ -1,10 +1,15 @@
-// Checkpoints in onert's format: the trained weights, Adam's m and v, and where training was.
+// Checkpoints in onert's format, byte for byte as onert writes and reads them: every constant of
+// the model, Adam's m and v, and where training was.
 //
 // Little-endian, packed: uint16 magic = 429; uint8 schema = 1; uint8 reserved; uint32 opt1_offset;
-// uint32 opt2_offset; uint32 other_offset; uint32 length (number of trainable tensors). Then a
-// block of `length` uint32 absolute offsets followed by the tensors' raw bytes (weights, in model
-// order). For Adam, two more blocks of the same layout at opt1_offset (m) and opt2_offset (v);
-// without optimizer state both offsets are 0. At other_offset: uint32 cur_step, uint32 cur_epoch.
+// uint32 opt2_offset; uint32 other_offset; uint32 length (number of tensors). Then a block of
+// `length` uint32 absolute offsets followed by the tensors' raw bytes: every constant of the model
+// (weights, and integer ones such as a Reshape's shape, as the file holds them) in onert's order
+// (onert_checkpoint_order). For Adam, two more blocks of the same layout at opt1_offset (m) and
+// opt2_offset (v), in which a constant without Adam state (not trained) is empty; for SGD
+// opt1_offset = other_offset and opt2_offset = 0. At other_offset: uint32 cur_step, uint32
+// cur_epoch (onert writes 0). Reading also takes the layout earlier cltrain builds wrote (the
+// trained weights in model order) where only that one fits the file.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "model/model.h"
 #include "session.h"
 
 namespace cltrain {
@@ -26,12 +32,20 @@ struct TrainingPosition {
   uint32_t epoch = 0;  // epochs done
 };
 
-// Serializes the session's trainable weights (and Adam state) into checkpoint bytes.
-std::vector<uint8_t> make_checkpoint(Session& session, const TrainingPosition& position);
+// The model's constants in the order onert (0.1.0, its train backend) lists them in a checkpoint:
+// the iteration order of the chain of hash maps its compiler fills (libstdc++'s unordered_map, as
+// here). It depends on the graph alone (tensor count, constants, unused tensors, inputs, outputs).
+std::vector<int32_t> onert_checkpoint_order(const Model& model);
+
+// Serializes the session's weights (and Adam state) and model's other constants into checkpoint
+// bytes. model: the one the session's graph was built from.
+std::vector<uint8_t> make_checkpoint(Session& session, const Model& model, const TrainingPosition& position);
 
 // Checks bytes against the session's model and loads them into it. Throws CheckpointError naming
-// the first mismatch (magic, schema, tensor count, a tensor's size, truncation).
-TrainingPosition load_checkpoint(Session& session, const std::vector<uint8_t>& bytes, const std::string& what);
+// the first mismatch (magic, schema, tensor count, a tensor's size, truncation, a constant that
+// differs from the model's while this session does not train it, missing Adam state).
+TrainingPosition load_checkpoint(Session& session, const Model& model, const std::vector<uint8_t>& bytes,
+                                 const std::string& what);
 
 std::vector<uint8_t> read_file_bytes(const std::string& path);
 

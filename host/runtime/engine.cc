@@ -402,7 +402,7 @@ std::vector<uint8_t> Engine::circleplus_bytes(const Weights& weights) {
 std::vector<uint8_t> Engine::checkpoint_bytes() {
   require_prepared("export_checkpoint");
   const TrainingPosition pos{static_cast<uint32_t>(position_.steps), static_cast<uint32_t>(position_.epochs)};
-  return make_checkpoint(*session_, pos);
+  return make_checkpoint(*session_, model_, pos);
 }
 
 void Engine::export_circle(const std::string& path) {
@@ -452,7 +452,7 @@ void Engine::export_files(const std::string& model, const std::string& circleplu
 
 void Engine::import_checkpoint(const std::string& path) {
   require_prepared("import_checkpoint");
-  const TrainingPosition pos = load_checkpoint(*session_, read_file_bytes(path), path);
+  const TrainingPosition pos = load_checkpoint(*session_, model_, read_file_bytes(path), path);
   if (pos.epoch > static_cast<uint32_t>(INT32_MAX))
     throw CheckpointError(path + ": records epoch " + std::to_string(pos.epoch) + ", beyond any run (at most " +
                           std::to_string(INT32_MAX) + ")");
