@@ -100,7 +100,8 @@ std::string block_layout(const std::vector<uint8_t>& b, uint32_t start, uint32_t
   for (size_t i = 0; i < count; ++i) {
     const uint64_t at = get32(b, start + 4 * i);
     const uint64_t next = i + 1 < count ? get32(b, start + 4 * (i + 1)) : end;
-    if (next < at || next > b.size()) return "truncated (tensor " + std::to_string(i) + " ends past the end of the file)";
+    if (next < at || next > b.size())
+      return "truncated (tensor " + std::to_string(i) + " ends past the end of the file)";
     out->push_back({at, next - at});
   }
   return "";
