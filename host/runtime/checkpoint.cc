@@ -61,6 +61,15 @@ uint64_t entry_bytes(const Model& m, const TrainingGraph& g, const Entry& e) {
 
 std::string entry_name(const Model& m, const Entry& e) { return m.tensors[static_cast<size_t>(e.tensor)].name; }
 
+// The tensor a trained entry stands for in block `which` (0 the weight, 1 Adam's m, 2 its v); -1
+// where it has no such state.
+int32_t block_tensor(const TrainingGraph& g, const Entry& e, int which) {
+  if (which == 0) return e.tensor;
+  const auto it = g.adam_state.find(e.tensor);
+  if (it == g.adam_state.end()) return -1;
+  return which == 1 ? it->second.first : it->second.second;
+}
+
 // Appends a block: one offset per entry, then the entries' bytes (`which`: 0 the weights, 1 Adam's
 // m, 2 its v; an entry without Adam state is empty there). Returns its offset.
 uint32_t append_block(std::vector<uint8_t>& out, Session& s, const Model& m, const std::vector<Entry>& entries,
@@ -78,12 +87,8 @@ uint32_t append_block(std::vector<uint8_t>& out, Session& s, const Model& m, con
       }
       continue;
     }
-    int32_t t = e.tensor;
-    if (which > 0) {
-      const auto it = g.adam_state.find(e.tensor);
-      if (it == g.adam_state.end()) continue;
-      t = which == 1 ? it->second.first : it->second.second;
-    }
+    const int32_t t = block_tensor(g, e, which);
+    if (t < 0) continue;
     const auto values = s.read_persistent(t);
     const auto* p = reinterpret_cast<const uint8_t*>(values.data());
     out.insert(out.end(), p, p + values.size() * sizeof(float));  // host order: little-endian here
@@ -139,22 +144,20 @@ void load_entries(Session& s, const Model& m, const std::vector<uint8_t>& b, con
     const Entry& e = entries[i];
     const uint64_t at = get32(b, start + 4 * i);
     if (!e.trained) {
-      // A constant this session does not train: it must be the model's own.
+      // A constant this session does not train: its weight entry must be the model's own (its
+      // optimizer entries, empty or not, are not read).
+      if (which > 0) continue;
       const std::vector<uint8_t> own = constant_bytes(m, e.tensor), now = m.tensors[static_cast<size_t>(e.tensor)].data;
       const bool same = std::equal(own.begin(), own.end(), b.begin() + static_cast<int64_t>(at)) ||
                         std::equal(now.begin(), now.end(), b.begin() + static_cast<int64_t>(at));
-      if (which == 0 && !same)
+      if (!same)
         throw CheckpointError(what + ": '" + entry_name(m, e) +
                               "' differs from the model's, and this session does not train it (resume with the "
                               "operators that trained it: num_of_trainable_ops, train config)");
       continue;
     }
-    int32_t t = e.tensor;
-    if (which > 0) {
-      const auto it = g.adam_state.find(e.tensor);
-      if (it == g.adam_state.end()) continue;
-      t = which == 1 ? it->second.first : it->second.second;
-    }
+    const int32_t t = block_tensor(g, e, which);
+    if (t < 0) continue;
     std::vector<float> values(tensor_bytes(g.tensors[static_cast<size_t>(t)]) / sizeof(float));
     std::memcpy(values.data(), b.data() + at, values.size() * sizeof(float));
     s.write_persistent(t, values);
