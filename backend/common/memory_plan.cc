@@ -127,23 +127,7 @@ MemoryPlan plan_memory(const std::vector<PlanItem>& items, uint64_t alignment) {
   plan.algorithm = grouped.algorithm;
   plan.offsets.resize(items.size());
   for (size_t i = 0; i < items.size(); ++i) plan.offsets[i] = grouped.offsets[block_of[root[i]]];
-  // Role peaks: per step, a group's bytes count once, under the role of its member that is
-  // written last before or at that step (the one that holds the bytes then).
-  int32_t max_step = 0;
-  for (const auto& it : items) max_step = std::max(max_step, it.last);
-  std::vector<std::vector<uint64_t>> role_live(CLTRAIN_ROLE_COUNT, std::vector<uint64_t>(max_step + 2, 0));
-  std::map<size_t, std::vector<size_t>> members;
-  for (size_t i = 0; i < items.size(); ++i) members[root[i]].push_back(i);
-  for (const auto& [r, m] : members)
-    for (int32_t s = 0; s <= max_step; ++s) {
-      const PlanItem* holder = nullptr;
-      for (size_t i : m)
-        if (items[i].first <= s && s <= items[i].last && (!holder || items[i].first > holder->first))
-          holder = &items[i];
-      if (holder && holder->role >= 0 && holder->role < CLTRAIN_ROLE_COUNT) role_live[holder->role][s] += holder->bytes;
-    }
-  for (int r = 0; r < CLTRAIN_ROLE_COUNT; ++r)
-    plan.role_peak[r] = *std::max_element(role_live[r].begin(), role_live[r].end());
+  measure_plan(items, alignment, &plan);
   return plan;
 }
 
@@ -253,6 +237,57 @@ MemoryPlan plan_groups(const std::vector<PlanItem>& items, uint64_t alignment) {
 }
 
 }  // namespace
+
+void measure_plan(const std::vector<PlanItem>& items, uint64_t alignment, MemoryPlan* plan) {
+  if (alignment == 0) alignment = 1;
+  const std::vector<size_t> root = alias_roots(items);
+  int32_t max_step = 0;
+  for (const auto& it : items) max_step = std::max(max_step, it.last);
+  std::map<size_t, std::vector<size_t>> members;
+  for (size_t i = 0; i < items.size(); ++i) members[root[i]].push_back(i);
+  std::vector<uint64_t> live(static_cast<size_t>(max_step) + 1, 0);
+  std::vector<std::vector<uint64_t>> role_live(CLTRAIN_ROLE_COUNT, live);
+  for (const auto& [r, m] : members) {
+    // The group's block: its largest member over the span of all of them.
+    uint64_t bytes = 0;
+    int32_t first = INT32_MAX, last = -1;
+    for (size_t i : m) {
+      bytes = std::max(bytes, align_up(std::max<uint64_t>(items[i].bytes, 1), alignment));
+      first = std::min(first, items[i].first), last = std::max(last, items[i].last);
+    }
+    for (int32_t s = std::max(first, 0); s <= last; ++s) {
+      live[static_cast<size_t>(s)] += bytes;
+      // Role peaks: the group's bytes under the role of its member written last before or at s.
+      const PlanItem* holder = nullptr;
+      for (size_t i : m)
+        if (items[i].first <= s && s <= items[i].last && (!holder || items[i].first > holder->first))
+          holder = &items[i];
+      if (holder && holder->role >= 0 && holder->role < CLTRAIN_ROLE_COUNT)
+        role_live[static_cast<size_t>(holder->role)][static_cast<size_t>(s)] += holder->bytes;
+    }
+  }
+  plan->lower_bound = *std::max_element(live.begin(), live.end());
+  for (int r = 0; r < CLTRAIN_ROLE_COUNT; ++r)
+    plan->role_peak[r] = *std::max_element(role_live[r].begin(), role_live[r].end());
+}
+
+std::pair<uint64_t, uint64_t> largest_free_range(const std::vector<PlanItem>& items, const MemoryPlan& plan,
+                                                 uint64_t alignment, int32_t step, const std::vector<bool>& ignore) {
+  if (alignment == 0) alignment = 1;
+  std::vector<std::pair<uint64_t, uint64_t>> busy;  // [begin, end) of the items live at step
+  for (size_t i = 0; i < items.size(); ++i)
+    if ((i >= ignore.size() || !ignore[i]) && items[i].first <= step && step <= items[i].last)
+      busy.emplace_back(plan.offsets[i], plan.offsets[i] + std::max<uint64_t>(items[i].bytes, 1));
+  busy.emplace_back(plan.pool_bytes, plan.pool_bytes);
+  std::sort(busy.begin(), busy.end());
+  std::pair<uint64_t, uint64_t> best{0, 0};
+  uint64_t cursor = 0;
+  for (const auto& [begin, end] : busy) {
+    if (begin > cursor && begin - cursor > best.second) best = {cursor, begin - cursor};
+    cursor = std::max(cursor, align_up(end, alignment));
+  }
+  return best;
+}
 
 std::string check_plan(const std::vector<PlanItem>& items, const MemoryPlan& plan, uint64_t alignment) {
   if (plan.offsets.size() != items.size()) return "plan has a different number of offsets";

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cltrain/cltrain_backend.h"
@@ -35,6 +36,16 @@ MemoryPlan plan_memory(const std::vector<PlanItem>& items, uint64_t alignment);
 // Empty string if no two items with overlapping lifetimes share a byte (unless one is an alias
 // of the other, at the same offset) and all offsets are aligned; else the first conflict.
 std::string check_plan(const std::vector<PlanItem>& items, const MemoryPlan& plan, uint64_t alignment);
+
+// Recomputes plan->lower_bound and plan->role_peak for items (whose sizes may have changed since
+// planning): per step, an alias group's (aligned) bytes count once in the lower bound, and under the
+// role of the member that holds them then in the role peaks.
+void measure_plan(const std::vector<PlanItem>& items, uint64_t alignment, MemoryPlan* plan);
+
+// The largest aligned range of [0, plan.pool_bytes) that no item live at `step` occupies, items
+// whose index `ignore` flags excepted: its offset and size (size 0 if none).
+std::pair<uint64_t, uint64_t> largest_free_range(const std::vector<PlanItem>& items, const MemoryPlan& plan,
+                                                 uint64_t alignment, int32_t step, const std::vector<bool>& ignore);
 
 // Fills each item's alias from tensors[item.id].alias (the ABI's 1-based encoding). Empty string
 // if every alias names another planned item of the same byte size; else the first problem.

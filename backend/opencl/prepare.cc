@@ -46,33 +46,6 @@ void check_step_tensors(const Pool& pool, const StepView& s) {
   }
 }
 
-// Per step, the bytes of the host's tensors planned here that are live at it (an alias group
-// counted once, over the span of its members).
-std::vector<uint64_t> live_bytes(const HostGraph& g) {
-  const size_t n = g.tensors.size();
-  const int32_t num_steps = g.num_steps();
-  std::vector<uint64_t> live(static_cast<size_t>(std::max(num_steps, 1)) + 1, 0);
-  std::vector<int32_t> first(n, -1), last(n, -1);
-  std::vector<uint64_t> bytes(n, 0);
-  auto root = [&](size_t t) {
-    for (size_t hops = 0; g.tensors[t].alias > 0 && static_cast<size_t>(g.tensors[t].alias - 1) < n && hops < n; ++hops)
-      t = static_cast<size_t>(g.tensors[t].alias - 1);
-    return t;
-  };
-  for (size_t t = 0; t < n; ++t) {
-    const cltrain_tensor_desc& d = g.tensors[t];
-    if (d.first_step < 0) continue;
-    const size_t r = root(t);
-    const int32_t f = d.persistent ? 0 : d.first_step, l = d.persistent ? num_steps - 1 : d.last_step;
-    first[r] = first[r] < 0 ? f : std::min(first[r], f);
-    last[r] = std::max(last[r], l);
-    bytes[r] = std::max(bytes[r], tensor_bytes(d));
-  }
-  for (size_t t = 0; t < n; ++t)
-    for (int32_t s = std::max(first[t], 0); first[t] >= 0 && s <= last[t] && s < num_steps; ++s) live[s] += bytes[t];
-  return live;
-}
-
 // What prepare took from the cache directory: one line with CLTRAIN_OPENCL_TRACE; without it,
 // one note when corrupt or stale entries had to be rebuilt (nothing when all is well).
 void report_caches(const Backend& b) {
@@ -115,22 +88,12 @@ void prepare_backend(Backend& b, const cltrain_graph_desc* host_graph, cltrain_m
   b.assigned = g.assigned;
   b.runs.assign(g.steps.size(), StepRun{});
 
-  // Check every assigned step and collect the scratch tensors they need, then plan them all.
-  // The peak is that of the host's tensors, or higher where a step's least scratch (at the
-  // floor budget) raises it; each step's scratch may then fill what the step leaves below it.
-  const std::vector<uint64_t> live = live_bytes(*graph);
-  uint64_t peak = *std::max_element(live.begin(), live.end());
-  std::vector<uint64_t> budgets(live.size(), b.scratch_cap);
-  for (int32_t i = 0; i < graph->num_steps() && b.scratch_floor < b.scratch_cap; ++i) {
-    const OpFamily* family = b.assigned[i] ? find_op_family(b.steps[i].op) : nullptr;
-    const StepView s{b.steps[i], graph->tensors.data(), i};
-    if (!family || !family->scratch || !why_unsupported(&b, s).empty()) continue;  // refused below
-    uint64_t least = 0;
-    for (uint64_t bytes : family->scratch(OpContext(b, s, b.scratch_floor))) least += bytes;
-    peak = std::max(peak, live[static_cast<size_t>(i)] + least);
-  }
-  for (size_t i = 0; i < live.size(); ++i)
-    budgets[i] = std::clamp<uint64_t>(peak - std::min(peak, live[i]), b.scratch_floor, b.scratch_cap);
+  // Check every assigned step and collect the scratch tensors it needs at the floor budget (its
+  // least scratch), then plan them all: the pool's peak is the host's tensors' with the least
+  // scratch, where few large scratch tensors leave the packing little to fit around. Then each
+  // step's scratch grows into the largest range the plan leaves free at its step, up to the cap:
+  // the pool does not grow, the kernels get bigger panels (fewer launches).
+  std::vector<uint64_t> budgets(static_cast<size_t>(graph->num_steps()), b.scratch_floor);
   std::vector<ScratchRequest> scratch;
   for (int32_t i = 0; i < graph->num_steps(); ++i) {
     if (!b.assigned[i]) continue;
@@ -147,11 +110,28 @@ void prepare_backend(Backend& b, const cltrain_graph_desc* host_graph, cltrain_m
       fail(CLTRAIN_INVALID, s.what() + " cannot run on OpenCL: " + why);
     const OpFamily* family = find_op_family(s.step.op);
     if (!family->scratch) continue;
-    const std::vector<uint64_t> sizes = family->scratch(OpContext(b, s, budgets[static_cast<size_t>(i)]));
+    const std::vector<uint64_t> sizes = family->scratch(OpContext(b, s, b.scratch_floor));
     for (size_t k = 0; k < sizes.size(); ++k)
       scratch.push_back({i, sizes[k], s.what() + " scratch " + std::to_string(k)});
   }
-  plan_pool(b, *graph, scratch, report);
+  // The largest budget (from the cap down by quarters, not below the floor) whose scratch fits
+  // the free range; {} keeps the least scratch as planned.
+  const RegrowScratch regrow = [&](int32_t step, uint64_t free_bytes) -> std::vector<uint64_t> {
+    const StepView s{b.steps[step], graph->tensors.data(), step};
+    const OpFamily* family = find_op_family(s.step.op);
+    for (uint64_t budget = std::min(b.scratch_cap, free_bytes); budget > b.scratch_floor; budget = budget * 3 / 4) {
+      const std::vector<uint64_t> sizes = family->scratch(OpContext(b, s, budget));
+      uint64_t total = 0;
+      for (uint64_t bytes : sizes)
+        total += (std::max<uint64_t>(bytes, 1) + b.pool.alignment - 1) / b.pool.alignment * b.pool.alignment;
+      if (total <= free_bytes && sizes.size() <= b.pool.step_scratch[static_cast<size_t>(step)].size()) {
+        budgets[static_cast<size_t>(step)] = budget;
+        return sizes;
+      }
+    }
+    return {};
+  };
+  plan_pool(b, *graph, scratch, b.scratch_floor < b.scratch_cap ? regrow : RegrowScratch{}, report);
 
   for (int32_t i = 0; i < graph->num_steps(); ++i) {
     if (!b.assigned[i]) continue;

@@ -36,6 +36,57 @@ void allocate_pool(cltrain_backend& b, uint64_t bytes) {
   }
 }
 
+uint64_t aligned(uint64_t bytes, uint64_t alignment) {
+  return (std::max<uint64_t>(bytes, 1) + alignment - 1) / alignment * alignment;
+}
+
+// Each step's scratch moves into the largest range free at its step, with the sizes regrow gives
+// for it; scratch that regrow drops leaves the plan. The pool's size stays.
+void regrow_scratch(Pool& pool, std::vector<PlanItem>& items, MemoryPlan& plan, const RegrowScratch& regrow) {
+  std::vector<int32_t> index(pool.tensors.size(), -1);  // tensor id -> item
+  for (size_t i = 0; i < items.size(); ++i) index[static_cast<size_t>(items[i].id)] = static_cast<int32_t>(i);
+  std::vector<bool> dropped(items.size(), false);
+  for (size_t s = 0; s < pool.step_scratch.size(); ++s) {
+    std::vector<int32_t>& ids = pool.step_scratch[s];
+    if (ids.empty()) continue;
+    std::vector<bool> ignore(items.size(), false);
+    for (int32_t id : ids) ignore[static_cast<size_t>(index[static_cast<size_t>(id)])] = true;
+    const auto [begin, bytes] = largest_free_range(items, plan, pool.alignment, static_cast<int32_t>(s), ignore);
+    const std::vector<uint64_t> sizes = regrow(static_cast<int32_t>(s), bytes);
+    if (sizes.empty()) continue;
+    uint64_t total = 0;
+    for (uint64_t b : sizes) total += aligned(b, pool.alignment);
+    if (sizes.size() > ids.size() || total > bytes)
+      fail(CLTRAIN_ERROR, "scratch of step " + std::to_string(s) + " regrown past its free range");
+    uint64_t at = begin;
+    for (size_t k = 0; k < ids.size(); ++k) {
+      const size_t i = static_cast<size_t>(index[static_cast<size_t>(ids[k])]);
+      if (k >= sizes.size()) {
+        dropped[i] = true;
+        continue;
+      }
+      items[i].bytes = sizes[k];
+      plan.offsets[i] = at;
+      pool.tensors[static_cast<size_t>(ids[k])].dims[0] = static_cast<int32_t>((sizes[k] + 3) / 4);
+      at += aligned(sizes[k], pool.alignment);
+    }
+    ids.resize(sizes.size());
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (dropped[i]) {
+      pool.tensors[static_cast<size_t>(items[i].id)].first_step =
+          pool.tensors[static_cast<size_t>(items[i].id)].last_step = -1;
+      continue;
+    }
+    items[kept] = items[i];
+    plan.offsets[kept++] = plan.offsets[i];
+  }
+  items.resize(kept);
+  plan.offsets.resize(kept);
+  measure_plan(items, pool.alignment, &plan);
+}
+
 }  // namespace
 
 void Pool::release() {
@@ -80,7 +131,7 @@ uint64_t Pool::planned_bytes(int32_t id) const {
 }
 
 void plan_pool(cltrain_backend& b, const HostGraph& graph, const std::vector<ScratchRequest>& scratch,
-               cltrain_memory_report* report) {
+               const RegrowScratch& regrow, cltrain_memory_report* report) {
   Pool& pool = b.pool;
   const size_t host = static_cast<size_t>(graph.num_tensors());
   pool.num_host_tensors = graph.num_tensors();
@@ -138,7 +189,8 @@ void plan_pool(cltrain_backend& b, const HostGraph& graph, const std::vector<Scr
   if (const std::string e = link_aliases(items, graph.tensors.data(), host); !e.empty())
     fail(CLTRAIN_INVALID, "prepare: " + e);
   pool.alignment = std::max<uint64_t>(64, b.device.base_addr_align_bits / 8);
-  const MemoryPlan plan = load_or_plan(b, graph, items);  // plan_cache.h: a saved plan, or a new one
+  MemoryPlan plan = load_or_plan(b, graph, items);  // plan_cache.h: a saved plan, or a new one
+  if (regrow) regrow_scratch(pool, items, plan, regrow);
   if (const std::string conflict = check_plan(items, plan, pool.alignment); !conflict.empty())
     fail(CLTRAIN_ERROR, "memory plan (" + plan.algorithm + ") is wrong: " + conflict);
   for (size_t i = 0; i < items.size(); ++i) pool.offsets[items[i].id] = static_cast<int64_t>(plan.offsets[i]);

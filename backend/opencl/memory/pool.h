@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -53,12 +54,19 @@ struct ScratchRequest {
   std::string name;  // "step 5 (Conv2D forward) scratch 0"
 };
 
+// After planning, a step's scratch for the largest free range at its step: called with the step and
+// the range's bytes, it returns the step's scratch sizes (no more of them than were planned) whose
+// sizes, each aligned up to the pool's alignment, add up to at most those bytes; or {} to keep what
+// was planned.
+using RegrowScratch = std::function<std::vector<uint64_t>(int32_t step, uint64_t bytes)>;
+
 // Copies the tensor table into b.pool, appends the private tensors (b.pool.step_scratch lists
 // them per step, in the order requested), plans all of them (memory/plan_cache.h: a saved plan, or
-// a new one), allocates the buffer, uploads and fills the report (may be NULL; the private
+// a new one), lets regrow (if set) enlarge each step's scratch into the bytes the plan leaves free at
+// that step (the pool does not grow), allocates the buffer, uploads and fills the report (may be NULL; the private
 // tensors count as layer-scope). Throws Error: CLTRAIN_INVALID for a bad table, CLTRAIN_ERROR for
 // a plan conflict, CLTRAIN_OUT_OF_MEMORY when the pool does not fit.
 void plan_pool(cltrain_backend& b, const HostGraph& graph, const std::vector<ScratchRequest>& scratch,
-               cltrain_memory_report* report);
+               const RegrowScratch& regrow, cltrain_memory_report* report);
 
 }  // namespace cltrain::ocl
