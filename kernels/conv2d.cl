@@ -100,3 +100,37 @@ __kernel void conv_gather_dx(__global float* pool, uint dcol_off, uint dx_off, u
 #endif
   VSTORE(s, pool + dx_off + (n0 * (H * W) + pos) * IC + i);
 }
+
+// conv_gather_dx for the dx rows [ih0, ih0 + ihn) of image n, from a dcol that holds the output
+// rows [oh0, oh0 + band) of that image (every row those dx rows reach; band may be 0): for an
+// image whose dcol is over the step's scratch. The same sums in the same order as conv_gather_dx.
+__kernel void conv_gather_dx_band(__global float* pool, uint dcol_off, uint dx_off, uint n, uint oh0, uint band,
+                                  uint ih0, uint ihn, uint x_off) {
+  const uint gid = get_global_id(0);
+  if (gid >= ihn * W * (IC / VEC)) return;
+  const uint i = gid % (IC / VEC) * VEC, pos = gid / (IC / VEC);
+  const uint iw = pos % W, ih = ih0 + pos / W;
+  const uint K = KH * KW * IC;
+  vfloat s = 0.0f;
+  for (uint kh = 0; kh < KH; ++kh) {
+    const int th = (int)ih + PT - (int)(kh * DH);
+    if (th < 0 || th % SH != 0 || th / SH >= OH) continue;
+    const uint r = (uint)(th / SH) - oh0;  // < band: the host's band covers every row reached
+    for (uint kw = 0; kw < KW; ++kw) {
+      const int tw = (int)iw + PL - (int)(kw * DW);
+      if (tw < 0 || tw % SW != 0 || tw / SW >= OW) continue;
+      const uint ow = (uint)(tw / SW);
+#if DCOL_T  // dcol stored [K, band OW] (VEC is 1)
+      const vfloat t = pool[dcol_off + ((kh * KW + kw) * IC + i) * (band * OW) + r * OW + ow];
+#else
+      const vfloat t = VLOAD(pool + dcol_off + (r * OW + ow) * K + (kh * KW + kw) * IC + i);
+#endif
+      s = s + t;
+    }
+  }
+  const uint at = (n * (H * W) + ih * W + iw) * IC + i;
+#if XACT
+  s = CLT_XACT_GRAD(VLOAD(pool + x_off + at), s);
+#endif
+  VSTORE(s, pool + dx_off + at);
+}

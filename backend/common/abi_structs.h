@@ -41,6 +41,7 @@ struct HostGraph {
   std::vector<cltrain_tensor_desc> tensors;
   std::vector<cltrain_step_desc> steps;
   std::vector<uint8_t> assigned;
+  uint64_t pool_limit = 0;
   int32_t num_tensors() const { return static_cast<int32_t>(tensors.size()); }
   int32_t num_steps() const { return static_cast<int32_t>(steps.size()); }
 };
@@ -58,6 +59,7 @@ inline std::string read_graph(const cltrain_graph_desc* graph, HostGraph* out) {
   out->steps.resize(static_cast<size_t>(g.num_steps));
   for (int32_t i = 0; i < g.num_steps; ++i) out->steps[static_cast<size_t>(i)] = cltrain_graph_step(&g, i);
   out->assigned.assign(g.assigned, g.assigned + g.num_steps);
+  out->pool_limit = g.pool_limit;
   return {};
 }
 

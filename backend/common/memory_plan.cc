@@ -272,13 +272,14 @@ void measure_plan(const std::vector<PlanItem>& items, uint64_t alignment, Memory
 }
 
 std::pair<uint64_t, uint64_t> largest_free_range(const std::vector<PlanItem>& items, const MemoryPlan& plan,
-                                                 uint64_t alignment, int32_t step, const std::vector<bool>& ignore) {
+                                                 uint64_t alignment, int32_t step, const std::vector<bool>& ignore,
+                                                 uint64_t top) {
   if (alignment == 0) alignment = 1;
   std::vector<std::pair<uint64_t, uint64_t>> busy;  // [begin, end) of the items live at step
   for (size_t i = 0; i < items.size(); ++i)
     if ((i >= ignore.size() || !ignore[i]) && items[i].first <= step && step <= items[i].last)
       busy.emplace_back(plan.offsets[i], plan.offsets[i] + std::max<uint64_t>(items[i].bytes, 1));
-  busy.emplace_back(plan.pool_bytes, plan.pool_bytes);
+  busy.emplace_back(top, top);
   std::sort(busy.begin(), busy.end());
   std::pair<uint64_t, uint64_t> best{0, 0};
   uint64_t cursor = 0;

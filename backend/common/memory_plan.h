@@ -42,10 +42,11 @@ std::string check_plan(const std::vector<PlanItem>& items, const MemoryPlan& pla
 // role of the member that holds them then in the role peaks.
 void measure_plan(const std::vector<PlanItem>& items, uint64_t alignment, MemoryPlan* plan);
 
-// The largest aligned range of [0, plan.pool_bytes) that no item live at `step` occupies, items
-// whose index `ignore` flags excepted: its offset and size (size 0 if none).
+// The largest aligned range of [0, top) that no item live at `step` occupies, items whose index
+// `ignore` flags excepted: its offset and size (size 0 if none).
 std::pair<uint64_t, uint64_t> largest_free_range(const std::vector<PlanItem>& items, const MemoryPlan& plan,
-                                                 uint64_t alignment, int32_t step, const std::vector<bool>& ignore);
+                                                 uint64_t alignment, int32_t step, const std::vector<bool>& ignore,
+                                                 uint64_t top);
 
 // Fills each item's alias from tensors[item.id].alias (the ABI's 1-based encoding). Empty string
 // if every alias names another planned item of the same byte size; else the first problem.

@@ -170,7 +170,8 @@ std::string check_tensor(const cltrain_tensor_desc& t, int32_t id, int32_t last_
   return m.str();
 }
 
-cltrain_status prepare(CpuBackend* b, const cltrain_graph_desc* graph, cltrain_memory_report* report) {
+// dry: the plan and its report only (the ABI's plan); the backend stays unprepared.
+cltrain_status prepare(CpuBackend* b, const cltrain_graph_desc* graph, cltrain_memory_report* report, bool dry) {
   if (b->prepared) return fail(b, CLTRAIN_INVALID, "prepare was already called on this backend");
   HostGraph g;
   if (const std::string e = read_graph(graph, &g); !e.empty()) return fail(b, CLTRAIN_INVALID, "prepare: " + e);
@@ -231,6 +232,10 @@ cltrain_status prepare(CpuBackend* b, const cltrain_graph_desc* graph, cltrain_m
   MemoryPlan plan = plan_memory(items, kPoolAlignment);
   if (std::string e = check_plan(items, plan, kPoolAlignment); !e.empty())
     return fail(b, CLTRAIN_ERROR, "prepare: the memory plan (" + plan.algorithm + ") is wrong: " + e);
+  if (dry) {
+    if (report) fill_memory_report(plan, items.size(), report);
+    return CLTRAIN_OK;
+  }
 
   if (plan.pool_bytes > 0) {
     // aligned_alloc wants a size that is a multiple of the alignment.
@@ -374,7 +379,12 @@ int iface_supports(cltrain_backend* backend, const cltrain_graph_desc* graph, in
 
 cltrain_status iface_prepare(cltrain_backend* backend, const cltrain_graph_desc* graph, cltrain_memory_report* report) {
   CpuBackend* b = self(backend);
-  return guarded(b, "prepare", [&] { return prepare(b, graph, report); });
+  return guarded(b, "prepare", [&] { return prepare(b, graph, report, false); });
+}
+
+cltrain_status iface_plan(cltrain_backend* backend, const cltrain_graph_desc* graph, cltrain_memory_report* report) {
+  CpuBackend* b = self(backend);
+  return guarded(b, "plan", [&] { return prepare(b, graph, report, true); });
 }
 
 cltrain_status iface_run(cltrain_backend* backend, const int32_t* steps, int32_t num_steps,
@@ -479,6 +489,7 @@ const cltrain_backend_iface kIface = [] {
   i.set_profiling = iface_set_profiling;
   i.profile = iface_profile;
   i.plan_private = nullptr;  // the CPU backend plans no private tensors
+  i.plan = iface_plan;
   return i;
 }();
 

@@ -83,6 +83,8 @@ cltrain_status create(const cltrain_backend_config* config, cltrain_backend** ou
     if (config && CLT_HAS_MEMBER(config, cltrain_backend_config, device_index)) index = config->device_index;
     if (config && CLT_HAS_MEMBER(config, cltrain_backend_config, cache_dir) && config->cache_dir)
       cache_dir = config->cache_dir;
+    const uint64_t memory_budget =
+        config && CLT_HAS_MEMBER(config, cltrain_backend_config, memory_budget) ? config->memory_budget : 0;
 
     const Discovery d = discover_devices();
     if (d.devices.empty()) fail(CLTRAIN_UNAVAILABLE, d.none_reason);
@@ -99,6 +101,7 @@ cltrain_status create(const cltrain_backend_config* config, cltrain_backend** ou
     CLT_CHECK(e, "clCreateCommandQueue", b->device_line);
     b->queue_properties = props;
     b->cache_dir = cache_dir;
+    b->memory_budget = memory_budget;
     b->device_key = b->device.name + "|" + b->device.version + "|" + b->device.driver;
     b->programs = std::make_unique<ProgramCache>(b->context, b->device.id, b->device_key, cache_dir,
                                                  program_options(b->device.single_fp_config));
@@ -176,6 +179,17 @@ cltrain_status prepare(cltrain_backend* b, const cltrain_graph_desc* graph, cltr
   const CountingScope counting(&b->counters);
   return guarded(&b->last_error, [&] {
     prepare_backend(*b, graph, report);
+    return CLTRAIN_OK;
+  });
+}
+
+cltrain_status plan(cltrain_backend* b, const cltrain_graph_desc* graph, cltrain_memory_report* report) {
+  if (!b) return CLTRAIN_INVALID;
+  const CountingScope counting(&b->counters);
+  return guarded(&b->last_error, [&] {
+    b->planned_dry = false;
+    prepare_backend(*b, graph, report, true);
+    b->planned_dry = true;
     return CLTRAIN_OK;
   });
 }
@@ -300,7 +314,7 @@ const char* last_error(cltrain_backend* b) { return b ? b->last_error.c_str() : 
 cltrain_status plan_private(cltrain_backend* b, const void** rows, uint32_t* row_size, int32_t* num_rows) {
   if (!b) return CLTRAIN_INVALID;
   return guarded(&b->last_error, [&] {
-    if (!b->prepared) fail(CLTRAIN_INVALID, "plan_private: prepare has not succeeded");
+    if (!b->prepared && !b->planned_dry) fail(CLTRAIN_INVALID, "plan_private: neither prepare nor plan has succeeded");
     if (!rows || !row_size || !num_rows) fail(CLTRAIN_INVALID, "plan_private: NULL output");
     b->private_rows.clear();
     for (size_t s = 0; s < b->pool.step_scratch.size(); ++s)
@@ -411,6 +425,7 @@ extern "C" CLTRAIN_EXPORT const cltrain_backend_iface* cltrain_backend_entry(voi
     i.reset_stats = reset_stats;
     i.set_profiling = set_profiling;
     i.profile = profile;
+    i.plan = plan;
     return i;
   }();
   return &iface;

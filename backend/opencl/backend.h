@@ -68,6 +68,7 @@ struct cltrain_backend {
   // CLTRAIN_OPENCL_SCRATCH_BYTES fixes both; else the cap is min(8 MiB, CL_DEVICE_MAX_MEM_ALLOC_SIZE
   // / 8) and the floor min(256 KiB, cap). Set by create.
   uint64_t scratch_cap = 8u << 20, scratch_floor = 256u << 10;
+  uint64_t memory_budget = 0;  // the host's (cltrain_backend_config); nonzero: lean kernels allowed
 
   cltrain::ocl::OpFilter filter;
   std::string last_error;
@@ -75,6 +76,7 @@ struct cltrain_backend {
   // Set by prepare: the graph's steps, and per global step what run() enqueues (empty where the
   // step is not assigned here).
   bool prepared = false;
+  bool planned_dry = false;  // the last plan() succeeded: b.pool holds its plan, without a buffer
   std::vector<cltrain_step_desc> steps;
   std::vector<uint8_t> assigned;
   std::vector<cltrain::ocl::StepRun> runs;

@@ -78,9 +78,16 @@ void trim_cache_dir(const Backend& b, std::filesystem::file_time_type prepare_st
 
 }  // namespace
 
-void prepare_backend(Backend& b, const cltrain_graph_desc* host_graph, cltrain_memory_report* report) {
+void prepare_backend(Backend& b, const cltrain_graph_desc* host_graph, cltrain_memory_report* report, bool dry) {
   const auto prepare_started = CacheClock::now();
   if (b.prepared || !b.steps.empty()) fail(CLTRAIN_INVALID, "prepare: called more than once");
+  struct Unplanned {  // a dry plan, done or failed, leaves the backend unprepared
+    Backend& b;
+    bool dry;
+    ~Unplanned() {
+      if (dry) b.steps.clear(), b.assigned.clear(), b.runs.clear();
+    }
+  } unplanned{b, dry};
   HostGraph g;
   if (const std::string e = read_graph(host_graph, &g); !e.empty()) fail(CLTRAIN_INVALID, "prepare: " + e);
   const HostGraph* graph = &g;
@@ -131,7 +138,8 @@ void prepare_backend(Backend& b, const cltrain_graph_desc* host_graph, cltrain_m
     }
     return {};
   };
-  plan_pool(b, *graph, scratch, b.scratch_floor < b.scratch_cap ? regrow : RegrowScratch{}, report);
+  plan_pool(b, *graph, scratch, b.scratch_floor < b.scratch_cap && !dry ? regrow : RegrowScratch{}, report, dry);
+  if (dry) return;
 
   for (int32_t i = 0; i < graph->num_steps(); ++i) {
     if (!b.assigned[i]) continue;

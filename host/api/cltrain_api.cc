@@ -53,6 +53,9 @@ cltrain_status status_of(std::string* message) {
   } catch (const cltrain::BackendError& e) {
     *message = std::string("backend error: ") + e.what();
     return CLTRAIN_ERROR;
+  } catch (const cltrain::MemoryBudgetError& e) {
+    *message = e.what();
+    return CLTRAIN_OUT_OF_MEMORY;
   } catch (const cltrain::CheckpointError& e) {
     *message = std::string("checkpoint error: ") + e.what();
     return CLTRAIN_ERROR;
@@ -144,6 +147,7 @@ cltrain_settings current_settings(cltrain_session& s, const Engine& e) {
   c.epochs = st.epochs;
   c.device = st.device;
   c.add_missing_biases = st.add_missing_biases ? 1 : 0;
+  c.memory_budget = st.memory_budget;
   s.backends = join_commas(st.backends);
   c.backends = s.backends.c_str();
   s.cache_dir = st.cache_dir ? *st.cache_dir : std::string();
@@ -219,6 +223,7 @@ cltrain_status cltrain_set_settings(cltrain_session* s, const cltrain_settings* 
     st.epochs = given.epochs;
     st.device = given.device;
     st.add_missing_biases = given.add_missing_biases != 0;
+    st.memory_budget = given.memory_budget;
     if (given.backends) st.backends = split_commas(given.backends);
     st.cache_dir = given.cache_dir ? std::optional<std::string>(given.cache_dir) : std::nullopt;
     const std::string train_config = given.train_config ? given.train_config : "";

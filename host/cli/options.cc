@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -48,6 +49,19 @@ float to_float(const std::string& opt, const std::string& v) {
   if (!std::isfinite(f) || errno == ERANGE)
     throw UsageError(opt + " takes a finite float32 (magnitude from 1.2e-38 to 3.4e38, or 0), not '" + v + "'");
   return f;
+}
+
+// A byte count: digits, optionally followed by K, M or G (powers of 1024); more than 0.
+uint64_t to_bytes(const std::string& opt, const std::string& v) {
+  size_t digits = 0;
+  while (digits < v.size() && std::isdigit(static_cast<unsigned char>(v[digits]))) ++digits;
+  const std::string suffix = v.substr(digits);
+  const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
+  errno = 0;
+  const unsigned long long n = digits > 0 && digits <= 15 ? std::strtoull(v.substr(0, digits).c_str(), nullptr, 10) : 0;
+  if (digits == 0 || digits > 15 || shift < 0 || errno || n == 0)
+    throw UsageError(opt + " takes a byte count above 0 (digits, optionally K, M or G), not '" + v + "'");
+  return static_cast<uint64_t>(n) << shift;
 }
 
 int32_t one_of(const std::string& opt, int32_t v, std::initializer_list<int32_t> allowed, const char* meaning) {
@@ -104,6 +118,8 @@ const char* train_usage() {
          "  --no-progress             no progress line while an epoch runs\n"
          "  --add_missing_biases      a zero bias, trained and exported, for each FullyConnected, Conv2D and\n"
          "                            DepthwiseConv2D without one (converters drop zero biases)\n"
+         "  --memory_budget BYTES     the device memory the plan may take (K, M, G suffixes: 1024s); forward\n"
+         "                            steps are recomputed during backward to fit, with the same results\n"
          "  --no-shuffle              train on the samples in their order (default: reshuffled each epoch)\n"
          "other commands:\n"
          "  cltrain devices                           list OpenCL platforms and devices\n"
@@ -199,6 +215,8 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       o.report = next();
     } else if (a == "--no-progress") {
       o.progress = false;
+    } else if (a == "--memory_budget") {
+      o.memory_budget = to_bytes(a, next());
     } else if (a == "--add_missing_biases") {
       o.add_missing_biases = true;
     } else if (a == "--no-shuffle") {

@@ -42,6 +42,7 @@ struct Options {
   bool progress = true;
   bool shuffle = true;
   bool add_missing_biases = false;
+  uint64_t memory_budget = 0;
   // cltrain bench
   int32_t steps = 10;
   int32_t warmup = 1;

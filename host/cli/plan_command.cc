@@ -57,6 +57,8 @@ std::string step_label(const Session& s, size_t i) {
   static const char* phases[] = {"forward", "backward", "update"};
   std::string l = std::string(cltrain_op_name(st.op)) + " " + phases[st.phase];
   if (st.model_op >= 0) l += " (op " + std::to_string(st.model_op) + ")";
+  const auto& r = s.graph().recomputes;
+  if (i < r.size() && r[i] >= 0) l += ", recomputed (step " + std::to_string(r[i]) + " again)";
   return l;
 }
 
@@ -64,10 +66,13 @@ void write_json(const PreparedSession& p, const std::vector<PlannedTensor>& tens
   Session& s = p.session();
   nlohmann::json j;
   j["steps"] = nlohmann::json::array();
-  for (size_t i = 0; i < s.graph().steps.size(); ++i)
+  for (size_t i = 0; i < s.graph().steps.size(); ++i) {
     j["steps"].push_back({{"index", i},
                           {"step", step_label(s, i)},
                           {"backend", s.backend_name(static_cast<size_t>(s.step_backend()[i]))}});
+    const auto& r = s.graph().recomputes;
+    if (i < r.size() && r[i] >= 0) j["steps"].back()["recomputes"] = r[i];
+  }
   j["tensors"] = nlohmann::json::array();
   for (const auto& t : tensors) {
     j["tensors"].push_back({{"backend", t.backend},
@@ -80,6 +85,12 @@ void write_json(const PreparedSession& p, const std::vector<PlannedTensor>& tens
     if (!t.shares.empty()) j["tensors"].back()["shares"] = t.shares;
   }
   j["memory"] = memory_json(*p.api);
+  const BudgetOutcome& b = s.budget();
+  if (b.budget > 0)
+    j["budget"] = {{"bytes", b.budget},
+                   {"unbudgeted_pool", b.unbudgeted_pool},
+                   {"recomputed_steps", b.recomputed},
+                   {"extra_flops", b.extra_flops}};
   save_text_atomic(path, j.dump(1) + "\n");
 }
 
@@ -95,6 +106,13 @@ void write_svg(Session& s, const std::vector<PlannedTensor>& tensors, const std:
          << m.report.pool_bytes << " bytes, lower bound " << m.report.lower_bound << " bytes</text>\n";
     body << "<rect x='" << left << "' y='" << y0 << "' width='" << width << "' height='" << panel_h
          << "' fill='none' stroke='#888'/>\n";
+    const auto& recomputes = s.graph().recomputes;  // recomputed steps: a grey column marked R
+    for (size_t i = 0; i < recomputes.size(); ++i)
+      if (recomputes[i] >= 0)
+        body << "<rect x='" << left + width * static_cast<double>(i) / steps << "' y='" << y0 << "' width='"
+             << width / steps << "' height='" << panel_h << "' fill='#000' fill-opacity='0.08'><title>step " << i
+             << ": " << step_label(s, i) << "</title></rect><text x='" << left + width * (i + 0.5) / steps << "' y='"
+             << y0 + 12 << "' font-size='10' text-anchor='middle'>R</text>\n";
     for (const auto& t : tensors) {
       if (t.backend != m.backend || t.offset < 0) continue;
       const double x = left + width * t.first / steps, w = width * (t.last - t.first + 1) / steps;
@@ -157,6 +175,10 @@ int run_plan(const std::vector<std::string>& raw) {
             ? 100.0 * (static_cast<double>(m.report.pool_bytes) / static_cast<double>(m.report.lower_bound) - 1.0)
             : 0.0);
   }
+  if (const BudgetOutcome& b = s.budget(); b.budget > 0)
+    std::printf("memory budget: %llu bytes; without it %llu; recomputed %zu forward step%s, %.4f GFLOP more per step\n",
+                static_cast<unsigned long long>(b.budget), static_cast<unsigned long long>(b.unbudgeted_pool),
+                b.recomputed.size(), b.recomputed.size() == 1 ? "" : "s", static_cast<double>(b.extra_flops) * 1e-9);
   if (!json_path.empty() || !svg_path.empty()) {
     const auto tensors = planned_tensors(s);
     if (!json_path.empty()) write_json(p, tensors, json_path);

@@ -79,6 +79,15 @@ cltrain_memory_report Backend::prepare(const cltrain_graph_desc& graph) {
   return report;
 }
 
+std::optional<cltrain_memory_report> Backend::plan(const cltrain_graph_desc& graph) {
+  if (!iface_.plan) return std::nullopt;
+  cltrain_memory_report report{};
+  report.struct_size = sizeof(report);
+  const cltrain_status s = iface_.plan(obj_, &graph, &report);
+  if (s != CLTRAIN_OK) fail("plan", s);
+  return report;
+}
+
 void Backend::run(const std::vector<int32_t>& steps, const cltrain_run_args& args) {
   if (steps.empty()) return;
   const cltrain_status s = iface_.run(obj_, steps.data(), static_cast<int32_t>(steps.size()), &args);

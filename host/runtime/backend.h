@@ -39,6 +39,9 @@ class Backend {
   bool supports(const std::vector<cltrain_tensor_desc>& tensors, const std::vector<cltrain_step_desc>& steps,
                 int32_t step, bool training) const;
   cltrain_memory_report prepare(const cltrain_graph_desc& graph);
+  // The plan prepare would make (with each step's least kernel scratch), nothing allocated or
+  // built; nullopt if the backend cannot plan without preparing.
+  std::optional<cltrain_memory_report> plan(const cltrain_graph_desc& graph);
   void run(const std::vector<int32_t>& steps, const cltrain_run_args& args);
   void write(int32_t tensor, const void* src, uint64_t bytes);
   void read(int32_t tensor, void* dst, uint64_t bytes);

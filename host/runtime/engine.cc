@@ -182,6 +182,7 @@ void Engine::prepare() {
   names.push_back("cpu");  // the CPU backend is always last
   cltrain_backend_config config = default_backend_config();
   config.device_index = settings_.device;
+  config.memory_budget = settings_.memory_budget;
   std::string warning;
   const std::string cache_dir = cache_directory(settings_.cache_dir, &warning);
   if (!warning.empty()) warnings_.push_back(warning);
@@ -196,7 +197,7 @@ void Engine::prepare() {
       warnings_.push_back(why + "; continuing without it");
   }
   auto session = std::make_unique<Session>(std::move(graph), std::move(backends));
-  session->prepare();
+  session->prepare(settings_.memory_budget);
   session_ = std::move(session);
   input_.assign(static_cast<size_t>(batch()) * input_size(), 0.0f);
   expected_.assign(static_cast<size_t>(batch()) * output_size(), 0.0f);

@@ -34,6 +34,9 @@ struct Settings {
   // A zero bias, trained and exported, for each FullyConnected, Conv2D and DepthwiseConv2D
   // without one (converters drop zero biases); without it, prepare warns about them.
   bool add_missing_biases = false;
+  // Bytes the backends' memory pools may take together, 0: no limit: forward steps are
+  // recomputed during backward where that is what it takes (Session::prepare).
+  uint64_t memory_budget = 0;
   std::vector<std::string> backends = {"opencl"};  // in order of preference; the CPU is always last
   int32_t device = -1;                             // OpenCL device index, -1: the default
   // Where backends keep saved plans and kernel binaries; "": none; nullopt: $CLTRAIN_CACHE_DIR,

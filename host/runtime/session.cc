@@ -4,8 +4,10 @@
 #include <functional>
 #include <sstream>
 
+#include "flops.h"
 #include "memory_plan.h"
 #include "ops/op_descriptor.h"
+#include "recompute.h"
 
 namespace cltrain {
 namespace {
@@ -181,7 +183,66 @@ void Session::choose_aliases() {
   }
 }
 
-void Session::prepare() {
+uint64_t Session::dry_plan(std::vector<uint64_t>* scratch) {
+  place();
+  compute_lifetimes();
+  choose_aliases();
+  uint64_t total = 0;
+  if (scratch) scratch->assign(graph_.steps.size(), 0);
+  planned_pools_.assign(backends_.size(), 0);
+  for (size_t b = 0; b < backends_.size(); ++b) {
+    std::vector<uint8_t> assigned(graph_.steps.size(), 0);
+    bool any = false;
+    for (size_t s = 0; s < graph_.steps.size(); ++s)
+      if (step_backend_[s] == static_cast<int32_t>(b)) assigned[s] = 1, any = true;
+    if (!any) continue;
+    const std::optional<cltrain_memory_report> r =
+        backends_[b]->plan(graph_desc(tensors_[b], graph_.steps, assigned.data()));
+    if (!r)
+      throw MemoryBudgetError("memory budget: the " + backends_[b]->name() +
+                              " backend cannot plan without preparing, so no budget can be kept on it");
+    total += r->pool_bytes;
+    planned_pools_[b] = r->pool_bytes;
+    for (const cltrain_private_tensor& p :
+         scratch ? backends_[b]->plan_private() : std::vector<cltrain_private_tensor>{})
+      if (p.step >= 0 && static_cast<size_t>(p.step) < scratch->size())
+        (*scratch)[static_cast<size_t>(p.step)] += p.bytes;
+  }
+  return total;
+}
+
+void Session::fit_budget(uint64_t budget) {
+  budget_ = BudgetOutcome{};
+  budget_.budget = budget;
+  std::vector<uint64_t> scratch;
+  budget_.unbudgeted_pool = dry_plan(&scratch);
+  if (budget_.unbudgeted_pool <= budget) return;
+  TrainingGraph base = std::move(graph_);
+  std::vector<int32_t> chosen;
+  uint64_t target = budget, pool = budget_.unbudgeted_pool;
+  // The host's estimate (live bytes per step with each step's least scratch) leaves out what the
+  // plans add (alignment, packing): each round lowers the target by what the last plan was over.
+  for (int round = 0; round < 12; ++round) {
+    const uint64_t estimate = choose_recomputation(base, scratch, target, &chosen);
+    graph_ = with_recomputation(base, chosen);
+    pool = dry_plan(nullptr);
+    if (pool <= budget) break;
+    if (estimate > target) break;  // nothing more to take off
+    target -= std::min(target, std::max<uint64_t>(pool - budget, 4096));
+  }
+  if (pool > budget) {
+    std::ostringstream m;
+    m << "memory budget: " << budget << " bytes is below the least this model trains in here, " << pool
+      << " bytes (recomputing " << chosen.size() << " forward step" << (chosen.size() == 1 ? "" : "s")
+      << "; without recomputation " << budget_.unbudgeted_pool << ")";
+    throw MemoryBudgetError(m.str());
+  }
+  budget_.recomputed = chosen;
+  for (int32_t f : chosen) budget_.extra_flops += flops_of_step(base.steps[static_cast<size_t>(f)], base.tensors);
+}
+
+void Session::prepare(uint64_t memory_budget) {
+  if (memory_budget > 0) fit_budget(memory_budget);
   place();
   compute_lifetimes();
   choose_aliases();
@@ -192,7 +253,12 @@ void Session::prepare() {
     for (size_t s = 0; s < graph_.steps.size(); ++s)
       if (step_backend_[s] == static_cast<int32_t>(b)) assigned[s] = 1, any = true;
     if (!any) continue;
-    const cltrain_graph_desc g = graph_desc(tensors_[b], graph_.steps, assigned.data());
+    cltrain_graph_desc g = graph_desc(tensors_[b], graph_.steps, assigned.data());
+    if (memory_budget > 0) {  // what the other backends' plans leave of the budget
+      uint64_t others = 0;
+      for (size_t o = 0; o < planned_pools_.size(); ++o) others += o == b ? 0 : planned_pools_[o];
+      g.pool_limit = memory_budget - std::min(memory_budget, others);
+    }
     memory_.push_back({backends_[b]->name(), backends_[b]->device_name(), backends_[b]->prepare(g)});
   }
 }

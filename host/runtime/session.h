@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,13 +19,30 @@ struct BackendMemory {
   cltrain_memory_report report{};
 };
 
+// A memory budget that no plan here meets; what() names the least pool found.
+struct MemoryBudgetError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// What a memory budget did (Session::prepare with a budget).
+struct BudgetOutcome {
+  uint64_t budget = 0;              // bytes, 0: none
+  uint64_t unbudgeted_pool = 0;     // the pools' sum without recomputation
+  std::vector<int32_t> recomputed;  // forward steps of the graph as built that run again
+  uint64_t extra_flops = 0;         // per training step, by the repeats
+};
+
 class Session {
  public:
   // Takes the graph and the backends in order of preference (the CPU last).
   Session(TrainingGraph graph, std::vector<std::unique_ptr<Backend>> backends);
 
-  // Places every step on a backend, computes lifetimes and prepares the backends.
-  void prepare();
+  // Places every step on a backend, computes lifetimes and prepares the backends. With a budget
+  // (bytes, over all backends' pools; 0: none) where the plan would exceed it, first chooses
+  // forward steps to recompute (recompute.h) until the backends' plans fit; MemoryBudgetError when
+  // no choice fits.
+  void prepare(uint64_t memory_budget = 0);
+  const BudgetOutcome& budget() const { return budget_; }
 
   // One training iteration on a batch (inputs and expected outputs, batch-major floats).
   // Returns the loss; fills prediction (batch × outputs) when not null.
@@ -65,6 +83,10 @@ class Session {
 
  private:
   void place();
+  // place, compute_lifetimes and choose_aliases, then each backend's plan (Backend::plan) of the
+  // graph: the sum of the pools; scratch (if not NULL) gets each step's private bytes.
+  uint64_t dry_plan(std::vector<uint64_t>* scratch);
+  void fit_budget(uint64_t budget);
   void compute_lifetimes();
   // Which outputs share the bytes of an input (cltrain_tensor_desc.alias), per backend.
   void choose_aliases();
@@ -87,6 +109,8 @@ class Session {
   std::vector<std::vector<cltrain_tensor_desc>> tensors_;  // per backend
   std::vector<uint32_t> valid_;                            // per tensor, bitmask of backends holding it
   std::vector<BackendMemory> memory_;
+  BudgetOutcome budget_;
+  std::vector<uint64_t> planned_pools_;  // per backend, its pool in the last dry_plan
   std::vector<float> staging_;
   std::vector<int32_t> pending_;
 };

@@ -46,6 +46,8 @@ struct TrainingGraph {
   std::vector<cltrain_tensor_desc> tensors;
   std::vector<cltrain_step_desc> steps;
   std::vector<int32_t> owner_step;  // per step: the step whose backend it follows (-1: itself)
+  std::vector<int32_t> recomputes;  // per step: the forward step it runs again (recompute.h), -1 for
+                                    // none; empty when nothing is recomputed
   int32_t num_forward = 0;          // steps [0, num_forward) run the model forward
   int32_t loss_step = 0;            // == num_forward: the loss forward step
   int32_t input = -1, expected = -1, loss = -1, prediction = -1;

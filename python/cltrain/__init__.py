@@ -147,14 +147,17 @@ class Session:
         return d
 
     def compile(self, optimizer=None, learning_rate=None, loss=None, reduction=None, beta_1=None, beta_2=None,
-                epsilon=None, trainable_ops=None, train_config=None, epochs=None, add_missing_biases=None):
+                epsilon=None, trainable_ops=None, train_config=None, epochs=None, add_missing_biases=None,
+                memory_budget=None):
         """Sets what is given (the rest stays as the model or the defaults say) and prepares: builds
         the training graph, plans memory and builds kernels. Once per session.
 
         optimizer: "sgd" or "adam"; loss: "categorical_crossentropy" or "mean_squared_error";
         reduction: "sum_over_batch_size" or "sum"; trainable_ops: -1 all, 0 none, N the last N
         operators; train_config: onert-micro's per-operator file; epochs: what a circle+ export records;
-        add_missing_biases: a trained zero bias for each Dense/Conv layer the converter left without one.
+        add_missing_biases: a trained zero bias for each Dense/Conv layer the converter left without one;
+        memory_budget: bytes the device memory pools may take (forward steps are recomputed during
+        backward to fit; the results do not change), 0 or None: no limit.
         """
         if self._shape is not None:
             raise CltrainError("invalid call: compile() was already called (once per session)", _capi.INVALID)
@@ -165,7 +168,8 @@ class Session:
             loss_reduction=None if reduction is None else _name(reduction, _REDUCTIONS, "reduction"),
             beta1=beta_1, beta2=beta_2, epsilon=epsilon, num_trainable_ops=trainable_ops,
             train_config=None if train_config is None else os.fspath(train_config), epochs=epochs,
-            add_missing_biases=None if add_missing_biases is None else int(bool(add_missing_biases)))
+            add_missing_biases=None if add_missing_biases is None else int(bool(add_missing_biases)),
+            memory_budget=None if memory_budget is None else int(memory_budget))
         self._check(self._lib.cltrain_prepare(self._s))
         b, i, o = ctypes.c_int32(), ctypes.c_uint64(), ctypes.c_uint64()
         self._check(self._lib.cltrain_get_shape(self._s, ctypes.byref(b), ctypes.byref(i), ctypes.byref(o)))

@@ -32,6 +32,7 @@ class Settings(ctypes.Structure):
         ("cache_dir", ctypes.c_char_p),
         ("train_config", ctypes.c_char_p),
         ("add_missing_biases", ctypes.c_int32),
+        ("memory_budget", ctypes.c_uint64),
     ]
 
 

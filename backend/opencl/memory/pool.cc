@@ -41,8 +41,10 @@ uint64_t aligned(uint64_t bytes, uint64_t alignment) {
 }
 
 // Each step's scratch moves into the largest range free at its step, with the sizes regrow gives
-// for it; scratch that regrow drops leaves the plan. The pool's size stays.
-void regrow_scratch(Pool& pool, std::vector<PlanItem>& items, MemoryPlan& plan, const RegrowScratch& regrow) {
+// for it; scratch that regrow drops leaves the plan. The pool grows only up to pool_limit.
+void regrow_scratch(Pool& pool, std::vector<PlanItem>& items, MemoryPlan& plan, const RegrowScratch& regrow,
+                    uint64_t pool_limit) {
+  const uint64_t top = std::max(plan.pool_bytes, pool_limit / pool.alignment * pool.alignment);
   std::vector<int32_t> index(pool.tensors.size(), -1);  // tensor id -> item
   for (size_t i = 0; i < items.size(); ++i) index[static_cast<size_t>(items[i].id)] = static_cast<int32_t>(i);
   std::vector<bool> dropped(items.size(), false);
@@ -51,7 +53,7 @@ void regrow_scratch(Pool& pool, std::vector<PlanItem>& items, MemoryPlan& plan, 
     if (ids.empty()) continue;
     std::vector<bool> ignore(items.size(), false);
     for (int32_t id : ids) ignore[static_cast<size_t>(index[static_cast<size_t>(id)])] = true;
-    const auto [begin, bytes] = largest_free_range(items, plan, pool.alignment, static_cast<int32_t>(s), ignore);
+    const auto [begin, bytes] = largest_free_range(items, plan, pool.alignment, static_cast<int32_t>(s), ignore, top);
     const std::vector<uint64_t> sizes = regrow(static_cast<int32_t>(s), bytes);
     if (sizes.empty()) continue;
     uint64_t total = 0;
@@ -70,6 +72,7 @@ void regrow_scratch(Pool& pool, std::vector<PlanItem>& items, MemoryPlan& plan, 
       pool.tensors[static_cast<size_t>(ids[k])].dims[0] = static_cast<int32_t>((sizes[k] + 3) / 4);
       at += aligned(sizes[k], pool.alignment);
     }
+    plan.pool_bytes = std::max(plan.pool_bytes, at);
     ids.resize(sizes.size());
   }
   size_t kept = 0;
@@ -131,7 +134,7 @@ uint64_t Pool::planned_bytes(int32_t id) const {
 }
 
 void plan_pool(cltrain_backend& b, const HostGraph& graph, const std::vector<ScratchRequest>& scratch,
-               const RegrowScratch& regrow, cltrain_memory_report* report) {
+               const RegrowScratch& regrow, cltrain_memory_report* report, bool dry) {
   Pool& pool = b.pool;
   const size_t host = static_cast<size_t>(graph.num_tensors());
   pool.num_host_tensors = graph.num_tensors();
@@ -190,11 +193,15 @@ void plan_pool(cltrain_backend& b, const HostGraph& graph, const std::vector<Scr
     fail(CLTRAIN_INVALID, "prepare: " + e);
   pool.alignment = std::max<uint64_t>(64, b.device.base_addr_align_bits / 8);
   MemoryPlan plan = load_or_plan(b, graph, items);  // plan_cache.h: a saved plan, or a new one
-  if (regrow) regrow_scratch(pool, items, plan, regrow);
+  if (regrow) regrow_scratch(pool, items, plan, regrow, graph.pool_limit);
   if (const std::string conflict = check_plan(items, plan, pool.alignment); !conflict.empty())
     fail(CLTRAIN_ERROR, "memory plan (" + plan.algorithm + ") is wrong: " + conflict);
   for (size_t i = 0; i < items.size(); ++i) pool.offsets[items[i].id] = static_cast<int64_t>(plan.offsets[i]);
 
+  if (dry) {
+    if (report) fill_memory_report(plan, items.size(), report);
+    return;
+  }
   if (plan.pool_bytes > 0) allocate_pool(b, plan.pool_bytes);
 
   // Blocking writes: the host's data is only valid during prepare. The first write also makes a

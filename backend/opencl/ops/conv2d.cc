@@ -39,6 +39,10 @@ struct Action {
   uint32_t row0 = 0, rows = 0;                // kPanelFill: output positions; kGather: images (n0, count)
   uint32_t p0 = 0, c0 = 0, taps = 0, ch = 0;  // kPanelFill: the block of taps and channels
   bool transposed = false;                    // kPanelFill: [columns, rows] (conv_panel_t); kGather: dcol is [K, rows]
+  // kGather of a band (conv_gather_dx_band): image row0, dcol holds output rows [oh0, oh0 + band),
+  // dx rows [ih0, ih0 + ihn)
+  bool banded = false;
+  uint32_t oh0 = 0, band = 0, ih0 = 0, ihn = 0;
 };
 
 struct ConvPlan {
@@ -138,6 +142,57 @@ void plan_filter_grad(const OpContext& c, ConvPlan& p) {
   }
 }
 
+// The output rows [first, second] that reach the dx rows [h0, h1) (first > second: none).
+std::pair<int64_t, int64_t> reaching_rows(const ConvShape& sh, int64_t h0, int64_t h1) {
+  int64_t lo = INT64_MAX, hi = -1;
+  for (int64_t h = h0; h < h1; ++h)
+    for (int64_t kh = 0; kh < sh.h.filter; ++kh) {
+      const int64_t t = h + sh.h.pad_before - kh * sh.h.dilation;
+      if (t < 0 || t % sh.h.stride != 0 || t / sh.h.stride >= sh.h.out) continue;
+      lo = std::min(lo, t / sh.h.stride), hi = std::max(hi, t / sh.h.stride);
+    }
+  return {lo, hi};
+}
+
+// dx of images whose dcol is over budget, by bands of dx rows: for each band, dcol of the output
+// rows that reach it (neighbouring bands compute the rows they share again: the same products),
+// then conv_gather_dx_band. The most dx rows per band whose dcol fits the budget, at least one.
+void plan_input_grad_bands(const OpContext& c, ConvPlan& p, Gemm g) {
+  const StepView& s = c.s;
+  const ConvShape& sh = p.sh;
+  const uint64_t O = sh.out_ch, K = sh.taps() * sh.in_ch, row_bytes = sh.w.out * K * 4;
+  auto widest = [&](int64_t rows) {  // the most output rows a band of `rows` dx rows needs
+    int64_t most = 0;
+    for (int64_t h0 = 0; h0 < sh.h.in; h0 += rows) {
+      const auto [lo, hi] = reaching_rows(sh, h0, std::min<int64_t>(h0 + rows, sh.h.in));
+      most = std::max<int64_t>(most, hi - lo + 1);
+    }
+    return static_cast<uint64_t>(most);
+  };
+  int64_t rows = sh.h.in - 1;
+  while (rows > 1 && widest(rows) * row_bytes > p.budget) --rows;
+  p.panel_bytes = std::max(p.panel_bytes, widest(rows) * row_bytes);
+  const uint64_t per_image = sh.h.out * sh.w.out;
+  for (int64_t n = 0; n < sh.n; ++n)
+    for (int64_t h0 = 0; h0 < sh.h.in; h0 += rows) {
+      const int64_t h1 = std::min<int64_t>(h0 + rows, sh.h.in);
+      const auto [lo, hi] = reaching_rows(sh, h0, h1);
+      Action gather(Action::kGather);
+      gather.banded = true;
+      gather.row0 = static_cast<uint32_t>(n);
+      gather.ih0 = static_cast<uint32_t>(h0), gather.ihn = static_cast<uint32_t>(h1 - h0);
+      if (hi >= lo) {
+        gather.oh0 = static_cast<uint32_t>(lo), gather.band = static_cast<uint32_t>(hi - lo + 1);
+        g.n = gather.band * sh.w.out;
+        g.b_off = (n * per_image + lo * sh.w.out) * O;
+        g.c = kPanel, g.ldc = K;
+        g.what = s.what() + " dcol = dz W (image " + std::to_string(n) + ", rows " + std::to_string(lo) + "..)";
+        p.actions.push_back(Action(Action::kGemm, g));
+      }
+      p.actions.push_back(gather);
+    }
+}
+
 void plan_input_grad(const OpContext& c, ConvPlan& p) {
   const StepView& s = c.s;
   const ConvShape& sh = p.sh;
@@ -155,6 +210,10 @@ void plan_input_grad(const OpContext& c, ConvPlan& p) {
     g.c = sh.dx, g.ldc = K;
     g.what = s.what() + " dx = dz W";
     p.actions.push_back(Action(Action::kGemm, g));
+    return;
+  }
+  if (per_image * K * 4 > p.budget && sh.h.in > 1 && c.lean()) {
+    plan_input_grad_bands(c, p, g);
     return;
   }
   const uint64_t images = aligned_chunk(c, p.budget / (per_image * K * 4), per_image, sh.n);
@@ -291,10 +350,14 @@ StepRun prepare(const OpContext& c) {
           }
         Defines d = geometry;
         d.set("XACT", sh.dx_activation).set("DCOL_T", a.transposed);
-        Kernel k = c.kernel("conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", vec), "conv_gather_dx");
-        set_args(k, c.pool(), c.offset(panel), c.offset(sh.dx), a.row0, a.rows,
-                 sh.dx_activation != CLTRAIN_ACT_NONE ? c.offset(sh.x) : cl_uint{0});
-        const uint64_t count = uint64_t{a.rows} * sh.h.in * sh.w.in * sh.in_ch / vec;
+        const cl_uint x_off = sh.dx_activation != CLTRAIN_ACT_NONE ? c.offset(sh.x) : cl_uint{0};
+        d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", vec);
+        Kernel k = c.kernel("conv2d.cl", d, a.banded ? "conv_gather_dx_band" : "conv_gather_dx");
+        if (a.banded)
+          set_args(k, c.pool(), c.offset(panel), c.offset(sh.dx), a.row0, a.oh0, a.band, a.ih0, a.ihn, x_off);
+        else
+          set_args(k, c.pool(), c.offset(panel), c.offset(sh.dx), a.row0, a.rows, x_off);
+        const uint64_t count = (a.banded ? uint64_t{a.ihn} : uint64_t{a.rows} * sh.h.in) * sh.w.in * sh.in_ch / vec;
         run.push_back([k, count](const Queue& q) { q.launch_1d(k, count); });
         break;
       }

@@ -54,6 +54,8 @@ class OpContext {
 
   const DeviceInfo& device() const;
   uint64_t scratch_budget() const { return budget_; }
+  // The host plans within a memory budget: kernels may trade launches for less scratch.
+  bool lean() const;
   uint64_t scratch_cap() const;  // the largest budget any step gets
   const GemmEngine& gemm() const;
 

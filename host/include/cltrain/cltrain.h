@@ -84,6 +84,10 @@ typedef struct cltrain_settings {
   int32_t add_missing_biases; /* 1: a zero bias, trained and exported, for each FullyConnected,
                                  Conv2D and DepthwiseConv2D without one (converters drop zero
                                  biases); 0: none (prepare warns about them) */
+  uint64_t memory_budget;     /* bytes the backends' memory pools may take together; 0: no limit.
+                                 Over it, prepare recomputes forward steps during backward (the
+                                 same results, more FLOPs) until the plans fit, and fails with
+                                 CLTRAIN_OUT_OF_MEMORY naming the least pool when none fits */
 } cltrain_settings;
 
 /* A backend that runs steps, and its planned memory in bytes (roles as in cltrain_backend.h). */

@@ -196,6 +196,9 @@ typedef struct cltrain_graph_desc {
   int32_t num_steps;
   const void* steps;       /* num_steps cltrain_step_desc, step_size bytes apart */
   const uint8_t* assigned; /* num_steps flags: 1 where the step runs on this backend (NULL in supports) */
+  /* prepare: the pool may grow up to this many bytes where that buys speed (kernel scratch),
+   * the host's memory budget less the other backends' pools; 0: no larger than the plan needs */
+  uint64_t pool_limit;
 } cltrain_graph_desc;
 
 /* What prepare reports about the backend's memory plan (bytes). */
@@ -212,6 +215,10 @@ typedef struct cltrain_backend_config {
   uint32_t struct_size;  /* sizeof(cltrain_backend_config) as the host knows it */
   int32_t device_index;  /* -1: the backend's default device */
   const char* cache_dir; /* a directory the backend may use for caches, or NULL */
+  /* The memory budget the host plans within (bytes over all backends' pools; 0: none). With one,
+   * a backend may take kernel strategies that need less scratch for more work or launches (they
+   * must compute the same bits); without one it may prefer speed at the same peak. */
+  uint64_t memory_budget;
 } cltrain_backend_config;
 
 typedef struct cltrain_run_args {
@@ -331,6 +338,14 @@ typedef struct cltrain_backend_iface {
    * with step -1 for the host's transfers), in step order. Waits for queued work (not counted
    * in stats). The rows are owned by the backend, valid until its next call. */
   cltrain_status (*profile)(cltrain_backend* backend, const void** rows, uint32_t* row_size, int32_t* num_rows);
+
+  /* Plans memory for the assigned steps as prepare would, without allocating, building kernels or
+   * uploading: the report is prepare's for the same graph (pool_bytes what prepare would
+   * allocate), with each step's kernel scratch at its least (prepare may then give a step more
+   * where its plan leaves room, never a larger pool); plan_private gives those rows until the next
+   * call. The backend stays unprepared: plan may be called any number of times before prepare. The
+   * host uses it to choose recomputation within a memory budget. */
+  cltrain_status (*plan)(cltrain_backend* backend, const cltrain_graph_desc* graph, cltrain_memory_report* report);
 } cltrain_backend_iface;
 
 /* Copies a struct that its writer made src_size bytes long into *dst (dst_size bytes, the

@@ -112,6 +112,7 @@ typedef struct cltrain_graph_desc {
   int32_t num_steps;
   const void* steps;       /* num_steps cltrain_step_desc, step_size bytes apart */
   const uint8_t* assigned; /* num_steps flags: 1 where the step runs on this backend (NULL in supports) */
+  uint64_t pool_limit;
 } cltrain_graph_desc;
 
 typedef struct cltrain_memory_report {
@@ -127,6 +128,7 @@ typedef struct cltrain_backend_config {
   uint32_t struct_size;  /* sizeof(cltrain_backend_config) as the host knows it */
   int32_t device_index;  /* -1: the backend's default device */
   const char* cache_dir; /* a directory the backend may use for caches, or NULL */
+  uint64_t memory_budget;
 } cltrain_backend_config;
 
 typedef struct cltrain_run_args {
@@ -208,6 +210,7 @@ typedef struct cltrain_backend_iface {
 
   cltrain_status (*set_profiling)(cltrain_backend* backend, int on);
   cltrain_status (*profile)(cltrain_backend* backend, const void** rows, uint32_t* row_size, int32_t* num_rows);
+  cltrain_status (*plan)(cltrain_backend* backend, const cltrain_graph_desc* graph, cltrain_memory_report* report);
   int (*appended)(cltrain_backend* backend);
 } cltrain_backend_iface;
 
