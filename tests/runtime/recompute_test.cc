@@ -82,9 +82,11 @@ TEST(Recompute, RepeatGoesBeforeTheFirstBackwardReaderWhichReadsItsCopy) {
   for (size_t s = static_cast<size_t>(r.loss_step) + 1; s < r.steps.size(); ++s)
     EXPECT_EQ(std::count(r.steps[s].inputs, r.steps[s].inputs + r.steps[s].num_inputs, orig), 0) << s;
   // Owners follow the renumbering: every update's owner is a step of its own model operator.
-  for (size_t s = 0; s < r.steps.size(); ++s)
-    if (r.owner_step[s] >= 0 && r.steps[s].phase == CLTRAIN_PHASE_UPDATE)
+  for (size_t s = 0; s < r.steps.size(); ++s) {
+    if (r.owner_step[s] >= 0 && r.steps[s].phase == CLTRAIN_PHASE_UPDATE) {
       EXPECT_EQ(r.steps[static_cast<size_t>(r.owner_step[s])].model_op, r.steps[s].model_op) << s;
+    }
+  }
   // The weights' data and names point into the copy's own storage.
   for (int32_t w : r.weights) {
     EXPECT_EQ(std::memcmp(r.tensors[static_cast<size_t>(w)].data, g.tensors[static_cast<size_t>(w)].data,
