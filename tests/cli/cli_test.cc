@@ -87,6 +87,14 @@ TEST_F(Cli, neg_LossBecomesNaN) {
                           "loss became");
 }
 
+TEST_F(Cli, neg_MemoryBudgetBelowTheLeast) {
+  const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
+  expect_one_line_failure(run_cli(train_args(model) + " --memory_budget 1000"),
+                          "1000 bytes is below the least this model trains in here");
+  expect_one_line_failure(run_cli(train_args(model) + " --memory_budget 12x"), "--memory_budget takes a byte count");
+  EXPECT_EQ(run_cli(train_args(model) + " --memory_budget 1G").code, 0);
+}
+
 TEST_F(Cli, neg_UnknownOption) { expect_one_line_failure(run_cli("--frobnicate"), "unknown option"); }
 
 TEST_F(Cli, neg_MissingPluginWarnsAndTrainsOnCpu) {
