@@ -67,6 +67,24 @@ def test_losses_equal_the_clis_bitwise(models, tmp_path, backend):
     assert ours.view(np.uint32).tolist() == cli.view(np.uint32).tolist()
 
 
+@pytest.mark.parametrize("backend", ["cpu", "opencl"])
+def test_memory_budget_recomputes_with_the_same_losses(models, backend):
+    """mnist-kaggle at batch 8 within 90% of its unbudgeted pool: the pool fits, the losses are bit
+    for bit those without a budget; a budget below the least is one line naming the least."""
+    model = models("mnist-kaggle", 8)
+    x, y = data(24, 784, 10, 3)
+    free = session(model, backend, 8)
+    budget = free.memory()[0]["pool_bytes"] * 9 // 10
+    tight = session(model, backend, 8, memory_budget=budget)
+    assert sum(m["pool_bytes"] for m in tight.memory()) <= budget
+    a = [free.train_step(x[i:i + 8], y[i:i + 8]) for i in range(0, 24, 8)]
+    b = [tight.train_step(x[i:i + 8], y[i:i + 8]) for i in range(0, 24, 8)]
+    assert np.array(a, np.float32).view(np.uint32).tolist() == np.array(b, np.float32).view(np.uint32).tolist()
+    with pytest.raises(cltrain.CltrainError, match="1000 bytes is below the least this model trains in") as e:
+        session(model, backend, 8, memory_budget=1000)
+    assert e.value.status == cltrain._capi.OUT_OF_MEMORY
+
+
 def test_fit_learns_and_keeps_a_history(models):
     rng = np.random.default_rng(3)
     # Two separable classes: the mlp must get them right after a few epochs.
