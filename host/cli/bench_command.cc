@@ -10,6 +10,7 @@
 
 #include "atomic_file.h"
 #include "flops.h"
+#include "plan_command.h"
 #include "session_setup.h"
 
 namespace cltrain {
@@ -128,6 +129,7 @@ int run_bench(const Options& o) {
               p.settings.loss == 1 ? "mean squared error" : "categorical crossentropy", p.backend_names.c_str());
   std::printf("device: %s\n", p.device_names.c_str());
   std::printf("MODEL_LOAD takes %.4f ms, PREPARE takes %.4f ms\n", p.ms_load, p.ms_prepare);
+  if (const std::string line = memory_budget_line(session); !line.empty()) std::printf("%s\n", line.c_str());
   const std::vector<size_t> used = backends_used(session);
   bool profiling = o.profile;
   for (size_t i = 0; profiling && i < used.size(); ++i)
@@ -225,6 +227,11 @@ int run_bench(const Options& o) {
     j["steps"] = steps;
     j["timings_ms"] = {{"model_load", p.ms_load}, {"prepare", p.ms_prepare}};
     j["memory"] = memory_json(*p.api);
+    if (const BudgetOutcome& bo = session.budget(); bo.budget > 0)
+      j["memory_budget"] = {{"bytes", bo.budget},
+                            {"unbudgeted_pool", bo.unbudgeted_pool},
+                            {"recomputed_steps", bo.recomputed},
+                            {"extra_flops", bo.extra_flops}};
     j["placement"] = placement_json(*p.api);
     save_text_atomic(o.report, j.dump(2) + "\n");
   }

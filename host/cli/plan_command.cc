@@ -144,6 +144,17 @@ void write_svg(Session& s, const std::vector<PlannedTensor>& tensors, const std:
 
 }  // namespace
 
+std::string memory_budget_line(const Session& s) {
+  const BudgetOutcome& b = s.budget();
+  if (b.budget == 0) return {};
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "memory budget: %llu bytes; without it %llu; recomputed %zu forward step%s, %.4f GFLOP more per step",
+                static_cast<unsigned long long>(b.budget), static_cast<unsigned long long>(b.unbudgeted_pool),
+                b.recomputed.size(), b.recomputed.size() == 1 ? "" : "s", static_cast<double>(b.extra_flops) * 1e-9);
+  return line;
+}
+
 int run_plan(const std::vector<std::string>& raw) {
   std::string json_path, svg_path;
   std::vector<std::string> args;
@@ -175,10 +186,7 @@ int run_plan(const std::vector<std::string>& raw) {
             ? 100.0 * (static_cast<double>(m.report.pool_bytes) / static_cast<double>(m.report.lower_bound) - 1.0)
             : 0.0);
   }
-  if (const BudgetOutcome& b = s.budget(); b.budget > 0)
-    std::printf("memory budget: %llu bytes; without it %llu; recomputed %zu forward step%s, %.4f GFLOP more per step\n",
-                static_cast<unsigned long long>(b.budget), static_cast<unsigned long long>(b.unbudgeted_pool),
-                b.recomputed.size(), b.recomputed.size() == 1 ? "" : "s", static_cast<double>(b.extra_flops) * 1e-9);
+  if (const std::string line = memory_budget_line(s); !line.empty()) std::printf("%s\n", line.c_str());
   if (!json_path.empty() || !svg_path.empty()) {
     const auto tensors = planned_tensors(s);
     if (!json_path.empty()) write_json(p, tensors, json_path);
