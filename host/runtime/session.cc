@@ -221,13 +221,14 @@ void Session::fit_budget(uint64_t budget) {
   std::vector<int32_t> chosen;
   uint64_t target = budget, pool = budget_.unbudgeted_pool;
   // The host's estimate (live bytes per step with each step's least scratch) leaves out what the
-  // plans add (alignment, packing): each round lowers the target by what the last plan was over.
-  for (int round = 0; round < 12; ++round) {
-    const uint64_t estimate = choose_recomputation(base, scratch, target, &chosen);
+  // plans add (alignment, packing, tensors copied between backends): each round lowers the target
+  // by what the last plan was over, until the plans fit or everything that can be is recomputed.
+  const size_t candidates = recompute_candidates(base).size();
+  for (int round = 0; round < 24; ++round) {
+    choose_recomputation(base, scratch, target, &chosen);
     graph_ = with_recomputation(base, chosen);
     pool = dry_plan(nullptr);
-    if (pool <= budget) break;
-    if (estimate > target) break;  // nothing more to take off
+    if (pool <= budget || chosen.size() == candidates || target == 0) break;
     target -= std::min(target, std::max<uint64_t>(pool - budget, 4096));
   }
   if (pool > budget) {
