@@ -71,6 +71,42 @@ __kernel void dw_filter_grad(__global float* pool, uint x_off, uint dz_off, uint
   VSTORE(acc, pool + dw_off + tap * OC + oc);
 }
 
+// dw_filter_grad with every tap in one pass (TAPS_IN_ONE_PASS, for small filters): one work-item
+// per VEC channels keeps KH KW accumulators and reads dz once; each tap's chain still runs over
+// (n, oh, ow) in order, skipping the positions whose tap falls outside x: the same chains.
+__kernel void dw_filter_grad_taps(__global float* pool, uint x_off, uint dz_off, uint dw_off) {
+  const uint gid = get_global_id(0);
+  if (gid >= OC / VEC) return;
+  const uint oc = gid * VEC;
+  vfloat acc[KH * KW];
+  for (uint t = 0; t < KH * KW; ++t) acc[t] = 0.0f;
+  for (uint n = 0; n < N; ++n)
+    for (uint oh = 0; oh < OH; ++oh)
+      for (uint ow = 0; ow < OW; ++ow) {
+        __global const float* dzp = pool + dz_off + ((n * OH + oh) * OW + ow) * OC + oc;
+#if VEC == 1
+        const float dz = *dzp;
+#else
+        const vfloat dz = VLOAD(dzp);
+#endif
+        for (uint kh = 0; kh < KH; ++kh) {
+          const int ih = (int)(oh * SH + kh * DH) - PT;
+          if (ih < 0 || ih >= H) continue;
+          for (uint kw = 0; kw < KW; ++kw) {
+            const int iw = (int)(ow * SW + kw * DW) - PL;
+            if (iw < 0 || iw >= W) continue;
+            __global const float* xp = pool + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC;
+#if VEC == 1
+            acc[kh * KW + kw] = clt_fma(dz, xp[oc / M], acc[kh * KW + kw]);
+#else
+            acc[kh * KW + kw] = clt_fma(dz, VLOAD(xp + oc), acc[kh * KW + kw]);
+#endif
+          }
+        }
+      }
+  for (uint t = 0; t < KH * KW; ++t) VSTORE(acc[t], pool + dw_off + t * OC + oc);
+}
+
 // dx[n, ih, iw, c] = sum over the taps (kh, kw) in order that reach it of
 // (fma over j of dz[.., c M + j] * W[kh, kw, c M + j]). One work-item per VEC elements of dx.
 // With XACT != 0, the derivative of x's producer's activation is applied from x at the same

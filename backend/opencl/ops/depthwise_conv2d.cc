@@ -3,7 +3,8 @@
 // element (lanes of a vector), each lane a chain in the order of cltrain_backend.h's Numerics:
 //   forward  dw_forward: fma over (kh, kw), + b, act;
 //   backward act_grad (dz, in place on dy), bias_grad (db, kernels/bias_act.cl),
-//            dw_filter_grad (dW: fma over (n, oh, ow)), dw_input_grad (dx: sum over the taps of
+//            dw_filter_grad (dW: fma over (n, oh, ow); dw_filter_grad_taps, every tap of a small
+//            filter in one pass), dw_input_grad (dx: sum over the taps of
 //            the fma over j). No scratch.
 #include <vector>
 
@@ -60,9 +61,11 @@ StepRun prepare(const OpContext& c) {
       launches.push_back({k, static_cast<uint64_t>(sh.out_ch)});
     }
     if (sh.dw >= 0) {
-      Kernel k = c.kernel(kFamily, geometry, "dw_filter_grad");
+      // Small filters: every tap in one pass over dz (fewer work-items, dz read once).
+      const bool one_pass = sh.taps() * vec <= 9 * 16;
+      Kernel k = c.kernel(kFamily, geometry, one_pass ? "dw_filter_grad_taps" : "dw_filter_grad");
       set_args(k, c.pool(), c.offset(sh.x), c.offset(sh.dy), c.offset(sh.dw));
-      launches.push_back({k, s.count(sh.dw) / vec});
+      launches.push_back({k, one_pass ? static_cast<uint64_t>(sh.out_ch / vec) : s.count(sh.dw) / vec});
     }
     if (sh.dx >= 0) {
       Defines d = geometry;
