@@ -69,6 +69,7 @@ struct cltrain_backend {
   // / 8) and the floor min(256 KiB, cap). Set by create.
   uint64_t scratch_cap = 8u << 20, scratch_floor = 256u << 10;
   uint64_t memory_budget = 0;  // the host's (cltrain_backend_config); nonzero: lean kernels allowed
+  bool lean = false;           // this prepare takes the lean kernels (prepare.cc)
 
   cltrain::ocl::OpFilter filter;
   std::string last_error;

@@ -100,8 +100,11 @@ void prepare_backend(Backend& b, const cltrain_graph_desc* host_graph, cltrain_m
   // scratch, where few large scratch tensors leave the packing little to fit around. Then each
   // step's scratch grows into the largest range the plan leaves free at its step, up to the cap:
   // the pool does not grow, the kernels get bigger panels (fewer launches).
+  // With a memory budget, the lean kernels (more launches for less scratch) only where the plan
+  // without them is over the graph's pool_limit.
   std::vector<uint64_t> budgets(static_cast<size_t>(graph->num_steps()), b.scratch_floor);
   std::vector<ScratchRequest> scratch;
+  b.lean = false;
   for (int32_t i = 0; i < graph->num_steps(); ++i) {
     if (!b.assigned[i]) continue;
     const StepView s{b.steps[i], graph->tensors.data(), i};
@@ -120,6 +123,23 @@ void prepare_backend(Backend& b, const cltrain_graph_desc* host_graph, cltrain_m
     const std::vector<uint64_t> sizes = family->scratch(OpContext(b, s, b.scratch_floor));
     for (size_t k = 0; k < sizes.size(); ++k)
       scratch.push_back({i, sizes[k], s.what() + " scratch " + std::to_string(k)});
+  }
+  if (b.memory_budget > 0 && g.pool_limit > 0) {
+    cltrain_memory_report plain{};
+    plain.struct_size = sizeof plain;
+    plan_pool(b, *graph, scratch, RegrowScratch{}, &plain, true);
+    if (plain.pool_bytes > g.pool_limit) {
+      b.lean = true;
+      scratch.clear();
+      for (int32_t i = 0; i < graph->num_steps(); ++i) {
+        const OpFamily* family = b.assigned[i] ? find_op_family(b.steps[i].op) : nullptr;
+        if (!family || !family->scratch) continue;
+        const StepView s{b.steps[i], graph->tensors.data(), i};
+        const std::vector<uint64_t> sizes = family->scratch(OpContext(b, s, b.scratch_floor));
+        for (size_t k = 0; k < sizes.size(); ++k)
+          scratch.push_back({i, sizes[k], s.what() + " scratch " + std::to_string(k)});
+      }
+    }
   }
   // The largest budget (from the cap down by quarters, not below the floor) whose scratch fits
   // the free range; {} keeps the least scratch as planned.

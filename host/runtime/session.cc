@@ -183,21 +183,32 @@ void Session::choose_aliases() {
   }
 }
 
+uint64_t Session::pool_limit(size_t b) const {
+  if (budget_.budget == 0) return 0;
+  uint64_t others = 0;  // what the other backends' last plans take of the budget
+  for (size_t o = 0; o < planned_pools_.size(); ++o) others += o == b ? 0 : planned_pools_[o];
+  return budget_.budget - std::min(budget_.budget, others);
+}
+
 uint64_t Session::dry_plan(std::vector<uint64_t>* scratch) {
   place();
   compute_lifetimes();
   choose_aliases();
   uint64_t total = 0;
   if (scratch) scratch->assign(graph_.steps.size(), 0);
-  planned_pools_.assign(backends_.size(), 0);
+  planned_pools_.resize(backends_.size(), 0);
   for (size_t b = 0; b < backends_.size(); ++b) {
     std::vector<uint8_t> assigned(graph_.steps.size(), 0);
     bool any = false;
     for (size_t s = 0; s < graph_.steps.size(); ++s)
       if (step_backend_[s] == static_cast<int32_t>(b)) assigned[s] = 1, any = true;
-    if (!any) continue;
-    const std::optional<cltrain_memory_report> r =
-        backends_[b]->plan(graph_desc(tensors_[b], graph_.steps, assigned.data()));
+    if (!any) {
+      planned_pools_[b] = 0;
+      continue;
+    }
+    cltrain_graph_desc g = graph_desc(tensors_[b], graph_.steps, assigned.data());
+    g.pool_limit = pool_limit(b);
+    const std::optional<cltrain_memory_report> r = backends_[b]->plan(g);
     if (!r)
       throw MemoryBudgetError("memory budget: the " + backends_[b]->name() +
                               " backend cannot plan without preparing, so no budget can be kept on it");
@@ -255,11 +266,7 @@ void Session::prepare(uint64_t memory_budget) {
       if (step_backend_[s] == static_cast<int32_t>(b)) assigned[s] = 1, any = true;
     if (!any) continue;
     cltrain_graph_desc g = graph_desc(tensors_[b], graph_.steps, assigned.data());
-    if (memory_budget > 0) {  // what the other backends' plans leave of the budget
-      uint64_t others = 0;
-      for (size_t o = 0; o < planned_pools_.size(); ++o) others += o == b ? 0 : planned_pools_[o];
-      g.pool_limit = memory_budget - std::min(memory_budget, others);
-    }
+    g.pool_limit = pool_limit(b);
     memory_.push_back({backends_[b]->name(), backends_[b]->device_name(), backends_[b]->prepare(g)});
   }
 }

@@ -86,6 +86,8 @@ class Session {
   // place, compute_lifetimes and choose_aliases, then each backend's plan (Backend::plan) of the
   // graph: the sum of the pools; scratch (if not NULL) gets each step's private bytes.
   uint64_t dry_plan(std::vector<uint64_t>* scratch);
+  // With a budget, what of it the other backends' last plans leave to backend b (0: no budget).
+  uint64_t pool_limit(size_t b) const;
   void fit_budget(uint64_t budget);
   void compute_lifetimes();
   // Which outputs share the bytes of an input (cltrain_tensor_desc.alias), per backend.

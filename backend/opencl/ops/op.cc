@@ -73,7 +73,7 @@ std::string StepView::what() const {
 
 const DeviceInfo& OpContext::device() const { return b_.device; }
 uint64_t OpContext::scratch_cap() const { return b_.scratch_cap; }
-bool OpContext::lean() const { return b_.memory_budget > 0; }
+bool OpContext::lean() const { return b_.lean; }
 const GemmEngine& OpContext::gemm() const { return b_.gemm; }
 
 Kernel OpContext::kernel(const std::string& family, const Defines& defines, const char* name) const {
