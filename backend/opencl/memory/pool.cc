@@ -41,10 +41,10 @@ uint64_t aligned(uint64_t bytes, uint64_t alignment) {
 }
 
 // Each step's scratch moves into the largest range free at its step, with the sizes regrow gives
-// for it; scratch that regrow drops leaves the plan. The pool grows only up to pool_limit.
-void regrow_scratch(Pool& pool, std::vector<PlanItem>& items, MemoryPlan& plan, const RegrowScratch& regrow,
-                    uint64_t pool_limit) {
-  const uint64_t top = std::max(plan.pool_bytes, pool_limit / pool.alignment * pool.alignment);
+// for it; scratch that regrow drops leaves the plan. The pool's size stays: room a memory budget
+// leaves above the plan is not taken, as bigger panels measured no faster on POCL (docs/benchmarks.md).
+void regrow_scratch(Pool& pool, std::vector<PlanItem>& items, MemoryPlan& plan, const RegrowScratch& regrow) {
+  const uint64_t top = plan.pool_bytes;
   std::vector<int32_t> index(pool.tensors.size(), -1);  // tensor id -> item
   for (size_t i = 0; i < items.size(); ++i) index[static_cast<size_t>(items[i].id)] = static_cast<int32_t>(i);
   std::vector<bool> dropped(items.size(), false);
@@ -72,7 +72,6 @@ void regrow_scratch(Pool& pool, std::vector<PlanItem>& items, MemoryPlan& plan, 
       pool.tensors[static_cast<size_t>(ids[k])].dims[0] = static_cast<int32_t>((sizes[k] + 3) / 4);
       at += aligned(sizes[k], pool.alignment);
     }
-    plan.pool_bytes = std::max(plan.pool_bytes, at);
     ids.resize(sizes.size());
   }
   size_t kept = 0;
@@ -193,7 +192,7 @@ void plan_pool(cltrain_backend& b, const HostGraph& graph, const std::vector<Scr
     fail(CLTRAIN_INVALID, "prepare: " + e);
   pool.alignment = std::max<uint64_t>(64, b.device.base_addr_align_bits / 8);
   MemoryPlan plan = load_or_plan(b, graph, items);  // plan_cache.h: a saved plan, or a new one
-  if (regrow) regrow_scratch(pool, items, plan, regrow, graph.pool_limit);
+  if (regrow) regrow_scratch(pool, items, plan, regrow);
   if (const std::string conflict = check_plan(items, plan, pool.alignment); !conflict.empty())
     fail(CLTRAIN_ERROR, "memory plan (" + plan.algorithm + ") is wrong: " + conflict);
   for (size_t i = 0; i < items.size(); ++i) pool.offsets[items[i].id] = static_cast<int64_t>(plan.offsets[i]);

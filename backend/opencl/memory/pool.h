@@ -63,7 +63,7 @@ using RegrowScratch = std::function<std::vector<uint64_t>(int32_t step, uint64_t
 // Copies the tensor table into b.pool, appends the private tensors (b.pool.step_scratch lists
 // them per step, in the order requested), plans all of them (memory/plan_cache.h: a saved plan, or
 // a new one; dry: no more than that and the report), lets regrow (if set) enlarge each step's scratch into the bytes
-// the plan leaves free at that step (the pool grows no larger than graph.pool_limit), allocates the buffer, uploads and
+// the plan leaves free at that step (the pool does not grow), allocates the buffer, uploads and
 // fills the report (may be NULL; the private tensors count as layer-scope). Throws Error: CLTRAIN_INVALID for a bad
 // table, CLTRAIN_ERROR for a plan conflict, CLTRAIN_OUT_OF_MEMORY when the pool does not fit.
 void plan_pool(cltrain_backend& b, const HostGraph& graph, const std::vector<ScratchRequest>& scratch,

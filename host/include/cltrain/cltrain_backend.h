@@ -196,8 +196,9 @@ typedef struct cltrain_graph_desc {
   int32_t num_steps;
   const void* steps;       /* num_steps cltrain_step_desc, step_size bytes apart */
   const uint8_t* assigned; /* num_steps flags: 1 where the step runs on this backend (NULL in supports) */
-  /* prepare: the pool may grow up to this many bytes where that buys speed (kernel scratch),
-   * the host's memory budget less the other backends' pools; 0: no larger than the plan needs */
+  /* With a memory budget, what of it the other backends' pools leave to this one (0: no budget):
+   * plan and prepare stay within it where they can (a backend may choose leaner kernels to), and
+   * may use room below it for speed */
   uint64_t pool_limit;
 } cltrain_graph_desc;
 
