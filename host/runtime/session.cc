@@ -269,6 +269,13 @@ void Session::prepare(uint64_t memory_budget) {
     g.pool_limit = pool_limit(b);
     memory_.push_back({backends_[b]->name(), backends_[b]->device_name(), backends_[b]->prepare(g)});
   }
+  if (memory_budget > 0) {  // what the dry plans promised, kept: never silently over the budget
+    uint64_t total = 0;
+    for (const BackendMemory& m : memory_) total += m.report.pool_bytes;
+    if (total > memory_budget)
+      throw MemoryBudgetError("memory budget: the backends' pools take " + std::to_string(total) + " bytes, over the " +
+                              std::to_string(memory_budget) + " their plans fitted in");
+  }
 }
 
 void Session::walk(int32_t end, bool with_expected, bool read_loss, bool read_prediction, const WalkHooks& hooks) {
