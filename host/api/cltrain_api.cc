@@ -163,7 +163,7 @@ cltrain::Engine* cltrain::engine_of(cltrain_session* s) { return s ? s->engine.g
 
 extern "C" {
 
-const char* cltrain_version(void) { return "0.1.0 (API 1)"; }
+const char* cltrain_version(void) { return "0.1.0 (API 2)"; }
 
 cltrain_status cltrain_session_create(const char* model_path, cltrain_session** out, char* err, size_t err_len) {
   return create(out, err, err_len, [&] {
@@ -408,6 +408,22 @@ cltrain_status cltrain_num_backends(cltrain_session* s, int32_t* count) {
   return guarded(s, [&](Engine& e) {
     require(count, "count");
     *count = static_cast<int32_t>(e.session().memory().size());
+  });
+}
+
+cltrain_status cltrain_get_budget(cltrain_session* s, cltrain_budget_info* out) {
+  return guarded(s, [&](Engine& e) {
+    require(out, "out");
+    const cltrain::BudgetOutcome& b = e.session().budget();
+    cltrain_budget_info full{};
+    full.recomputed_steps = static_cast<int32_t>(b.recomputed.size());
+    full.budget = b.budget;
+    full.unbudgeted_pool = b.unbudgeted_pool;
+    full.extra_flops = b.extra_flops;
+    const uint32_t size = out->struct_size;
+    if (size == 0) throw std::invalid_argument("out->struct_size is 0: set it to sizeof(cltrain_budget_info)");
+    full.struct_size = size;
+    std::memcpy(out, &full, std::min<size_t>(size, sizeof full));
   });
 }
 

@@ -414,6 +414,16 @@ class Session:
         self._check(self._lib.cltrain_export_files(self._s, enc(model), enc(circleplus), enc(checkpoint)))
 
     # ---- the memory report and placement ----
+    def memory_budget(self):
+        """What compile(memory_budget=) did: budget, unbudgeted_pool (bytes), recomputed_steps,
+        extra_flops (per step); all 0 without a budget."""
+        self._require_compiled()
+        info = _capi.BudgetInfo()
+        info.struct_size = ctypes.sizeof(info)
+        self._check(self._lib.cltrain_get_budget(self._s, ctypes.byref(info)))
+        return {"budget": info.budget, "unbudgeted_pool": info.unbudgeted_pool,
+                "recomputed_steps": info.recomputed_steps, "extra_flops": info.extra_flops}
+
     def memory(self):
         """Per backend that runs steps: name, device, peak bytes per role, pool and lower bound."""
         self._require_compiled()

@@ -36,6 +36,18 @@ class Settings(ctypes.Structure):
     ]
 
 
+class BudgetInfo(ctypes.Structure):
+    """cltrain_budget_info."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("recomputed_steps", ctypes.c_int32),
+        ("budget", ctypes.c_uint64),
+        ("unbudgeted_pool", ctypes.c_uint64),
+        ("extra_flops", ctypes.c_uint64),
+    ]
+
+
 class BackendInfo(ctypes.Structure):
     """cltrain_backend_info."""
 
@@ -87,6 +99,7 @@ _SIGNATURES = {
     "cltrain_import_checkpoint": (ctypes.c_int, [_sess, ctypes.c_char_p]),
     "cltrain_num_backends": (ctypes.c_int, [_sess, ctypes.POINTER(ctypes.c_int32)]),
     "cltrain_get_backend": (ctypes.c_int, [_sess, ctypes.c_int32, ctypes.POINTER(BackendInfo)]),
+    "cltrain_get_budget": (ctypes.c_int, [_sess, ctypes.POINTER(BudgetInfo)]),
     "cltrain_num_operators": (ctypes.c_int, [_sess, ctypes.POINTER(ctypes.c_int32)]),
     "cltrain_operator_backend": (ctypes.c_int, [_sess, ctypes.c_int32, ctypes.POINTER(ctypes.c_char_p)]),
 }

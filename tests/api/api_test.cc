@@ -53,7 +53,7 @@ TEST_P(ApiMatchesCli, MnistKaggle20AdamSteps) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, ApiMatchesCli, ::testing::Values("cpu", "opencl"));
 
-TEST(Api, VersionNamesTheApi) { EXPECT_NE(std::strstr(cltrain_version(), "API 1"), nullptr); }
+TEST(Api, VersionNamesTheApi) { EXPECT_NE(std::strstr(cltrain_version(), "API 2"), nullptr); }
 
 // The caller's buffer may go right after the call: the session keeps its own copy.
 TEST(Api, ModelBufferMayBeFreedAfterCreate) {
@@ -191,6 +191,46 @@ TEST(Api, PredictGivesTheStepsOutputs) {
   float sum = 0;
   for (int i = 0; i < 10; ++i) sum += predicted[static_cast<size_t>(i)];
   EXPECT_NEAR(sum, 1.0f, 1e-5f);  // softmax
+}
+
+// A budget 5% under the plan: prepare recomputes to fit and says so; one below the least is
+// CLTRAIN_OUT_OF_MEMORY with the least in the last error.
+TEST(Api, MemoryBudgetFitsAndReportsTheRepeats) {
+  Session free_run = prepared(model_file("mnist-kaggle", 4), "cpu", 4);
+  cltrain_backend_info info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(cltrain_get_backend(free_run.get(), 0, &info), CLTRAIN_OK);
+  cltrain_budget_info none{};
+  none.struct_size = sizeof none;
+  ASSERT_EQ(cltrain_get_budget(free_run.get(), &none), CLTRAIN_OK);
+  EXPECT_EQ(none.budget, 0u);
+  EXPECT_EQ(none.recomputed_steps, 0);
+  for (const uint64_t budget : {info.pool_bytes / 100 * 95, uint64_t{1000}}) {
+    Session s = open(model_file("mnist-kaggle", 4));
+    cltrain_settings c = settings_of(s.get());
+    c.batch_size = 4;
+    c.backends = "cpu";
+    c.memory_budget = budget;
+    ASSERT_EQ(cltrain_set_settings(s.get(), &c), CLTRAIN_OK) << cltrain_last_error(s.get());
+    if (budget == 1000) {
+      EXPECT_EQ(cltrain_prepare(s.get()), CLTRAIN_OUT_OF_MEMORY);
+      EXPECT_NE(std::strstr(cltrain_last_error(s.get()), "below the least this model trains in"), nullptr)
+          << cltrain_last_error(s.get());
+      continue;
+    }
+    ASSERT_EQ(cltrain_prepare(s.get()), CLTRAIN_OK) << cltrain_last_error(s.get());
+    cltrain_budget_info b{};
+    b.struct_size = sizeof b;
+    ASSERT_EQ(cltrain_get_budget(s.get(), &b), CLTRAIN_OK);
+    EXPECT_EQ(b.budget, budget);
+    EXPECT_EQ(b.unbudgeted_pool, info.pool_bytes);
+    EXPECT_GT(b.recomputed_steps, 0);
+    EXPECT_GT(b.extra_flops, 0u);
+    cltrain_backend_info tight{};
+    tight.struct_size = sizeof tight;
+    ASSERT_EQ(cltrain_get_backend(s.get(), 0, &tight), CLTRAIN_OK);
+    EXPECT_LE(tight.pool_bytes, budget);
+  }
 }
 
 TEST(Api, MemoryReportAndPlacement) {

@@ -77,6 +77,9 @@ def test_memory_budget_recomputes_with_the_same_losses(models, backend):
     budget = free.memory()[0]["pool_bytes"] * 9 // 10
     tight = session(model, backend, 8, memory_budget=budget)
     assert sum(m["pool_bytes"] for m in tight.memory()) <= budget
+    info = tight.memory_budget()
+    assert info["budget"] == budget and info["recomputed_steps"] > 0 and info["extra_flops"] > 0
+    assert free.memory_budget() == {"budget": 0, "unbudgeted_pool": 0, "recomputed_steps": 0, "extra_flops": 0}
     a = [free.train_step(x[i:i + 8], y[i:i + 8]) for i in range(0, 24, 8)]
     b = [tight.train_step(x[i:i + 8], y[i:i + 8]) for i in range(0, 24, 8)]
     assert np.array(a, np.float32).view(np.uint32).tolist() == np.array(b, np.float32).view(np.uint32).tolist()

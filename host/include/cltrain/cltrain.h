@@ -56,8 +56,9 @@ extern "C" {
 #define CLTRAIN_API __attribute__((visibility("default")))
 #endif
 
-/* The version of this API: calls and structs added later raise it. */
-#define CLTRAIN_API_VERSION 1
+/* The version of this API: calls and structs added later raise it. 2: cltrain_settings.memory_budget,
+ * cltrain_budget_info and cltrain_get_budget; the trained-weight calls and cltrain_reset_optimizer. */
+#define CLTRAIN_API_VERSION 2
 
 typedef struct cltrain_session cltrain_session; /* opaque */
 
@@ -100,7 +101,16 @@ typedef struct cltrain_backend_info {
   uint64_t lower_bound;  /* the largest sum of live bytes at one step */
 } cltrain_backend_info;
 
-/* "0.1.0 (API 1)"; static. */
+/* What a memory budget did (cltrain_settings.memory_budget), after prepare. */
+typedef struct cltrain_budget_info {
+  uint32_t struct_size;     /* sizeof(cltrain_budget_info) as the caller knows it */
+  int32_t recomputed_steps; /* forward steps run again during backward to fit */
+  uint64_t budget;          /* bytes; 0: none */
+  uint64_t unbudgeted_pool; /* the backends' pools without recomputation */
+  uint64_t extra_flops;     /* per training step, by the repeated steps */
+} cltrain_budget_info;
+
+/* "0.1.0 (API 2)"; static. */
 CLTRAIN_API const char* cltrain_version(void);
 
 /* Loads and verifies a .circle or .tflite file, or the same bytes from memory (copied: the buffer
@@ -191,6 +201,8 @@ CLTRAIN_API cltrain_status cltrain_import_checkpoint(cltrain_session* session, c
  * backend each model operator runs on. */
 CLTRAIN_API cltrain_status cltrain_num_backends(cltrain_session* session, int32_t* count);
 CLTRAIN_API cltrain_status cltrain_get_backend(cltrain_session* session, int32_t backend, cltrain_backend_info* out);
+/* After prepare: what the memory budget did (all zero without one). */
+CLTRAIN_API cltrain_status cltrain_get_budget(cltrain_session* session, cltrain_budget_info* out);
 CLTRAIN_API cltrain_status cltrain_num_operators(cltrain_session* session, int32_t* count);
 CLTRAIN_API cltrain_status cltrain_operator_backend(cltrain_session* session, int32_t op, const char** backend);
 
