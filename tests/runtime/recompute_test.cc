@@ -124,7 +124,7 @@ TEST(MemoryBudget, OpenclRecomputesAndKeepsTheLossesBitwise) { expect_budget_kee
 // Convolutions whose dcol of one image is over the least scratch (stride 2, dilation 2, 5x5): with
 // a budget the OpenCL backend computes their dx by bands of rows, bit for bit as by whole images
 // and as the CPU backend does.
-TEST(MemoryBudget, ConvolutionDxByBandsIsBitwiseTheWholeImages) {
+TEST(MemoryBudget, OpenclConvDxByBandsIsBitwiseTheWholeImages) {
   ModelBuilder b(3);
   int x = b.input({2, 48, 48, 8});
   x = b.conv2d(x, 32, 3, 3, 1, CLTRAIN_PADDING_SAME, CLTRAIN_ACT_RELU);
