@@ -161,6 +161,19 @@ cltrain_settings current_settings(cltrain_session& s, const Engine& e) {
 
 cltrain::Engine* cltrain::engine_of(cltrain_session* s) { return s ? s->engine.get() : nullptr; }
 
+namespace {
+
+// Copies full into the caller's struct as far as its struct_size reaches (an older, shorter one).
+template <class T>
+void copy_sized_out(T full, T* out, const char* type) {
+  const uint32_t size = out->struct_size;
+  if (size == 0) throw std::invalid_argument(std::string("out->struct_size is 0: set it to sizeof(") + type + ")");
+  full.struct_size = size;
+  std::memcpy(out, &full, std::min<size_t>(size, sizeof full));
+}
+
+}  // namespace
+
 extern "C" {
 
 const char* cltrain_version(void) { return "0.1.0 (API 2)"; }
@@ -420,10 +433,7 @@ cltrain_status cltrain_get_budget(cltrain_session* s, cltrain_budget_info* out) 
     full.budget = b.budget;
     full.unbudgeted_pool = b.unbudgeted_pool;
     full.extra_flops = b.extra_flops;
-    const uint32_t size = out->struct_size;
-    if (size == 0) throw std::invalid_argument("out->struct_size is 0: set it to sizeof(cltrain_budget_info)");
-    full.struct_size = size;
-    std::memcpy(out, &full, std::min<size_t>(size, sizeof full));
+    copy_sized_out(full, out, "cltrain_budget_info");
   });
 }
 
@@ -444,10 +454,7 @@ cltrain_status cltrain_get_backend(cltrain_session* s, int32_t backend, cltrain_
     for (int i = 0; i < CLTRAIN_ROLE_COUNT; ++i) full.role_peak[i] = r.role_peak[i];
     full.pool_bytes = r.pool_bytes;
     full.lower_bound = r.lower_bound;
-    const uint32_t size = out->struct_size;
-    if (size == 0) throw std::invalid_argument("out->struct_size is 0: set it to sizeof(cltrain_backend_info)");
-    full.struct_size = size;
-    std::memcpy(out, &full, std::min<size_t>(size, sizeof full));
+    copy_sized_out(full, out, "cltrain_backend_info");
   });
 }
 
