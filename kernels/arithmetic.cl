@@ -7,6 +7,7 @@
 //   Y0..Y5    y as six merged dims, outermost first (backend/opencl/ops/dims.h)
 //   YS0..YS5  strides of y; SA0..SA5, SB0..SB5: strides of a and b, 0 along a broadcast dim
 //   COUNT     elements of y; COUNT_A, COUNT_B: elements of a and b
+//   storage (common.cl): A_H, B_H, Y_H, DY_H, DA_H, DB_H
 //
 // Numerics (cltrain_backend.h): y = act(a op b) (clt_act, common.cl); backward g = dz =
 // clt_act_grad(y, dy), the select-based derivative (the product for tanh); each gradient
@@ -56,14 +57,19 @@ __kernel void arith_forward(__global float* pool, uint a_off, uint b_off, uint y
   ARITH_COORD(1);
   ARITH_COORD(0);
 #undef ARITH_COORD
-  pool[y_off + i] = clt_act(arith_op(pool[a_off + ia], pool[b_off + ib]));
+  CLT_ST(Y_H, CLT_PTR(Y_H) + y_off, i,
+         clt_act(arith_op(CLT_LD(A_H, CLT_PTR(A_H) + a_off, ia), CLT_LD(B_H, CLT_PTR(B_H) + b_off, ib))));
 }
 
 // The gradient of element j of a (for_a) or b: the sum over the elements of y that read it.
 // for_a is a constant at both call sites, so the selections below fold away. Dims along which the
 // gradient's own tensor is broadcast (stride 0) are looped over, outermost first: that visits
 // the elements of y in increasing flat index.
-float arith_grad(__global const float* pool, const uint j, const int for_a, const uint a_off, const uint b_off,
+#define ARITH_A(k) CLT_LD(A_H, CLT_PTR(A_H) + a_off, k)
+#define ARITH_B(k) CLT_LD(B_H, CLT_PTR(B_H) + b_off, k)
+#define ARITH_Y(k) CLT_LD(Y_H, CLT_PTR(Y_H) + y_off, k)
+#define ARITH_DY(k) CLT_LD(DY_H, CLT_PTR(DY_H) + dy_off, k)
+float arith_grad(__global float* pool, const uint j, const int for_a, const uint a_off, const uint b_off,
                  const uint y_off, const uint dy_off) {
   uint r = j, yi = 0, ia = 0, ib = 0;
 #define ARITH_SELF(k) (for_a ? SA##k : SB##k)
@@ -94,9 +100,9 @@ float arith_grad(__global const float* pool, const uint j, const int for_a, cons
               // operand move.
               const uint yk = yi + r0 * YS0 + r1 * YS1 + r2 * YS2 + r3 * YS3 + r4 * YS4 + r5 * YS5;
 #if ACT != 0
-              const float g = clt_act_grad(pool[y_off + yk], pool[dy_off + yk]);
+              const float g = clt_act_grad(ARITH_Y(yk), ARITH_DY(yk));
 #else
-              const float g = pool[dy_off + yk];
+              const float g = ARITH_DY(yk);
 #endif
 #if OP == ARITH_ADD
               const float c = g;
@@ -106,17 +112,17 @@ float arith_grad(__global const float* pool, const uint j, const int for_a, cons
               const uint ak = ia + r0 * SA0 + r1 * SA1 + r2 * SA2 + r3 * SA3 + r4 * SA4 + r5 * SA5;
               const uint bk = ib + r0 * SB0 + r1 * SB1 + r2 * SB2 + r3 * SB3 + r4 * SB4 + r5 * SB5;
 #if OP == ARITH_MUL
-              const float c = for_a ? g * pool[b_off + bk] : g * pool[a_off + ak];
+              const float c = for_a ? g * ARITH_B(bk) : g * ARITH_A(ak);
 #elif OP == ARITH_SQDIFF
-              const float u = 2.0f * (pool[a_off + ak] - pool[b_off + bk]);
+              const float u = 2.0f * (ARITH_A(ak) - ARITH_B(bk));
               const float c = for_a ? g * u : -(g * u);
 #else
               float c;
               if (for_a) {
-                c = g / pool[b_off + bk];
+                c = g / ARITH_B(bk);
               } else {
-                const float bv = pool[b_off + bk];
-                c = -((g * pool[a_off + ak]) / (bv * bv));
+                const float bv = ARITH_B(bk);
+                c = -((g * ARITH_A(ak)) / (bv * bv));
               }
 #endif
 #endif
@@ -131,12 +137,12 @@ float arith_grad(__global const float* pool, const uint j, const int for_a, cons
 __kernel void arith_grad_a(__global float* pool, uint a_off, uint b_off, uint y_off, uint dy_off, uint da_off) {
   const uint j = get_global_id(0);
   if (j >= COUNT_A) return;
-  pool[da_off + j] = arith_grad(pool, j, 1, a_off, b_off, y_off, dy_off);
+  CLT_ST(DA_H, CLT_PTR(DA_H) + da_off, j, arith_grad(pool, j, 1, a_off, b_off, y_off, dy_off));
 }
 
 // db: one work-item per element of b.
 __kernel void arith_grad_b(__global float* pool, uint a_off, uint b_off, uint y_off, uint dy_off, uint db_off) {
   const uint j = get_global_id(0);
   if (j >= COUNT_B) return;
-  pool[db_off + j] = arith_grad(pool, j, 0, a_off, b_off, y_off, dy_off);
+  CLT_ST(DB_H, CLT_PTR(DB_H) + db_off, j, arith_grad(pool, j, 0, a_off, b_off, y_off, dy_off));
 }

@@ -1,24 +1,28 @@
 // The parts of FullyConnected and Conv2D around their matrix products (which run in CLBlast),
 // on an output viewed as [ROWS, COLS] (COLS = output channels) with the bias along COLS.
-// Definitions: ROWS, COLS; ACT (cltrain_activation); HAS_BIAS (0 or 1).
+// Definitions: ROWS, COLS; ACT (cltrain_activation); HAS_BIAS (0 or 1); storage (common.cl):
+// Y_H for y, DY_H for dy.
 
-// Forward, in place on the GEMM result: y = act(acc + b).
-__kernel void bias_act(__global float* pool, uint y_off, uint b_off) {
+// Forward: y = act(acc + b) for the elements [base, base + count) of y, acc at src (float32): in
+// place on the GEMM result (src is y + base) for a float32 y; from a float32 chunk of scratch,
+// rounded once as it is stored, for a float16 y.
+__kernel void bias_act(__global float* pool, uint y_off, uint b_off, uint src_off, uint base, uint count) {
   const uint i = get_global_id(0);
-  if (i >= ROWS * COLS) return;
-  float v = pool[y_off + i];
+  if (i >= count) return;
+  float v = pool[src_off + i];
 #if HAS_BIAS
-  v = v + pool[b_off + i % COLS];
+  v = v + pool[b_off + (base + i) % COLS];
 #endif
-  pool[y_off + i] = clt_act(v);
+  CLT_ST(Y_H, CLT_PTR(Y_H) + y_off, base + i, clt_act(v));
 }
 
-// Backward, in place on dy: dz = act'(y) applied to dy.
+// Backward, in place on dy: dz = act'(y) applied to dy (a select: exact at either storage).
 __kernel void act_grad(__global float* pool, uint y_off, uint dy_off) {
   const uint i = get_global_id(0);
   if (i >= ROWS * COLS) return;
-  const float y = pool[y_off + i], dy = pool[dy_off + i];  // both loads unconditional: no branch
-  pool[dy_off + i] = clt_act_grad(y, dy);
+  // both loads unconditional: no branch
+  const float y = CLT_LD(Y_H, CLT_PTR(Y_H) + y_off, i), dy = CLT_LD(DY_H, CLT_PTR(DY_H) + dy_off, i);
+  CLT_ST(DY_H, CLT_PTR(DY_H) + dy_off, i, clt_act_grad(y, dy));
 }
 
 // Backward: db[c] = sum over rows r, in increasing order, of dz[r, c]. One work-item per column;
@@ -26,7 +30,8 @@ __kernel void act_grad(__global float* pool, uint y_off, uint dy_off) {
 __kernel void bias_grad(__global float* pool, uint dz_off, uint db_off) {
   const uint c = get_global_id(0);
   if (c >= COLS) return;
+  __global const CLT_T(DY_H)* dz = CLT_PTR(DY_H) + dz_off;
   float s = 0.0f;
-  for (uint r = 0; r < ROWS; ++r) s = s + pool[dz_off + r * COLS + c];
+  for (uint r = 0; r < ROWS; ++r) s = s + CLT_LD(DY_H, dz, r * COLS + c);
   pool[db_off + c] = s;
 }

@@ -7,6 +7,7 @@
 // order of a panel's columns; taps outside x are zeros in a panel, and fma(0, w, acc) leaves acc
 // as it is (acc starts at +0 and never becomes -0), which is the chain with those taps skipped.
 // dx sums, per element, the products of the taps that reach it in (kh, kw) order: s = 0; s = s + t.
+// Storage (common.cl): X_H for x, DX_H for dx; panels and dcol are float32 scratch.
 
 #define ROWS_PER_IMAGE (OH * OW)
 
@@ -29,13 +30,12 @@ __kernel void conv_panel_t(__global float* pool, uint x_off, uint panel_off, uin
     const int iw = (int)(ow * SW + p % KW * DW) - PL;
     src[l] = (ih < 0 || ih >= H || iw < 0 || iw >= W) ? -1 : (int)(((n * H + (uint)ih) * W + (uint)iw) * IC + c0);
   }
-  __global const float* x = pool + x_off;
+  __global const CLT_T(X_H)* x = CLT_PTR(X_H) + x_off;
   __global float* out = pool + panel_off + t * PANEL_CH * rows + r0;
+#define PANEL_X(l) (src[l] < 0 ? 0.0f : CLT_LD(X_H, x, src[l] + c))
   for (uint c = 0; c < PANEL_CH; ++c) {
-    const float8 v = (float8)(src[0] < 0 ? 0.0f : x[src[0] + c], src[1] < 0 ? 0.0f : x[src[1] + c],
-                              src[2] < 0 ? 0.0f : x[src[2] + c], src[3] < 0 ? 0.0f : x[src[3] + c],
-                              src[4] < 0 ? 0.0f : x[src[4] + c], src[5] < 0 ? 0.0f : x[src[5] + c],
-                              src[6] < 0 ? 0.0f : x[src[6] + c], src[7] < 0 ? 0.0f : x[src[7] + c]);
+    const float8 v = (float8)(PANEL_X(0), PANEL_X(1), PANEL_X(2), PANEL_X(3), PANEL_X(4), PANEL_X(5), PANEL_X(6),
+                              PANEL_X(7));
     if (lanes == 8) {
       vstore8(v, 0, out + c * rows);
     } else {
@@ -44,6 +44,7 @@ __kernel void conv_panel_t(__global float* pool, uint x_off, uint panel_off, uin
       for (uint l = 0; l < lanes; ++l) out[c * rows + l] = tail[l];
     }
   }
+#undef PANEL_X
 }
 
 // A panel of rows: panel[r, (p - p0) PANEL_CH + (c - c0)] for the output positions row0 + r
@@ -60,8 +61,8 @@ __kernel void conv_panel(__global float* pool, uint x_off, uint panel_off, uint 
   if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
     for (uint c = 0; c < PANEL_CH; ++c) out[c] = 0.0f;
   } else {
-    __global const float* in = pool + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC + c0;
-    for (uint c = 0; c < PANEL_CH; ++c) out[c] = in[c];
+    __global const CLT_T(X_H)* in = CLT_PTR(X_H) + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC + c0;
+    for (uint c = 0; c < PANEL_CH; ++c) out[c] = CLT_LD(X_H, in, c);
   }
 }
 
@@ -96,9 +97,9 @@ __kernel void conv_gather_dx(__global float* pool, uint dcol_off, uint dx_off, u
     }
   }
 #if XACT
-  s = CLT_XACT_GRAD(VLOAD(pool + x_off + (n0 * (H * W) + pos) * IC + i), s);
+  s = CLT_XACT_GRAD(CLT_VLD(X_H, CLT_PTR(X_H) + x_off + (n0 * (H * W) + pos) * IC + i), s);
 #endif
-  VSTORE(s, pool + dx_off + (n0 * (H * W) + pos) * IC + i);
+  CLT_VST(DX_H, s, CLT_PTR(DX_H) + dx_off + (n0 * (H * W) + pos) * IC + i);
 }
 
 // conv_gather_dx for the dx rows [ih0, ih0 + ihn) of image n, from a dcol that holds the output
@@ -130,7 +131,7 @@ __kernel void conv_gather_dx_band(__global float* pool, uint dcol_off, uint dx_o
   }
   const uint at = (n * (H * W) + ih * W + iw) * IC + i;
 #if XACT
-  s = CLT_XACT_GRAD(VLOAD(pool + x_off + at), s);
+  s = CLT_XACT_GRAD(CLT_VLD(X_H, CLT_PTR(X_H) + x_off + at), s);
 #endif
-  VSTORE(s, pool + dx_off + at);
+  CLT_VST(DX_H, s, CLT_PTR(DX_H) + dx_off + at);
 }

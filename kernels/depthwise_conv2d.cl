@@ -8,7 +8,8 @@
 // fma and + act lane by lane, so the lanes round exactly as scalars do. The lanes share their
 // position and tap, so every branch and loop bound is the same for all of them.
 
-// VEC lanes: vfloat, VLOAD, VSTORE (common.cl).
+// VEC lanes: vfloat, VLOAD, VSTORE (common.cl). Storage (common.cl): X_H for x, Y_H for y, DY_H for
+// dz, DX_H for dx.
 
 // y = act(fma over (kh, kw) of x * W, + b). One work-item per VEC output channels of a position.
 __kernel void dw_forward(__global float* pool, uint x_off, uint w_off, uint b_off, uint y_off) {
@@ -23,21 +24,28 @@ __kernel void dw_forward(__global float* pool, uint x_off, uint w_off, uint b_of
     for (uint kw = 0; kw < KW; ++kw) {
       const int iw = (int)(ow * SW + kw * DW) - PL;
       if (iw < 0 || iw >= W) continue;
-      __global const float* xp = pool + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC;
+      __global const CLT_T(X_H)* xp = CLT_PTR(X_H) + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC;
       __global const float* wp = pool + w_off + (kh * KW + kw) * OC + oc;
 #if VEC == 1
-      acc = clt_fma(xp[oc / M], *wp, acc);
+      acc = clt_fma(CLT_LD(X_H, xp, oc / M), *wp, acc);
 #else
-      acc = clt_fma(VLOAD(xp + oc), VLOAD(wp), acc);
+      acc = clt_fma(CLT_VLD(X_H, xp + oc), VLOAD(wp), acc);
 #endif
     }
   }
 #if HAS_BIAS
   acc = acc + VLOAD(pool + b_off + oc);
 #endif
-  __global float* yp = pool + y_off + pos * OC + oc;
-  VSTORE(acc, yp);
-  for (uint l = 0; l < VEC; ++l) yp[l] = clt_act(yp[l]);
+  // The activation lane by lane, then one store (one rounding of a float16 y).
+#if VEC == 1
+  acc = clt_act(acc);
+#else
+  float lanes[VEC];
+  VSTORE(acc, lanes);
+  for (uint l = 0; l < VEC; ++l) lanes[l] = clt_act(lanes[l]);
+  acc = VLOAD(lanes);
+#endif
+  CLT_VST(Y_H, acc, CLT_PTR(Y_H) + y_off + pos * OC + oc);
 }
 
 // dW[kh, kw, oc] = fma over (n, oh, ow) in order of dz * x, positions whose tap is outside x
@@ -57,14 +65,14 @@ __kernel void dw_filter_grad(__global float* pool, uint x_off, uint dz_off, uint
   for (uint n = 0; n < N; ++n)
     for (uint oh = oh0; oh < oh1; ++oh) {
       const uint ih = oh * SH + kh * DH - PT;
-      __global const float* xr = pool + x_off + (n * H + ih) * (W * IC);
-      __global const float* dzr = pool + dz_off + (n * OH + oh) * (OW * OC) + oc;
+      __global const CLT_T(X_H)* xr = CLT_PTR(X_H) + x_off + (n * H + ih) * (W * IC);
+      __global const CLT_T(DY_H)* dzr = CLT_PTR(DY_H) + dz_off + (n * OH + oh) * (OW * OC) + oc;
       for (uint ow = ow0; ow < ow1; ++ow) {
-        __global const float* xp = xr + (ow * SW + kw * DW - PL) * IC;
+        __global const CLT_T(X_H)* xp = xr + (ow * SW + kw * DW - PL) * IC;
 #if VEC == 1
-        acc = clt_fma(dzr[ow * OC], xp[oc / M], acc);
+        acc = clt_fma(CLT_LD(DY_H, dzr, ow * OC), CLT_LD(X_H, xp, oc / M), acc);
 #else
-        acc = clt_fma(VLOAD(dzr + ow * OC), VLOAD(xp + oc), acc);
+        acc = clt_fma(CLT_VLD(DY_H, dzr + ow * OC), CLT_VLD(X_H, xp + oc), acc);
 #endif
       }
     }
@@ -83,11 +91,11 @@ __kernel void dw_filter_grad_taps(__global float* pool, uint x_off, uint dz_off,
   for (uint n = 0; n < N; ++n)
     for (uint oh = 0; oh < OH; ++oh)
       for (uint ow = 0; ow < OW; ++ow) {
-        __global const float* dzp = pool + dz_off + ((n * OH + oh) * OW + ow) * OC + oc;
+        __global const CLT_T(DY_H)* dzp = CLT_PTR(DY_H) + dz_off + ((n * OH + oh) * OW + ow) * OC + oc;
 #if VEC == 1
-        const float dz = *dzp;
+        const float dz = CLT_LD(DY_H, dzp, 0);
 #else
-        const vfloat dz = VLOAD(dzp);
+        const vfloat dz = CLT_VLD(DY_H, dzp);
 #endif
         for (uint kh = 0; kh < KH; ++kh) {
           const int ih = (int)(oh * SH + kh * DH) - PT;
@@ -95,11 +103,11 @@ __kernel void dw_filter_grad_taps(__global float* pool, uint x_off, uint dz_off,
           for (uint kw = 0; kw < KW; ++kw) {
             const int iw = (int)(ow * SW + kw * DW) - PL;
             if (iw < 0 || iw >= W) continue;
-            __global const float* xp = pool + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC;
+            __global const CLT_T(X_H)* xp = CLT_PTR(X_H) + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC;
 #if VEC == 1
-            acc[kh * KW + kw] = clt_fma(dz, xp[oc / M], acc[kh * KW + kw]);
+            acc[kh * KW + kw] = clt_fma(dz, CLT_LD(X_H, xp, oc / M), acc[kh * KW + kw]);
 #else
-            acc[kh * KW + kw] = clt_fma(dz, VLOAD(xp + oc), acc[kh * KW + kw]);
+            acc[kh * KW + kw] = clt_fma(dz, CLT_VLD(X_H, xp + oc), acc[kh * KW + kw]);
 #endif
           }
         }
@@ -125,19 +133,19 @@ __kernel void dw_input_grad(__global float* pool, uint w_off, uint dz_off, uint 
       const int tw = (int)iw + PL - (int)(kw * DW);
       if (tw < 0 || tw % SW != 0 || tw / SW >= OW) continue;
       const uint ow = (uint)(tw / SW);
-      __global const float* g = pool + dz_off + ((n * OH + oh) * OW + ow) * OC + c * M;
+      __global const CLT_T(DY_H)* g = CLT_PTR(DY_H) + dz_off + ((n * OH + oh) * OW + ow) * OC + c * M;
       __global const float* wr = pool + w_off + (kh * KW + kw) * OC + c * M;
 #if VEC == 1
       float t = 0.0f;
-      for (uint j = 0; j < M; ++j) t = clt_fma(g[j], wr[j], t);
+      for (uint j = 0; j < M; ++j) t = clt_fma(CLT_LD(DY_H, g, j), wr[j], t);
 #else
-      const vfloat t = clt_fma(VLOAD(g), VLOAD(wr), (vfloat)(0.0f));  // M = 1: one term
+      const vfloat t = clt_fma(CLT_VLD(DY_H, g), VLOAD(wr), (vfloat)(0.0f));  // M = 1: one term
 #endif
       s = s + t;
     }
   }
 #if XACT
-  s = CLT_XACT_GRAD(VLOAD(pool + x_off + pos * IC + c), s);
+  s = CLT_XACT_GRAD(CLT_VLD(X_H, CLT_PTR(X_H) + x_off + pos * IC + c), s);
 #endif
-  VSTORE(s, pool + dx_off + pos * IC + c);
+  CLT_VST(DX_H, s, CLT_PTR(DX_H) + dx_off + pos * IC + c);
 }

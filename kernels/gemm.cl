@@ -30,6 +30,29 @@
 // KC (k per packed slice), NB_MAX and MB_MAX (the largest block): from the device's local memory
 // (gemm/gemm_native.cc, native_limits).
 #define NR (8 * NV)
+// Storage of A, B and C (common.cl): A_H, B_H, C_H 1 for float16. A half B is widened as it is
+// packed or loaded, a half C rounded once as it is stored.
+#ifndef C_H
+#define C_H 0
+#endif
+#if B_H
+#ifdef CLT_SOFT_HALF
+#define B_LOAD8(v, p) CLT_H2F(convert_uint8(vload8((v), (__global const ushort*)(p))), float8, uint8)
+#else
+#define B_LOAD8 vload_half8
+#endif
+#else
+#define B_LOAD8 vload8
+#endif
+#if C_H
+#ifdef CLT_SOFT_HALF
+#define C_STORE8(x, v, p) vstore8(convert_ushort8(CLT_F2H(as_uint8(x), float8, uint8)), (v), (__global ushort*)(p))
+#else
+#define C_STORE8 vstore_half8_rte
+#endif
+#else
+#define C_STORE8 vstore8
+#endif
 
 #if A_KM
 #define A_AT(i, k) ((k)*lda + (i))
@@ -54,19 +77,20 @@
 // Inside the loops over a block's tiles (r0: the tile's first row in the block):
 // ar[r], A's row r of the tile at k = K0. Rows past M repeat row M - 1: computed, never stored.
 #define ROW_POINTERS(K0)        \
-  const __global float* ar[MR]; \
+  const __global CLT_T(A_H)* ar[MR]; \
   _Pragma("unroll") for (int r = 0; r < MR; ++r) ar[r] = A + A_AT(min(ib + r0 + r, M - 1), (K0));
 // acc += the tile's products over kk < KN, B's row kk of the tile's columns at BPTR + kk BSTRIDE,
 // A's row r at ar[r][kk ASTEP]; UNROLL: a loop pragma or nothing (unrolling by 2 measured faster
-// in place and slower over packed panels, on POCL).
-#define TILE_K_LOOP(BPTR, BSTRIDE, KN, ASTEP, UNROLL)                                         \
-  UNROLL for (int kk = 0; kk < (KN); ++kk) {                                                  \
-    float8 b[NV];                                                                             \
-    _Pragma("unroll") for (int v = 0; v < NV; ++v) b[v] = vload8(v, (BPTR) + kk * (BSTRIDE)); \
-    _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                          \
-      const float8 a = (float8)(ar[r][kk * (ASTEP)]);                                         \
-      _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = fma(a, b[v], acc[r][v]);     \
-    }                                                                                         \
+// in place and slower over packed panels, on POCL); LOAD8: vload8 over packed panels, B_LOAD8 in
+// place.
+#define TILE_K_LOOP(BPTR, BSTRIDE, KN, ASTEP, UNROLL, LOAD8)                                \
+  UNROLL for (int kk = 0; kk < (KN); ++kk) {                                                \
+    float8 b[NV];                                                                           \
+    _Pragma("unroll") for (int v = 0; v < NV; ++v) b[v] = LOAD8(v, (BPTR) + kk * (BSTRIDE)); \
+    _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                        \
+      const float8 a = (float8)(CLT_LD(A_H, ar[r], kk * (ASTEP)));                          \
+      _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = fma(a, b[v], acc[r][v]);   \
+    }                                                                                       \
   }
 // C of the tile whose columns start at block column CS: its columns from FROM (>= CS) to the
 // tile's or the block's end, rows below M. Whole tiles with beta 0 store as vectors.
@@ -75,8 +99,8 @@
     const int i = ib + r0 + r;                                                           \
     if (i < M) {                                                                         \
       if (!C_T && (CS) == (FROM) && (CS) + NR <= nb && beta == 0.0f) {                   \
-        __global float* cr = C + C_AT(i, jb + (CS));                                     \
-        _Pragma("unroll") for (int v = 0; v < NV; ++v) vstore8(alpha* acc[r][v], v, cr); \
+        __global CLT_T(C_H)* cr = C + C_AT(i, jb + (CS));                                \
+        _Pragma("unroll") for (int v = 0; v < NV; ++v) C_STORE8(alpha* acc[r][v], v, cr); \
       } else {                                                                           \
         _Pragma("unroll") for (int v = 0; v < NV; ++v) {                                 \
           float out[8];                                                                  \
@@ -84,8 +108,9 @@
           _Pragma("unroll 1") for (int l = 0; l < 8; ++l) {                              \
             const int j = (CS) + 8 * v + l;                                              \
             if (j >= (FROM) && j < nb) {                                                 \
-              __global float* c = C + C_AT(i, jb + j);                                   \
-              *c = beta == 0.0f ? alpha * out[l] : alpha * out[l] + beta * *c;           \
+              __global CLT_T(C_H)* c = C + C_AT(i, jb + j);                              \
+              CLT_ST(C_H, c, 0,                                                          \
+                     beta == 0.0f ? alpha * out[l] : alpha * out[l] + beta * CLT_LD(C_H, c, 0)); \
             }                                                                            \
           }                                                                              \
         }                                                                                \
@@ -99,9 +124,9 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
                                                                   float beta) {
   __local float packed[KC * NB_MAX];
   __local float8 partial[MB_MAX * NB_MAX / 8];  // the chains between slices, [r][c / 8]
-  const __global float* A = pool + a_off;
-  const __global float* B = pool + b_off;
-  __global float* C = pool + c_off;
+  const __global CLT_T(A_H)* A = CLT_PTR(A_H) + a_off;
+  const __global CLT_T(B_H)* B = CLT_PTR(B_H) + b_off;
+  __global CLT_T(C_H)* C = CLT_PTR(C_H) + c_off;
   const int jb = get_group_id(0) * nb_max, ib = get_group_id(1) * mb;
   const int nb = min(nb_max, N - jb);  // columns of this block
   const int nb_up = (nb + NR - 1) / NR * NR;
@@ -112,13 +137,13 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
     // stores only the columns that one did not.
     for (int c0 = 0; c0 < nb; c0 += NR) {
       const int cs = min(c0, nb - NR);
-      const __global float* bg = B + B_AT(0, jb + cs);
+      const __global CLT_T(B_H)* bg = B + B_AT(0, jb + cs);
       for (int r0 = 0; r0 < mb && ib + r0 < M; r0 += MR) {
         ROW_POINTERS(0)
         float8 acc[MR][NV];
         _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] =
             (float8)(0.0f);
-        TILE_K_LOOP(bg, ldb, K, A_STEP, _Pragma("unroll 2"))
+        TILE_K_LOOP(bg, ldb, K, A_STEP, _Pragma("unroll 2"), B_LOAD8)
         STORE_TILE(cs, c0)
       }
     }
@@ -130,16 +155,16 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
 #if B_NK
     for (int jj = 0; jj < nb_up; ++jj) {
       if (jj < nb) {
-        const __global float* src = B + B_AT(k0, jb + jj);
-        for (int kk = 0; kk < kc; ++kk) packed[PACKED(kk, jj)] = src[kk];
+        const __global CLT_T(B_H)* src = B + B_AT(k0, jb + jj);
+        for (int kk = 0; kk < kc; ++kk) packed[PACKED(kk, jj)] = CLT_LD(B_H, src, kk);
       } else {
         for (int kk = 0; kk < kc; ++kk) packed[PACKED(kk, jj)] = 0.0f;
       }
     }
 #else
     for (int kk = 0; kk < kc; ++kk) {
-      const __global float* src = B + B_AT(k0 + kk, jb);
-      for (int jj = 0; jj < nb_up; ++jj) packed[PACKED(kk, jj)] = jj < nb ? src[jj] : 0.0f;
+      const __global CLT_T(B_H)* src = B + B_AT(k0 + kk, jb);
+      for (int jj = 0; jj < nb_up; ++jj) packed[PACKED(kk, jj)] = jj < nb ? CLT_LD(B_H, src, jj) : 0.0f;
     }
 #endif
     const bool first = k0 == 0, last = k0 + KC >= K;
@@ -150,7 +175,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
         float8 acc[MR][NV];
         _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] =
             first ? (float8)(0.0f) : partial[(r0 + r) * (NB_MAX / 8) + c0 / 8 + v];
-        TILE_K_LOOP(bq, NR, kc, A_STEP, )
+        TILE_K_LOOP(bq, NR, kc, A_STEP, , vload8)
         if (!last) {
           _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v)
               partial[(r0 + r) * (NB_MAX / 8) + c0 / 8 + v] = acc[r][v];

@@ -5,7 +5,8 @@
 // XCOUNT, YCOUNT (elements); RCOUNT, the number of elements averaged, as a float.
 //
 // Numerics (cltrain_backend.h): y = (s = 0; s = s + x in increasing flat index of x) / count;
-// dx = dy / count. One work-item per element of y (forward) or of dx (backward).
+// dx = dy / count. One work-item per element of y (forward) or of dx (backward). Storage
+// (common.cl): X_H, Y_H forward; DY_H, DX_H backward.
 
 // A reduced dim is one along which y does not move.
 #define MEAN_RED(k) (YS##k != 0 ? 1u : (uint)(X##k))
@@ -28,7 +29,7 @@ __kernel void mean_forward(__global float* pool, uint x_off, uint y_off) {
   MEAN_KEPT(1);
   MEAN_KEPT(0);
 #undef MEAN_KEPT
-  __global const float* x = pool + x_off + xi;
+  __global const CLT_T(X_H)* x = CLT_PTR(X_H) + x_off + xi;
   float s = 0.0f;
   // Outermost reduced dim first: increasing flat index of x.
   for (uint r0 = 0; r0 < MEAN_RED(0); ++r0)
@@ -37,8 +38,8 @@ __kernel void mean_forward(__global float* pool, uint x_off, uint y_off) {
         for (uint r3 = 0; r3 < MEAN_RED(3); ++r3)
           for (uint r4 = 0; r4 < MEAN_RED(4); ++r4)
             for (uint r5 = 0; r5 < MEAN_RED(5); ++r5)
-              s = s + x[r0 * XS0 + r1 * XS1 + r2 * XS2 + r3 * XS3 + r4 * XS4 + r5 * XS5];
-  pool[y_off + o] = s / RCOUNT;
+              s = s + CLT_LD(X_H, x, r0 * XS0 + r1 * XS1 + r2 * XS2 + r3 * XS3 + r4 * XS4 + r5 * XS5);
+  CLT_ST(Y_H, CLT_PTR(Y_H) + y_off, o, s / RCOUNT);
 }
 
 __kernel void mean_backward(__global float* pool, uint dy_off, uint dx_off) {
@@ -58,5 +59,5 @@ __kernel void mean_backward(__global float* pool, uint dy_off, uint dx_off) {
   MEAN_COORD(1);
   MEAN_COORD(0);
 #undef MEAN_COORD
-  pool[dx_off + i] = pool[dy_off + o] / RCOUNT;
+  CLT_ST(DX_H, CLT_PTR(DX_H) + dx_off, i, CLT_LD(DY_H, CLT_PTR(DY_H) + dy_off, o) / RCOUNT);
 }

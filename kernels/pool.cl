@@ -8,6 +8,7 @@
 // average = (s = 0; s = s + x over the window's inside positions) / count. Backward gathers, one
 // work-item per element of dx: dx = s = 0; s = s + (dy, max: where this element is the window's
 // first maximum; average: dy / count) over the windows (oh, ow) that take it, in increasing order.
+// Storage (common.cl): X_H for x, Y_H for y, DY_H for dy, DX_H for dx.
 
 // The clipped window of output (oh, ow): rows [*h0, *h1), columns [*w0, *w1).
 void pool_window(const int oh, const int ow, int* h0, int* h1, int* w0, int* w1) {
@@ -42,7 +43,7 @@ void pool_dx_element(const uint i, int* n, int* ih, int* iw, int* c, int* oh0, i
 // that set m wins), leaving as soon as it is known. Window order is increasing h * W + w. Before
 // self: m is the running maximum; self can only win if xs > m, and once that fails it fails for
 // good (m never decreases, and a NaN m stays NaN). After self: any v > xs takes over.
-bool max_pool_takes(__global const float* x, const int oh, const int ow, const int self, const float xs) {
+bool max_pool_takes(__global const CLT_T(X_H) * x, const int oh, const int ow, const int self, const float xs) {
   int h0, h1, w0, w1;
   pool_window(oh, ow, &h0, &h1, &w0, &w1);
   float m = 0.0f;
@@ -50,7 +51,7 @@ bool max_pool_takes(__global const float* x, const int oh, const int ow, const i
   for (int h = h0; h < h1; ++h)
     for (int w = w0; w < w1; ++w) {
       const int at = h * W + w;
-      const float v = x[at * C];
+      const float v = CLT_LD(X_H, x, at * C);
       if (at < self) {
         m = first || v > m ? v : m;
         first = false;
@@ -67,19 +68,19 @@ __kernel void max_pool_forward(__global float* pool, uint x_off, uint y_off, uin
   const uint i = get_global_id(0);
   if (i >= N * OH * OW * C) return;
   const int c = i % C, ow = (i / C) % OW, oh = (i / (C * OW)) % OH, n = i / (C * OW * OH);
-  __global const float* x = pool + x_off + (uint)n * (H * W * C) + c;
+  __global const CLT_T(X_H)* x = CLT_PTR(X_H) + x_off + (uint)n * (H * W * C) + c;
   int h0, h1, w0, w1;
   pool_window(oh, ow, &h0, &h1, &w0, &w1);
-  float m = x[(h0 * W + w0) * C];
+  float m = CLT_LD(X_H, x, (h0 * W + w0) * C);
   int arg = (h0 - (oh * SH - PT)) * FW + (w0 - (ow * SW - PL));
   for (int h = h0; h < h1; ++h)
     for (int w = w0; w < w1; ++w) {
-      const float v = x[(h * W + w) * C];
+      const float v = CLT_LD(X_H, x, (h * W + w) * C);
       const bool take = v > m;
       m = take ? v : m;
       arg = take ? (h - (oh * SH - PT)) * FW + (w - (ow * SW - PL)) : arg;
     }
-  pool[y_off + i] = m;
+  CLT_ST(Y_H, CLT_PTR(Y_H) + y_off, i, m);
 #if ARGMAX
   ((__global uchar*)(pool + argmax_off))[i] = (uchar)arg;
 #endif
@@ -88,9 +89,9 @@ __kernel void max_pool_forward(__global float* pool, uint x_off, uint y_off, uin
 // dy of a window, with the derivative of the producer's activation (ACT, from the window's
 // output y, which is the input at its maximum) when ACT != 0.
 #if ACT
-#define POOL_GRAD(k) clt_act_grad(yv[k], dy[k])
+#define POOL_GRAD(k) clt_act_grad(CLT_LD(Y_H, yv, k), CLT_LD(DY_H, dy, k))
 #else
-#define POOL_GRAD(k) dy[k]
+#define POOL_GRAD(k) CLT_LD(DY_H, dy, k)
 #endif
 
 // From argmax: dx = s = 0; s = s + dy over the windows (oh, ow) in increasing order whose
@@ -102,8 +103,8 @@ __kernel void max_pool_backward_argmax(__global float* pool, uint argmax_off, ui
   pool_dx_element(i, &n, &ih, &iw, &c, &oh0, &oh1, &ow0, &ow1);
   const uint base = (uint)n * (OH * OW * C) + c;
   __global const uchar* am = (__global const uchar*)(pool + argmax_off) + base;
-  __global const float* dy = pool + dy_off + base;
-  __global const float* yv = pool + y_off + base;
+  __global const CLT_T(DY_H)* dy = CLT_PTR(DY_H) + dy_off + base;
+  __global const CLT_T(Y_H)* yv = CLT_PTR(Y_H) + y_off + base;
   float s = 0.0f;
   for (int oh = oh0; oh < oh1; ++oh)
     for (int ow = ow0; ow < ow1; ++ow) {
@@ -111,7 +112,7 @@ __kernel void max_pool_backward_argmax(__global float* pool, uint argmax_off, ui
       const int here = (ih - (oh * SH - PT)) * FW + (iw - (ow * SW - PL));
       if (am[k] == here) s = s + POOL_GRAD(k);
     }
-  pool[dx_off + i] = s;
+  CLT_ST(DX_H, CLT_PTR(DX_H) + dx_off, i, s);
 }
 
 // From argmax, where windows do not overlap (stride >= filter): one work-item per window writes
@@ -124,17 +125,17 @@ __kernel void max_pool_backward_scatter(__global float* pool, uint argmax_off, u
   const int c = i % C, ow = (i / C) % OW, oh = (i / (C * OW)) % OH, n = i / (C * OW * OH);
   const int k = (int)i;
   __global const uchar* am = (__global const uchar*)(pool + argmax_off);
-  __global const float* dy = pool + dy_off;
-  __global const float* yv = pool + y_off;
+  __global const CLT_T(DY_H)* dy = CLT_PTR(DY_H) + dy_off;
+  __global const CLT_T(Y_H)* yv = CLT_PTR(Y_H) + y_off;
   const float g = 0.0f + POOL_GRAD(k);
   const int arg = am[k];
   int h0, h1, w0, w1;
   pool_window(oh, ow, &h0, &h1, &w0, &w1);
-  __global float* dx = pool + dx_off + (uint)n * (H * W * C) + c;
+  __global CLT_T(DX_H)* dx = CLT_PTR(DX_H) + dx_off + (uint)n * (H * W * C) + c;
   for (int h = h0; h < h1; ++h)
     for (int w = w0; w < w1; ++w) {
       const int here = (h - (oh * SH - PT)) * FW + (w - (ow * SW - PL));
-      dx[(h * W + w) * C] = here == arg ? g : 0.0f;
+      CLT_ST(DX_H, dx, (h * W + w) * C, here == arg ? g : 0.0f);
     }
 }
 
@@ -143,29 +144,29 @@ __kernel void max_pool_backward(__global float* pool, uint x_off, uint dy_off, u
   if (i >= N * H * W * C) return;
   int n, ih, iw, c, oh0, oh1, ow0, ow1;
   pool_dx_element(i, &n, &ih, &iw, &c, &oh0, &oh1, &ow0, &ow1);
-  __global const float* x = pool + x_off + (uint)n * (H * W * C) + c;
-  __global const float* dy = pool + dy_off + (uint)n * (OH * OW * C) + c;
+  __global const CLT_T(X_H)* x = CLT_PTR(X_H) + x_off + (uint)n * (H * W * C) + c;
+  __global const CLT_T(DY_H)* dy = CLT_PTR(DY_H) + dy_off + (uint)n * (OH * OW * C) + c;
   const int self = ih * W + iw;
-  const float xs = x[self * C];
-  __global const float* yv = pool + y_off + (uint)n * (OH * OW * C) + c;
+  const float xs = CLT_LD(X_H, x, self * C);
+  __global const CLT_T(Y_H)* yv = CLT_PTR(Y_H) + y_off + (uint)n * (OH * OW * C) + c;
   float s = 0.0f;
   for (int oh = oh0; oh < oh1; ++oh)
     for (int ow = ow0; ow < ow1; ++ow)
       if (max_pool_takes(x, oh, ow, self, xs)) s = s + POOL_GRAD((oh * OW + ow) * C);
-  pool[dx_off + i] = s;
+  CLT_ST(DX_H, CLT_PTR(DX_H) + dx_off, i, s);
 }
 
 __kernel void avg_pool_forward(__global float* pool, uint x_off, uint y_off) {
   const uint i = get_global_id(0);
   if (i >= N * OH * OW * C) return;
   const int c = i % C, ow = (i / C) % OW, oh = (i / (C * OW)) % OH, n = i / (C * OW * OH);
-  __global const float* x = pool + x_off + (uint)n * (H * W * C) + c;
+  __global const CLT_T(X_H)* x = CLT_PTR(X_H) + x_off + (uint)n * (H * W * C) + c;
   int h0, h1, w0, w1;
   pool_window(oh, ow, &h0, &h1, &w0, &w1);
   float s = 0.0f;
   for (int h = h0; h < h1; ++h)
-    for (int w = w0; w < w1; ++w) s = s + x[(h * W + w) * C];
-  pool[y_off + i] = s / (float)((h1 - h0) * (w1 - w0));
+    for (int w = w0; w < w1; ++w) s = s + CLT_LD(X_H, x, (h * W + w) * C);
+  CLT_ST(Y_H, CLT_PTR(Y_H) + y_off, i, s / (float)((h1 - h0) * (w1 - w0)));
 }
 
 __kernel void avg_pool_backward(__global float* pool, uint dy_off, uint dx_off) {
@@ -173,13 +174,13 @@ __kernel void avg_pool_backward(__global float* pool, uint dy_off, uint dx_off) 
   if (i >= N * H * W * C) return;
   int n, ih, iw, c, oh0, oh1, ow0, ow1;
   pool_dx_element(i, &n, &ih, &iw, &c, &oh0, &oh1, &ow0, &ow1);
-  __global const float* dy = pool + dy_off + (uint)n * (OH * OW * C) + c;
+  __global const CLT_T(DY_H)* dy = CLT_PTR(DY_H) + dy_off + (uint)n * (OH * OW * C) + c;
   float s = 0.0f;
   for (int oh = oh0; oh < oh1; ++oh)
     for (int ow = ow0; ow < ow1; ++ow) {
       int h0, h1, w0, w1;
       pool_window(oh, ow, &h0, &h1, &w0, &w1);
-      s = s + dy[(oh * OW + ow) * C] / (float)((h1 - h0) * (w1 - w0));
+      s = s + CLT_LD(DY_H, dy, (oh * OW + ow) * C) / (float)((h1 - h0) * (w1 - w0));
     }
-  pool[dx_off + i] = s;
+  CLT_ST(DX_H, CLT_PTR(DX_H) + dx_off, i, s);
 }

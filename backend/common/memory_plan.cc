@@ -56,7 +56,9 @@ uint64_t tensor_elements(const cltrain_tensor_desc& t) {
   return n;
 }
 
-uint64_t tensor_bytes(const cltrain_tensor_desc& t) { return tensor_elements(t) * (t.dtype == CLTRAIN_UINT8 ? 1 : 4); }
+uint64_t tensor_bytes(const cltrain_tensor_desc& t) {
+  return tensor_elements(t) * (t.dtype == CLTRAIN_UINT8 ? 1 : t.dtype == CLTRAIN_FLOAT16 ? 2 : 4);
+}
 
 std::string link_aliases(std::vector<PlanItem>& items, const cltrain_tensor_desc* tensors, size_t num_tensors) {
   std::map<int32_t, size_t> index;

@@ -18,6 +18,7 @@
 #include "abi_structs.h"
 #include "cltrain/cltrain_backend.h"
 #include "cpu_op.h"
+#include "half.h"
 #include "memory_plan.h"
 
 namespace cltrain {
@@ -40,12 +41,8 @@ const int kOpKinds[CLTRAIN_OP_COUNT] = {
 };
 
 const char* phase_name(int32_t phase) {
-  switch (phase) {
-    case CLTRAIN_PHASE_FORWARD: return "forward";
-    case CLTRAIN_PHASE_BACKWARD: return "backward";
-    case CLTRAIN_PHASE_UPDATE: return "update";
-    default: return "?";
-  }
+  const char* const names[] = {"forward", "backward", "update"};
+  return phase >= CLTRAIN_PHASE_FORWARD && phase <= CLTRAIN_PHASE_UPDATE ? names[phase] : "?";
 }
 
 struct FreeDeleter {
@@ -57,6 +54,7 @@ struct CpuBackend {
   bool prepared = false;
   std::vector<std::string> names;            // owned copies of the tensor names
   std::vector<cltrain_tensor_desc> tensors;  // the host's table, names pointing into `names`
+  std::vector<uint8_t> half;                 // per tensor: float16 storage, kept as floats (half.h)
   std::vector<int64_t> offsets;              // byte offset in the pool, -1 where not planned
   std::vector<cltrain_step_desc> steps;
   std::vector<uint8_t> assigned;
@@ -156,7 +154,7 @@ std::string check_tensor(const cltrain_tensor_desc& t, int32_t id, int32_t last_
     m << "rank " << t.rank << " is outside [0, " << CLTRAIN_MAX_RANK << "]";
   } else if (std::any_of(t.dims, t.dims + t.rank, [](int32_t d) { return d < 0; })) {
     m << "has a negative dimension";
-  } else if (t.dtype != CLTRAIN_FLOAT32 && t.dtype != CLTRAIN_INT32 && t.dtype != CLTRAIN_UINT8) {
+  } else if (t.dtype < CLTRAIN_FLOAT32 || t.dtype > CLTRAIN_FLOAT16) {
     m << "dtype " << t.dtype << " is unknown";
   } else if (t.role < 0 || t.role >= CLTRAIN_ROLE_COUNT) {
     m << "role " << t.role << " is unknown";
@@ -179,10 +177,12 @@ cltrain_status prepare(CpuBackend* b, const cltrain_graph_desc* graph, cltrain_m
   const std::vector<cltrain_tensor_desc>& host = g.tensors;
   b->names.resize(host.size());
   b->tensors = host;
+  b->half.assign(host.size(), 0);
   for (size_t i = 0; i < b->tensors.size(); ++i) {
     b->names[i] = b->tensors[i].name ? b->tensors[i].name : "";
     b->tensors[i].name = b->names[i].c_str();
     b->tensors[i].data = nullptr;
+    if ((b->half[i] = b->tensors[i].dtype == CLTRAIN_FLOAT16)) b->tensors[i].dtype = CLTRAIN_FLOAT32;
   }
   b->steps = g.steps;
   b->assigned = g.assigned;
@@ -196,7 +196,7 @@ cltrain_status prepare(CpuBackend* b, const cltrain_graph_desc* graph, cltrain_m
     if (std::string e = check_tensor(t, id, last_step); !e.empty()) return fail(b, CLTRAIN_INVALID, "prepare: " + e);
     PlanItem it;
     it.id = id;
-    it.bytes = tensor_bytes(t);
+    it.bytes = tensor_bytes(b->tensors[static_cast<size_t>(id)]);
     it.role = t.role;
     // What must survive from one iteration to the next may share its bytes with nothing.
     const bool keep = t.persistent != 0 || t.data != nullptr;
@@ -227,7 +227,7 @@ cltrain_status prepare(CpuBackend* b, const cltrain_graph_desc* graph, cltrain_m
     }
   }
 
-  if (std::string e = link_aliases(items, host.data(), host.size()); !e.empty())
+  if (std::string e = link_aliases(items, b->tensors.data(), b->tensors.size()); !e.empty())
     return fail(b, CLTRAIN_INVALID, "prepare: " + e);
   MemoryPlan plan = plan_memory(items, kPoolAlignment);
   if (std::string e = check_plan(items, plan, kPoolAlignment); !e.empty())
@@ -281,6 +281,7 @@ cltrain_status run(CpuBackend* b, const int32_t* steps, int32_t num_steps, const
       return fail(
           b, CLTRAIN_ERROR,
           "step " + std::to_string(s) + " (" + cltrain_op_name(step.op) + " " + phase_name(step.phase) + "): " + e);
+    round_half_outputs(b->views[s], b->half);
     ++b->steps_run;
     if (b->profiling) {
       if (b->step_times.size() < b->steps.size()) b->step_times.resize(b->steps.size());

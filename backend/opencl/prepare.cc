@@ -23,9 +23,13 @@ std::string why_unsupported(const Backend* b, const StepView& s) {
     const int32_t id = i < s.step.num_inputs ? s.step.inputs[i] : s.step.outputs[i - s.step.num_inputs];
     if (id < -1) return "refers to tensor " + std::to_string(id);
     const bool output = i >= s.step.num_inputs;
-    if (id >= 0 && s.tensor(id).dtype != cltrain_slot_dtype(&s.step, output, output ? i - s.step.num_inputs : i))
-      return "tensor " + std::to_string(id) + " is not " +
-             (s.tensor(id).dtype == CLTRAIN_FLOAT32 ? "uint8" : "float32");
+    if (id < 0) continue;
+    const int32_t want = cltrain_slot_dtype(&s.step, output, output ? i - s.step.num_inputs : i);
+    const int32_t dtype = s.tensor(id).dtype;
+    if (dtype == CLTRAIN_FLOAT16 && want == CLTRAIN_FLOAT32 && !family->half_storage)
+      return "tensor " + std::to_string(id) + " is float16, which the op's kernels do not store";
+    if (dtype != want && !(dtype == CLTRAIN_FLOAT16 && want == CLTRAIN_FLOAT32))
+      return "tensor " + std::to_string(id) + " is not " + (want == CLTRAIN_FLOAT32 ? "float32" : "uint8");
   }
   return family->check(s);
 }

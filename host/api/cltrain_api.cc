@@ -148,6 +148,7 @@ cltrain_settings current_settings(cltrain_session& s, const Engine& e) {
   c.device = st.device;
   c.add_missing_biases = st.add_missing_biases ? 1 : 0;
   c.memory_budget = st.memory_budget;
+  c.storage = st.half_storage ? 1 : 0;
   s.backends = join_commas(st.backends);
   c.backends = s.backends.c_str();
   s.cache_dir = st.cache_dir ? *st.cache_dir : std::string();
@@ -237,6 +238,9 @@ cltrain_status cltrain_set_settings(cltrain_session* s, const cltrain_settings* 
     st.device = given.device;
     st.add_missing_biases = given.add_missing_biases != 0;
     st.memory_budget = given.memory_budget;
+    if (given.storage != 0 && given.storage != 1)
+      throw std::invalid_argument("storage is " + std::to_string(given.storage) + "; it takes 0 (float32) or 1 (fp16)");
+    st.half_storage = given.storage == 1;
     if (given.backends) st.backends = split_commas(given.backends);
     st.cache_dir = given.cache_dir ? std::optional<std::string>(given.cache_dir) : std::nullopt;
     const std::string train_config = given.train_config ? given.train_config : "";

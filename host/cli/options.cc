@@ -120,6 +120,8 @@ const char* train_usage() {
          "                            DepthwiseConv2D without one (converters drop zero biases)\n"
          "  --memory_budget BYTES     the device memory the plan may take (K, M, G suffixes: 1024s); forward\n"
          "                            steps are recomputed during backward to fit, with the same results\n"
+         "  --storage fp16|float32    fp16: activations and back-prop tensors stored as float16 (half the\n"
+         "                            bytes; float32 arithmetic, weights and optimizer state)\n"
          "  --no-shuffle              train on the samples in their order (default: reshuffled each epoch)\n"
          "other commands:\n"
          "  cltrain devices                           list OpenCL platforms and devices\n"
@@ -217,6 +219,10 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       o.progress = false;
     } else if (a == "--memory_budget") {
       o.memory_budget = to_bytes(a, next());
+    } else if (a == "--storage") {
+      const std::string v = next();
+      if (v != "fp16" && v != "float32") throw UsageError("--storage takes fp16 or float32, not '" + v + "'");
+      o.half_storage = v == "fp16";
     } else if (a == "--add_missing_biases") {
       o.add_missing_biases = true;
     } else if (a == "--no-shuffle") {

@@ -43,6 +43,7 @@ struct Options {
   bool shuffle = true;
   bool add_missing_biases = false;
   uint64_t memory_budget = 0;
+  bool half_storage = false;  // --storage fp16
   // cltrain bench
   int32_t steps = 10;
   int32_t warmup = 1;

@@ -27,6 +27,7 @@ struct PlannedTensor {
   int64_t offset;
   int32_t first, last;
   std::string shares;  // the tensor whose bytes it shares (in place), or empty
+  bool half = false;   // stored as float16 (--storage fp16)
 };
 
 std::vector<PlannedTensor> planned_tensors(Session& s) {
@@ -41,7 +42,8 @@ std::vector<PlannedTensor> planned_tensors(Session& s) {
       if (d.first_step < 0) continue;
       out.push_back({s.backend_name(b), d.name, d.role, tensor_bytes(d), offsets.empty() ? -1 : offsets[t],
                      d.first_step, d.last_step,
-                     d.alias > 0 ? per_backend[b][static_cast<size_t>(d.alias - 1)].name : ""});
+                     d.alias > 0 ? per_backend[b][static_cast<size_t>(d.alias - 1)].name : "",
+                     d.dtype == CLTRAIN_FLOAT16});
     }
     std::map<int32_t, int> per_step;  // the backend's kernel scratch, named by step
     for (const cltrain_private_tensor& p : s.plan_private(b))
@@ -83,6 +85,7 @@ void write_json(const PreparedSession& p, const std::vector<PlannedTensor>& tens
                             {"first_step", t.first},
                             {"last_step", t.last}});
     if (!t.shares.empty()) j["tensors"].back()["shares"] = t.shares;
+    if (t.half) j["tensors"].back()["storage"] = "float16";
   }
   j["memory"] = memory_json(*p.api);
   const BudgetOutcome& b = s.budget();

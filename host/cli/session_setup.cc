@@ -39,6 +39,7 @@ void apply_options(const Options& o, cltrain_settings& c, const std::string& bac
   c.device = o.device;
   if (o.add_missing_biases) c.add_missing_biases = 1;
   c.memory_budget = o.memory_budget;
+  c.storage = o.half_storage ? 1 : 0;
   c.cache_dir = o.cache_dir ? o.cache_dir->c_str() : nullptr;
 }
 

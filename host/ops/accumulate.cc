@@ -5,6 +5,7 @@ namespace cltrain {
 
 const OpDescriptor kOpDesc_ACCUMULATE = [] {
   OpDescriptor d = descriptor_of(CLTRAIN_OP_ACCUMULATE);
+  d.half_storage = true;
   d.flops = [](const StepTensors& s) { return s.elements(s.in(0)); };
   return d;
 }();

@@ -67,6 +67,7 @@ uint64_t flops(const StepTensors& s, uint64_t da_cost, uint64_t db_cost) {
 
 OpDescriptor binary(int32_t op, fb::BuiltinOptions options) {
   OpDescriptor d = descriptor_of(op);
+  d.half_storage = true;
   d.min_inputs = d.max_inputs = d.optional_from = 2;
   d.fused_activation = FusedActivation::kAny;
   d.broadcasts = true;

@@ -38,6 +38,7 @@ const OpDescriptor kOpDesc_DEPTHWISE_CONV_2D = [] {
   d.check = check;
   d.backward = backward;
   d.in_place = convolution_in_place;
+  d.half_storage = true;
   d.flops = flops;
   return d;
 }();

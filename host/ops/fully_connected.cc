@@ -70,6 +70,7 @@ const OpDescriptor kOpDesc_FULLY_CONNECTED = [] {
   d.min_inputs = 2, d.max_inputs = 3, d.optional_from = 2;  // x, W, optional bias
   d.bias_slot = 2;
   d.half_weight_ranks = true;
+  d.half_storage = true;
   d.fused_activation = FusedActivation::kAny;
   d.options = fb::BuiltinOptions::FullyConnectedOptions;
   d.read_options = read_options;

@@ -54,6 +54,7 @@ const OpDescriptor kOpDesc_MEAN = [] {
   OpDescriptor d = descriptor_of(CLTRAIN_OP_MEAN);
   d.min_inputs = d.max_inputs = d.optional_from = 2;  // x, axes
   d.constant = {1, "axes", false};
+  d.half_storage = true;
   d.options = fb::BuiltinOptions::ReducerOptions;
   d.read_options = read_options;
   d.write_options = write_options;

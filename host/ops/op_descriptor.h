@@ -67,6 +67,10 @@ struct OpDescriptor {
   // operand of lower rank (a scalar, a per-channel vector) leading 1s, as numpy aligns it.
   bool broadcasts = false;
   FusedActivation fused_activation = FusedActivation::kNone;
+  // Every backend's kernels take float16 storage (CLTRAIN_FLOAT16) for the op's activation and
+  // back-prop tensors, rounding each output element once (cltrain_backend.h, Numerics): the host
+  // stores a tensor as float16 under --storage fp16 only where all its steps' ops say so.
+  bool half_storage = false;
 
   // Options: the union type its operators carry (NONE: none), whether it must be there, how the
   // loader reads it into params and how the writer writes params back.

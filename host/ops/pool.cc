@@ -60,6 +60,7 @@ OpDescriptor pool_descriptor(int32_t op) {
   d.read_options = read_options;
   d.write_options = write_options;
   d.check = check_pool;
+  d.half_storage = true;
   return d;
 }
 

@@ -94,6 +94,7 @@ const OpDescriptor kOpDesc_RESHAPE = [] {
   d.check = check;
   d.backward = backward;
   d.in_place = in_place;
+  d.half_storage = true;
   return d;
 }();
 

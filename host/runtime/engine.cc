@@ -197,6 +197,7 @@ void Engine::prepare() {
       warnings_.push_back(why + "; continuing without it");
   }
   auto session = std::make_unique<Session>(std::move(graph), std::move(backends));
+  session->set_half_storage(settings_.half_storage);
   session->prepare(settings_.memory_budget);
   session_ = std::move(session);
   input_.assign(static_cast<size_t>(batch()) * input_size(), 0.0f);

@@ -37,6 +37,9 @@ struct Settings {
   // Bytes the backends' memory pools may take together, 0: no limit: forward steps are
   // recomputed during backward where that is what it takes (Session::prepare).
   uint64_t memory_budget = 0;
+  // Activations and back-prop tensors stored as float16 where every op touching one allows it
+  // (--storage fp16; float32 arithmetic, weights and optimizer state).
+  bool half_storage = false;
   std::vector<std::string> backends = {"opencl"};  // in order of preference; the CPU is always last
   int32_t device = -1;                             // OpenCL device index, -1: the default
   // Where backends keep saved plans and kernel binaries; "": none; nullopt: $CLTRAIN_CACHE_DIR,

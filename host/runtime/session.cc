@@ -145,6 +145,34 @@ void Session::compute_lifetimes() {
     }
 }
 
+void Session::choose_storage() {
+  if (!half_storage_) return;
+  // Per tensor: whether every step that touches it allows float16 storage.
+  std::vector<uint8_t> ok(graph_.tensors.size(), 1);
+  for (const cltrain_step_desc& st : graph_.steps) {
+    const OpDescriptor* d = find_op(st.op);
+    const bool allows = d && d->half_storage && st.params.activation != CLTRAIN_ACT_TANH &&
+                        st.params.dx_activation != CLTRAIN_ACT_TANH;
+    for (int32_t i = 0; i < st.num_inputs + st.num_outputs; ++i) {
+      const int32_t t = i < st.num_inputs ? st.inputs[i] : st.outputs[i - st.num_inputs];
+      if (t >= 0 && !allows) ok[static_cast<size_t>(t)] = 0;
+    }
+  }
+  for (int32_t t : {graph_.input, graph_.expected, graph_.prediction, graph_.loss})  // the host's
+    if (t >= 0) ok[static_cast<size_t>(t)] = 0;
+  for (size_t t = 0; t < graph_.tensors.size(); ++t) {
+    const cltrain_tensor_desc& g = graph_.tensors[t];
+    const bool role = g.role == CLTRAIN_ROLE_NON_CONST || g.role == CLTRAIN_ROLE_BACK_PROP ||
+                      g.role == CLTRAIN_ROLE_DISPOSABLE;
+    size_t users = 0, user = 0;
+    for (size_t b = 0; b < tensors_.size(); ++b)
+      if (tensors_[b][t].first_step >= 0) ++users, user = b;
+    // One backend alone: a copy between backends moves the bytes as they are.
+    if (ok[t] && role && !g.persistent && !g.data && g.dtype == CLTRAIN_FLOAT32 && users == 1)
+      tensors_[user][t].dtype = CLTRAIN_FLOAT16;
+  }
+}
+
 namespace {
 
 // The output of a step that may share the bytes of an input, as its descriptor says.
@@ -193,6 +221,7 @@ uint64_t Session::pool_limit(size_t b) const {
 uint64_t Session::dry_plan(std::vector<uint64_t>* scratch) {
   place();
   compute_lifetimes();
+  choose_storage();
   choose_aliases();
   uint64_t total = 0;
   if (scratch) scratch->assign(graph_.steps.size(), 0);
@@ -257,6 +286,7 @@ void Session::prepare(uint64_t memory_budget) {
   if (memory_budget > 0) fit_budget(memory_budget);
   place();
   compute_lifetimes();
+  choose_storage();
   choose_aliases();
   memory_.clear();
   for (size_t b = 0; b < backends_.size(); ++b) {

@@ -42,6 +42,9 @@ class Session {
   // forward steps to recompute (recompute.h) until the backends' plans fit; MemoryBudgetError when
   // no choice fits.
   void prepare(uint64_t memory_budget = 0);
+  // Before prepare: store activations and back-prop tensors as float16 where every step that
+  // touches one allows it (OpDescriptor::half_storage; cltrain_backend.h, CLTRAIN_FLOAT16).
+  void set_half_storage(bool on) { half_storage_ = on; }
   const BudgetOutcome& budget() const { return budget_; }
 
   // One training iteration on a batch (inputs and expected outputs, batch-major floats).
@@ -90,6 +93,8 @@ class Session {
   uint64_t pool_limit(size_t b) const;
   void fit_budget(uint64_t budget);
   void compute_lifetimes();
+  // With half storage, marks the backends' tensors that are stored as float16.
+  void choose_storage();
   // Which outputs share the bytes of an input (cltrain_tensor_desc.alias), per backend.
   void choose_aliases();
   float run_range(int32_t end, const float* input, const float* expected, const cltrain_run_args& args,
@@ -112,6 +117,7 @@ class Session {
   std::vector<uint32_t> valid_;                            // per tensor, bitmask of backends holding it
   std::vector<BackendMemory> memory_;
   BudgetOutcome budget_;
+  bool half_storage_ = false;
   std::vector<uint64_t> planned_pools_;  // per backend, its pool in the last dry_plan
   std::vector<float> staging_;
   std::vector<int32_t> pending_;

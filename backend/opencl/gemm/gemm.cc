@@ -79,13 +79,15 @@ Gemm GemmEngine::cheapest_form(const Gemm& g) const {
   return clblast_temp_bytes(t) < clblast_temp_bytes(g) ? t : g;
 }
 
-uint64_t GemmEngine::temp_bytes(const Gemm& g) const { return native_ ? 0 : clblast_temp_bytes(cheapest_form(g)); }
+uint64_t GemmEngine::temp_bytes(const Gemm& g) const {
+  return native_ || g.a_half || g.b_half || g.c_half ? 0 : clblast_temp_bytes(cheapest_form(g));
+}
 
 // Which operands CLBlast copies shows in its scratch size: forcing an operand into the scratch
 // (an offset that is not 0) makes the scratch larger only if that operand was not there already.
 // The direct kernel needs no scratch whatever the offsets.
 int32_t GemmEngine::launches(const Gemm& g) const {
-  if (native_) return 1;
+  if (native_ || g.a_half || g.b_half || g.c_half) return 1;
   auto forced = [&](size_t Gemm::*offset) {
     Gemm h = g;
     h.*offset += 1;
@@ -108,7 +110,8 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
     fail(CLTRAIN_INVALID, g.what + ": a matrix product with an empty dimension (m " + std::to_string(g.m) + ", n " +
                               std::to_string(g.n) + ", k " + std::to_string(g.k) + ")");
   const NativeForm f = native_form(g.layout, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc);
-  const NativeBlocks blocks = native_blocks(f, device_->compute_units, limits_);
+  NativeBlocks blocks = native_blocks(f, device_->compute_units, limits_);
+  if (f.swapped ? g.a_half : g.b_half) blocks.direct = false;  // a float16 B is widened once, as it is packed
   const uint64_t limit = 0x7fffffffu;  // gemm.cl indexes with int
   if ((f.a_km ? f.k : f.m) * f.lda > limit || (f.b_nk ? f.n : f.k) * f.ldb > limit ||
       (f.c_t ? f.n : f.m) * f.ldc > limit)
@@ -116,7 +119,7 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
   PreparedGemm p;
   p.g = g;
   p.launches = 1;
-  p.native = kernels.make("gemm.cl", Defines().append(native_defines(f, limits_)), "gemm");
+  p.native = kernels.make("gemm.cl", Defines().append(native_defines(f, limits_, g.a_half, g.b_half, g.c_half)), "gemm");
   const cl_uint a_off = pool.elem_offset(g.a) + static_cast<cl_uint>(g.a_off);
   const cl_uint b_off = pool.elem_offset(g.b) + static_cast<cl_uint>(g.b_off);
   const cl_uint c_off = pool.elem_offset(g.c) + static_cast<cl_uint>(g.c_off);
@@ -130,6 +133,12 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
 
 PreparedGemm GemmEngine::prepare(const Gemm& given, int32_t temp_tensor, Pool& pool, Kernels& kernels) const {
   if (native_) return prepare_native(given, pool, kernels);
+  if (given.a_half || given.b_half || given.c_half) {
+    if (limits_.kc == 0)
+      fail(CLTRAIN_ERROR, given.what + ": float16 storage needs kernels/gemm.cl, and the device's local memory is too "
+                                       "small for it; train with float32 storage");
+    return prepare_native(given, pool, kernels);
+  }
   const Gemm g = cheapest_form(given);
   PreparedGemm p;
   p.g = g;

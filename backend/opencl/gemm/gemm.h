@@ -29,6 +29,9 @@ struct Gemm {
   int32_t a = -1, b = -1, c = -1;
   size_t a_off = 0, lda = 0, b_off = 0, ldb = 0, c_off = 0, ldc = 0;
   float alpha = 1.0f, beta = 0.0f;
+  // Operands stored as float16 (OpContext::prepare_gemm sets them from the tensors): gemm.cl
+  // runs such a product on every device, CLBlast taking float32 only.
+  bool a_half = false, b_half = false, c_half = false;
   std::string what;  // for error messages: "step 5 (FullyConnected backward) dW"
 };
 

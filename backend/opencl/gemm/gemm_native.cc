@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <utility>
 
 namespace cltrain::ocl {
 
@@ -110,10 +111,14 @@ cl_int set_native_args(cl_kernel kernel, cl_mem pool, cl_uint a_off, cl_uint b_o
   return CL_SUCCESS;
 }
 
-std::string native_defines(const NativeForm& f, const NativeLimits& limits) {
-  return std::string("-DA_KM=") + (f.a_km ? "1" : "0") + " -DB_NK=" + (f.b_nk ? "1" : "0") +
-         " -DC_T=" + (f.c_t ? "1" : "0") + " -DKC=" + std::to_string(limits.kc) +
-         " -DNB_MAX=" + std::to_string(limits.nb_max) + " -DMB_MAX=" + std::to_string(limits.mb_max);
+std::string native_defines(const NativeForm& f, const NativeLimits& limits, bool a_half, bool b_half, bool c_half) {
+  if (f.swapped) std::swap(a_half, b_half);
+  std::string d = std::string("-DA_KM=") + (f.a_km ? "1" : "0") + " -DB_NK=" + (f.b_nk ? "1" : "0") +
+                  " -DC_T=" + (f.c_t ? "1" : "0") + " -DKC=" + std::to_string(limits.kc) +
+                  " -DNB_MAX=" + std::to_string(limits.nb_max) + " -DMB_MAX=" + std::to_string(limits.mb_max);
+  if (a_half || b_half || c_half)
+    d += std::string(" -DA_H=") + (a_half ? "1" : "0") + " -DB_H=" + (b_half ? "1" : "0") + " -DC_H=" + (c_half ? "1" : "0");
+  return d;
 }
 
 }  // namespace cltrain::ocl

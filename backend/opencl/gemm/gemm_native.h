@@ -66,7 +66,9 @@ NativeBlocks native_blocks(const NativeForm& f, size_t compute_units, const Nati
 cl_int set_native_args(cl_kernel kernel, cl_mem pool, cl_uint a_off, cl_uint b_off, cl_uint c_off, const NativeForm& f,
                        const NativeBlocks& blocks, float alpha, float beta, cl_uint* failed_arg);
 
-// gemm.cl's -D definitions for f under limits: "-DA_KM=1 -DB_NK=0 -DC_T=0 -DKC=320 ...".
-std::string native_defines(const NativeForm& f, const NativeLimits& limits);
+// gemm.cl's -D definitions for f under limits: "-DA_KM=1 -DB_NK=0 -DC_T=0 -DKC=320 ...", with the
+// storage of the given product's A, B and C (float16 where true; swapped with f).
+std::string native_defines(const NativeForm& f, const NativeLimits& limits, bool a_half = false, bool b_half = false,
+                           bool c_half = false);
 
 }  // namespace cltrain::ocl

@@ -107,7 +107,7 @@ std::string Pool::label(int32_t id) const {
 cl_uint Pool::elem_offset(int32_t id) const {
   if (id < 0 || static_cast<size_t>(id) >= offsets.size() || offsets[id] < 0)
     fail(CLTRAIN_INVALID, label(id) + " is not planned on the OpenCL backend");
-  return static_cast<cl_uint>(offsets[id] / 4);
+  return static_cast<cl_uint>(offsets[id] / (tensors[static_cast<size_t>(id)].dtype == CLTRAIN_FLOAT16 ? 2 : 4));
 }
 
 cl_mem Pool::view(int32_t id) {

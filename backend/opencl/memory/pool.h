@@ -36,7 +36,8 @@ struct Pool {
   void release();  // the views and the buffer
 
   std::string label(int32_t id) const;  // "tensor 3 'dense/W'"
-  // The tensor's offset in the buffer in floats, as kernels take it; Error where not planned.
+  // The tensor's offset in the buffer in elements of its storage (floats; halves for
+  // CLTRAIN_FLOAT16), as kernels take it; Error where not planned.
   cl_uint elem_offset(int32_t id) const;
   // A sub-buffer covering the whole tensor (for CLBlast); created once, owned by the pool.
   cl_mem view(int32_t id);

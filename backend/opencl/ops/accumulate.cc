@@ -14,6 +14,7 @@ StepRun prepare(const OpContext& c) {
   const uint64_t count = s.count(s.in(0));
   Defines d;
   d.set("COUNT", count);
+  c.storage(c.storage(d, "A_H", s.in(0)), "Y_H", s.out(0));
   Kernel k = c.kernel("accumulate.cl", d, "accumulate");
   set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.out(0)));
   return [k, count](const Queue& q, const cltrain_run_args*) { q.launch_1d(k, count); };
@@ -21,6 +22,6 @@ StepRun prepare(const OpContext& c) {
 
 }  // namespace
 
-const OpFamily kOp_ACCUMULATE = {check, prepare};
+const OpFamily kOp_ACCUMULATE = {check, prepare, nullptr, true};
 
 }  // namespace cltrain::ocl

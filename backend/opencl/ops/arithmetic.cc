@@ -135,8 +135,11 @@ StepRun prepare(const OpContext& c) {
   const StepView& s = c.s;
   ArithShape sh;
   check_shape(s, sh);
-  const Defines d = arith_defines(s, sh);
-  if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
+  Defines d = arith_defines(s, sh);
+  const bool fwd = s.step.phase == CLTRAIN_PHASE_FORWARD;
+  c.storage(c.storage(c.storage(d, "A_H", s.in(0)), "B_H", s.in(1)), "Y_H", fwd ? s.out(0) : s.in(2));
+  if (!fwd) c.storage(c.storage(c.storage(d, "DY_H", s.in(3)), "DA_H", s.out(0)), "DB_H", s.out(1));
+  if (fwd) {
     Kernel k = c.kernel(kFamily, d, "arith_forward");
     set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.in(1)), c.offset(s.out(0)));
     const uint64_t count = s.count(s.out(0));
@@ -164,10 +167,10 @@ StepRun prepare(const OpContext& c) {
 
 }  // namespace
 
-const OpFamily kOp_ADD = {check, prepare};
-const OpFamily kOp_SUB = {check, prepare};
-const OpFamily kOp_MUL = {check, prepare};
-const OpFamily kOp_DIV = {check, prepare};
-const OpFamily kOp_SQUARED_DIFFERENCE = {check, prepare};
+const OpFamily kOp_ADD = {check, prepare, nullptr, true};
+const OpFamily kOp_SUB = {check, prepare, nullptr, true};
+const OpFamily kOp_MUL = {check, prepare, nullptr, true};
+const OpFamily kOp_DIV = {check, prepare, nullptr, true};
+const OpFamily kOp_SQUARED_DIFFERENCE = {check, prepare, nullptr, true};
 
 }  // namespace cltrain::ocl

@@ -6,7 +6,10 @@
 // so that its scratch only ever holds copies of the small ones:
 //   forward   per chunk of output positions (n, oh, ow): conv_panel_t writes the im2col panel
 //             transposed, [KH KW I, rows] (zeros outside x); GEMM y[rows] = panel W^T; then
-//             bias_act over y.
+//             bias_act over y. A float16 y: each chunk's GEMM writes a float32 chunk of scratch,
+//             which bias_act rounds into y (one rounding per element, as Numerics asks).
+// Float16 x, dz, dx (common.cl's storage): the panels and gathers load and store them, gemm.cl
+// reads them in place (OpContext::prepare_gemm), dcol and the panels stay float32.
 //   dW        per tap (and block of channels, when one tap's panel is over budget): conv_panel
 //             writes x shifted by the tap for all N OH OW positions, [positions, I], and one GEMM
 //             dW[:, tap] = dz^T panel (ldc = KH KW I) makes each dW element one chain over
@@ -28,15 +31,16 @@
 namespace cltrain::ocl {
 namespace {
 
-// Placeholder for the step's panel (or dcol) in the Gemm records, resolved in prepare.
-constexpr int32_t kPanel = -2;
+// Placeholders for the step's panel (or dcol) and a float16 y's float32 chunk in the Gemm
+// records, resolved in prepare.
+constexpr int32_t kPanel = -2, kOut = -3;
 
 // One thing the step enqueues, in run order.
 struct Action {
   enum Kind { kPanelFill, kGemm, kGather, kBiasAct, kActGrad, kBiasGrad } kind;
   explicit Action(Kind k, Gemm g = {}) : kind(k), gemm(std::move(g)) {}
   Gemm gemm;                                  // kGemm
-  uint32_t row0 = 0, rows = 0;                // kPanelFill: output positions; kGather: images (n0, count)
+  uint32_t row0 = 0, rows = 0;                // kPanelFill, kBiasAct: output positions; kGather: images (n0, count)
   uint32_t p0 = 0, c0 = 0, taps = 0, ch = 0;  // kPanelFill: the block of taps and channels
   bool transposed = false;                    // kPanelFill: [columns, rows] (conv_panel_t); kGather: dcol is [K, rows]
   // kGather of a band (conv_gather_dx_band): image row0, dcol holds output rows [oh0, oh0 + band),
@@ -50,6 +54,7 @@ struct ConvPlan {
   bool pointwise = false;
   std::vector<Action> actions;
   uint64_t panel_bytes = 0, temp_bytes = 0;  // the panel also holds dcol (dW and dx run one after the other)
+  uint64_t out_bytes = 0;                     // a float16 y's float32 chunk
   uint64_t budget = 0;                       // for the panel
 };
 
@@ -74,6 +79,37 @@ void plan_forward(const OpContext& c, ConvPlan& p) {
   g.n = O, g.k = K;
   g.b = sh.w_t, g.ldb = K;
   g.c = sh.y, g.ldc = O;
+  const bool half_y = c.half(sh.y);
+  if (half_y) {
+    // Per chunk of positions: (panel,) GEMM into the float32 chunk, bias_act into y.
+    const uint64_t per_row = (p.pointwise ? 0 : K * 4) + O * 4;
+    const uint64_t chunk = aligned_chunk(c, p.budget / per_row, 1, positions);
+    p.panel_bytes = p.pointwise ? 0 : chunk * K * 4;
+    p.out_bytes = chunk * O * 4;
+    for (uint64_t r0 = 0; r0 < positions; r0 += chunk) {
+      const uint64_t rows = std::min(chunk, positions - r0);
+      Gemm h = g;
+      h.m = rows;
+      h.c = kOut, h.c_off = 0;
+      if (p.pointwise) {
+        h.a = sh.x, h.lda = K, h.a_off = r0 * K;
+      } else {
+        Action fill(Action::kPanelFill);
+        fill.row0 = static_cast<uint32_t>(r0), fill.rows = static_cast<uint32_t>(rows);
+        fill.taps = static_cast<uint32_t>(sh.taps()), fill.ch = static_cast<uint32_t>(sh.in_ch);
+        fill.transposed = true;
+        p.actions.push_back(fill);
+        h.ta = clblast::Transpose::kYes;
+        h.a = kPanel, h.lda = rows;
+      }
+      h.what = s.what() + " y[" + std::to_string(r0) + "..] = " + (p.pointwise ? "x" : "panel") + " W^T";
+      p.actions.push_back(Action(Action::kGemm, h));
+      Action out(Action::kBiasAct);
+      out.row0 = static_cast<uint32_t>(r0), out.rows = static_cast<uint32_t>(rows);
+      p.actions.push_back(out);
+    }
+    return;
+  }
   if (p.pointwise) {
     g.m = positions;
     g.a = sh.x, g.lda = K;
@@ -97,7 +133,11 @@ void plan_forward(const OpContext& c, ConvPlan& p) {
       p.actions.push_back(Action(Action::kGemm, g));
     }
   }
-  if (sh.bias >= 0 || sh.activation != CLTRAIN_ACT_NONE) p.actions.push_back(Action(Action::kBiasAct));
+  if (sh.bias >= 0 || sh.activation != CLTRAIN_ACT_NONE) {
+    Action all(Action::kBiasAct);
+    all.rows = static_cast<uint32_t>(positions);
+    p.actions.push_back(all);
+  }
 }
 
 void plan_filter_grad(const OpContext& c, ConvPlan& p) {
@@ -235,7 +275,7 @@ void plan_input_grad(const OpContext& c, ConvPlan& p) {
     t.b = sh.w_t, t.ldb = K;
     t.c = kPanel, t.ldc = g.n;
     t.what = s.what() + " dcol^T = (dz W)^T (images " + std::to_string(n0) + "..)";
-    const bool transposed = c.gemm().temp_bytes(t) < c.gemm().temp_bytes(g);
+    const bool transposed = c.gemm_temp_bytes(t) < c.gemm_temp_bytes(g);
     p.actions.push_back(Action(Action::kGemm, transposed ? t : g));
     Action gather(Action::kGather);
     gather.row0 = static_cast<uint32_t>(n0), gather.rows = static_cast<uint32_t>(count);
@@ -261,7 +301,7 @@ ConvPlan plan_with_budget(const OpContext& c, uint64_t budget) {
     if (sh.dx >= 0) plan_input_grad(c, p);
   }
   for (const Action& a : p.actions)
-    if (a.kind == Action::kGemm) p.temp_bytes = std::max(p.temp_bytes, c.gemm().temp_bytes(a.gemm));
+    if (a.kind == Action::kGemm) p.temp_bytes = std::max(p.temp_bytes, c.gemm_temp_bytes(a.gemm));
   return p;
 }
 
@@ -276,7 +316,8 @@ ConvPlan make_plan(const OpContext& c) {
   bool have = false, best_fits = false;
   for (uint64_t budget : budgets) {
     ConvPlan p = plan_with_budget(c, budget);
-    const uint64_t total = p.panel_bytes + p.temp_bytes, best_total = best.panel_bytes + best.temp_bytes;
+    const uint64_t total = p.panel_bytes + p.out_bytes + p.temp_bytes;
+    const uint64_t best_total = best.panel_bytes + best.out_bytes + best.temp_bytes;
     const bool fits = total <= c.scratch_budget();
     const bool better = !have ||
                         (fits && (!best_fits || p.panel_bytes > best.panel_bytes ||
@@ -292,11 +333,12 @@ std::string check(const StepView& s) {
   return check_conv(s, sh);
 }
 
-// Private tensors, in this order where needed: the panel (or dcol), CLBlast's scratch.
+// Private tensors, in this order where needed: the panel (or dcol), a float16 y's chunk, CLBlast's
+// scratch.
 std::vector<uint64_t> scratch(const OpContext& c) {
   const ConvPlan p = make_plan(c);
   std::vector<uint64_t> out;
-  for (uint64_t bytes : {p.panel_bytes, p.temp_bytes})
+  for (uint64_t bytes : {p.panel_bytes, p.out_bytes, p.temp_bytes})
     if (bytes > 0) out.push_back(bytes);
   return out;
 }
@@ -307,6 +349,7 @@ StepRun prepare(const OpContext& c) {
   const ConvShape& sh = p.sh;
   size_t next = 0;
   const int32_t panel = p.panel_bytes > 0 ? c.scratch(next++) : -1;
+  const int32_t out = p.out_bytes > 0 ? c.scratch(next++) : -1;
   const int32_t temp = p.temp_bytes > 0 ? c.scratch(next++) : -1;
   const Defines geometry = sh.defines();
   std::map<std::pair<uint32_t, uint32_t>, Kernel> panel_kernels;  // by (taps, channels) of a block
@@ -318,6 +361,7 @@ StepRun prepare(const OpContext& c) {
         if (!k) {
           Defines d = geometry;
           d.set("PANEL_TAPS", a.taps).set("PANEL_CH", a.ch);
+          c.storage(d, "X_H", sh.x);
           k = c.kernel("conv2d.cl", d.set("VEC", 1), a.transposed ? "conv_panel_t" : "conv_panel");
         }
         const cl_uint x_off = c.offset(sh.x), panel_off = c.offset(panel);
@@ -335,7 +379,7 @@ StepRun prepare(const OpContext& c) {
       }
       case Action::kGemm: {
         Gemm g = a.gemm;
-        for (int32_t* id : {&g.a, &g.b, &g.c}) *id = *id == kPanel ? panel : *id;
+        for (int32_t* id : {&g.a, &g.b, &g.c}) *id = *id == kPanel ? panel : *id == kOut ? out : *id;
         const PreparedGemm pg = c.prepare_gemm(g, temp);
         run.push_back([pg](const Queue& q) { run_gemm(q, pg); });
         break;
@@ -350,6 +394,7 @@ StepRun prepare(const OpContext& c) {
           }
         Defines d = geometry;
         d.set("XACT", sh.dx_activation).set("DCOL_T", a.transposed);
+        c.storage(c.storage(d, "X_H", sh.x), "DX_H", sh.dx);
         const cl_uint x_off = sh.dx_activation != CLTRAIN_ACT_NONE ? c.offset(sh.x) : cl_uint{0};
         d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", vec);
         Kernel k = c.kernel("conv2d.cl", d, a.banded ? "conv_gather_dx_band" : "conv_gather_dx");
@@ -367,14 +412,20 @@ StepRun prepare(const OpContext& c) {
         Defines d;
         d.set("ROWS", static_cast<long long>(s.count(a.kind == Action::kBiasAct ? sh.y : sh.dy) / sh.out_ch));
         d.set("COLS", sh.out_ch).set("HAS_BIAS", sh.bias >= 0).set("ACT", sh.activation);
+        c.storage(c.storage(d, "Y_H", sh.y), "DY_H", sh.dy);
         const char* name = a.kind == Action::kBiasAct   ? "bias_act"
                            : a.kind == Action::kActGrad ? "act_grad"
                                                         : "bias_grad";
         Kernel k = c.kernel("bias_act.cl", d, name);
         uint64_t count = s.count(a.kind == Action::kBiasAct ? sh.y : sh.dy);
-        if (a.kind == Action::kBiasAct)
-          set_args(k, c.pool(), c.offset(sh.y), sh.bias >= 0 ? c.offset(sh.bias) : cl_uint{0});
-        else if (a.kind == Action::kActGrad)
+        if (a.kind == Action::kBiasAct) {
+          // Over the chunk [row0, row0 + rows) of positions: from the float32 chunk, or in place.
+          const cl_uint base = a.row0 * static_cast<cl_uint>(sh.out_ch);
+          const cl_uint src = out >= 0 ? c.offset(out) : c.offset(sh.y) + base;
+          count = uint64_t{a.rows} * sh.out_ch;
+          set_args(k, c.pool(), c.offset(sh.y), sh.bias >= 0 ? c.offset(sh.bias) : cl_uint{0}, src, base,
+                   static_cast<cl_uint>(count));
+        } else if (a.kind == Action::kActGrad)
           set_args(k, c.pool(), c.offset(sh.y), c.offset(sh.dy));
         else
           set_args(k, c.pool(), c.offset(sh.dy), c.offset(sh.db)), count = sh.out_ch;
@@ -390,6 +441,6 @@ StepRun prepare(const OpContext& c) {
 
 }  // namespace
 
-const OpFamily kOp_CONV_2D = {check, prepare, scratch};
+const OpFamily kOp_CONV_2D = {check, prepare, scratch, true};
 
 }  // namespace cltrain::ocl

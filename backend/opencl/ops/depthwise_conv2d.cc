@@ -5,7 +5,7 @@
 //   backward act_grad (dz, in place on dy), bias_grad (db, kernels/bias_act.cl),
 //            dw_filter_grad (dW: fma over (n, oh, ow); dw_filter_grad_taps, every tap of a small
 //            filter in one pass), dw_input_grad (dx: sum over the taps of
-//            the fma over j). No scratch.
+//            the fma over j). No scratch. Float16 x, y, dz, dx load and store in the kernels.
 #include <vector>
 
 #include "ops/conv_shape.h"
@@ -41,6 +41,7 @@ StepRun prepare(const OpContext& c) {
       }
   Defines geometry = sh.defines();
   geometry.set("ACT", sh.activation).set("HAS_BIAS", sh.bias >= 0).set("VEC", vec);
+  c.storage(c.storage(c.storage(c.storage(geometry, "X_H", sh.x), "Y_H", sh.y), "DY_H", sh.dy), "DX_H", sh.dx);
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
     Kernel k = c.kernel(kFamily, geometry, "dw_forward");
     set_args(k, c.pool(), c.offset(sh.x), c.offset(sh.w_t), sh.bias >= 0 ? c.offset(sh.bias) : cl_uint{0},
@@ -50,6 +51,7 @@ StepRun prepare(const OpContext& c) {
     const uint64_t count = s.count(sh.dy);
     Defines d;
     d.set("ROWS", count / sh.out_ch).set("COLS", sh.out_ch).set("HAS_BIAS", 0).set("ACT", sh.activation);
+    c.storage(c.storage(d, "Y_H", sh.y), "DY_H", sh.dy);
     if (sh.activation != CLTRAIN_ACT_NONE) {
       Kernel k = c.kernel("bias_act.cl", d, "act_grad");
       set_args(k, c.pool(), c.offset(sh.y), c.offset(sh.dy));
@@ -82,6 +84,6 @@ StepRun prepare(const OpContext& c) {
 
 }  // namespace
 
-const OpFamily kOp_DEPTHWISE_CONV_2D = {check, prepare};
+const OpFamily kOp_DEPTHWISE_CONV_2D = {check, prepare, nullptr, true};
 
 }  // namespace cltrain::ocl

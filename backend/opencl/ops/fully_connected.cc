@@ -98,21 +98,31 @@ std::vector<Gemm> gemms(const StepView& s, const FcShape& sh) {
   return out;
 }
 
-// One private tensor: CLBlast's scratch, the largest any GEMM of the step needs (none if 0).
+// A float16 y: the forward's GEMM writes a float32 [N, M] of scratch, which bias_act rounds into y.
+bool half_output(const OpContext& c) { return c.s.step.phase == CLTRAIN_PHASE_FORWARD && c.half(c.s.out(0)); }
+
+// Private tensors, where needed: a float16 y's float32 copy, then CLBlast's scratch (the largest
+// any GEMM of the step needs).
 std::vector<uint64_t> scratch(const OpContext& c) {
   const StepView& s = c.s;
   FcShape sh;
   check_shape(s, sh);
   uint64_t bytes = 0;
-  for (const Gemm& g : gemms(s, sh)) bytes = std::max(bytes, c.gemm().temp_bytes(g));
-  if (bytes == 0) return {};
-  return {bytes};
+  for (const Gemm& g : gemms(s, sh)) bytes = std::max(bytes, c.gemm_temp_bytes(g));
+  std::vector<uint64_t> out;
+  if (half_output(c)) out.push_back(sh.n * sh.m * 4);
+  if (bytes > 0) out.push_back(bytes);
+  return out;
 }
 
 std::vector<PreparedGemm> prepare_gemms(const OpContext& c, const StepView& s, const FcShape& sh) {
-  const int32_t temp = c.num_scratch() == 0 ? -1 : c.scratch(0);
+  const size_t first = half_output(c) ? 1 : 0;
+  const int32_t temp = c.num_scratch() <= first ? -1 : c.scratch(first);
   std::vector<PreparedGemm> out;
-  for (const Gemm& g : gemms(s, sh)) out.push_back(c.prepare_gemm(g, temp));
+  for (Gemm g : gemms(s, sh)) {
+    if (first) g.c = c.scratch(0);
+    out.push_back(c.prepare_gemm(g, temp));
+  }
   return out;
 }
 
@@ -122,13 +132,15 @@ StepRun prepare_forward(const OpContext& c, const FcShape& sh) {
   const std::vector<PreparedGemm> g = prepare_gemms(c, s, sh);
   const int act = s.step.params.activation;
   Kernel bias_act;
-  if (bias >= 0 || act != CLTRAIN_ACT_NONE) {
+  const uint64_t count = sh.n * sh.m;
+  if (bias >= 0 || act != CLTRAIN_ACT_NONE || half_output(c)) {
     Defines d;
     d.set("ROWS", sh.n).set("COLS", sh.m).set("HAS_BIAS", bias >= 0).set("ACT", act);
-    bias_act = c.kernel(kFamily, d, "bias_act");
-    set_args(bias_act, c.pool(), c.offset(y), bias >= 0 ? c.offset(bias) : cl_uint{0});
+    bias_act = c.kernel(kFamily, c.storage(d, "Y_H", y), "bias_act");
+    const cl_uint src = half_output(c) ? c.offset(c.scratch(0)) : c.offset(y);
+    set_args(bias_act, c.pool(), c.offset(y), bias >= 0 ? c.offset(bias) : cl_uint{0}, src, cl_uint{0},
+             static_cast<cl_uint>(count));
   }
-  const uint64_t count = sh.n * sh.m;
   return [g, bias_act, count](const Queue& q, const cltrain_run_args*) {
     run_gemm(q, g[0]);
     if (bias_act) q.launch_1d(bias_act, count);
@@ -141,6 +153,7 @@ StepRun prepare_backward(const OpContext& c, const FcShape& sh) {
   const int act = s.step.params.activation;
   Defines d;
   d.set("ROWS", sh.n).set("COLS", sh.m).set("HAS_BIAS", 0).set("ACT", act);
+  c.storage(c.storage(d, "Y_H", y), "DY_H", dy);
   Kernel act_grad, bias_grad;
   if (act != CLTRAIN_ACT_NONE) {
     act_grad = c.kernel(kFamily, d, "act_grad");
@@ -168,6 +181,6 @@ StepRun prepare(const OpContext& c) {
 
 }  // namespace
 
-const OpFamily kOp_FULLY_CONNECTED = {check, prepare, scratch};
+const OpFamily kOp_FULLY_CONNECTED = {check, prepare, scratch, true};
 
 }  // namespace cltrain::ocl

@@ -64,6 +64,7 @@ StepRun prepare(const OpContext& c) {
   define_view(d, "YS", v.strides(1));
   d.set("XCOUNT", static_cast<long long>(s.count(x))).set("YCOUNT", static_cast<long long>(s.count(y)));
   d.set_float("RCOUNT", static_cast<float>(reduced));
+  c.storage(c.storage(d, fwd ? "X_H" : "DX_H", x), fwd ? "Y_H" : "DY_H", y);
   Kernel k = c.kernel(kFamily, d, fwd ? "mean_forward" : "mean_backward");
   if (fwd)
     set_args(k, c.pool(), c.offset(x), c.offset(y));
@@ -75,6 +76,6 @@ StepRun prepare(const OpContext& c) {
 
 }  // namespace
 
-const OpFamily kOp_MEAN = {check, prepare};
+const OpFamily kOp_MEAN = {check, prepare, nullptr, true};
 
 }  // namespace cltrain::ocl

@@ -95,8 +95,22 @@ int32_t OpContext::scratch(size_t i) const {
   return b_.pool.step_scratch[static_cast<size_t>(s.index)][i];
 }
 
+bool OpContext::half(int32_t tensor) const { return tensor >= 0 && s.tensor(tensor).dtype == CLTRAIN_FLOAT16; }
+
+Defines& OpContext::storage(Defines& d, const char* name, int32_t tensor) const {
+  return d.set(name, half(tensor) ? 1 : 0);
+}
+
+Gemm OpContext::with_storage(Gemm g) const {
+  // Ids past the host's table (the step's scratch, placeholders) are float32.
+  const int32_t host = static_cast<int32_t>(b_.pool.num_host_tensors);
+  auto half_id = [&](int32_t id) { return id >= 0 && (host == 0 || id < host) && half(id); };
+  g.a_half = half_id(g.a), g.b_half = half_id(g.b), g.c_half = half_id(g.c);
+  return g;
+}
+
 PreparedGemm OpContext::prepare_gemm(const Gemm& g, int32_t temp) const {
-  return b_.gemm.prepare(g, temp, b_.pool, *b_.kernels);
+  return b_.gemm.prepare(with_storage(g), temp, b_.pool, *b_.kernels);
 }
 
 }  // namespace cltrain::ocl

@@ -58,11 +58,19 @@ class OpContext {
   bool lean() const;
   uint64_t scratch_cap() const;  // the largest budget any step gets
   const GemmEngine& gemm() const;
+  // Whether a tensor of the step (-1: none) is stored as float16 (only where the family says
+  // half_storage), and d with NAME set to 1 for one that is, 0 otherwise (common.cl's NAME_H).
+  bool half(int32_t tensor) const;
+  Defines& storage(Defines& d, const char* name, int32_t tensor) const;
+  // g with its operands' storage (Gemm::a_half ...), and the bytes of CLBlast scratch it needs.
+  Gemm with_storage(Gemm g) const;
+  uint64_t gemm_temp_bytes(const Gemm& g) const { return gemm().temp_bytes(with_storage(g)); }
 
   // --- prepare() only ---
   Kernel kernel(const std::string& family, const Defines& defines, const char* name) const;
   cl_mem pool() const;
-  cl_uint offset(int32_t tensor) const;          // in floats, as kernels take it
+  // In elements of the tensor's storage (floats, or halves for CLTRAIN_FLOAT16), as kernels take it.
+  cl_uint offset(int32_t tensor) const;
   cl_uint offset_or_zero(int32_t tensor) const;  // 0 for an absent (-1) tensor
   // The i-th private scratch tensor of the step (as its family's scratch() listed them).
   int32_t scratch(size_t i) const;
@@ -87,6 +95,9 @@ struct OpFamily {
   // planned as CLTRAIN_ROLE_LAYER_SCOPE, live during this step only, and prepare finds them as
   // c.scratch(i) in the same order.
   std::vector<uint64_t> (*scratch)(const OpContext& c) = nullptr;
+  // The family's kernels load and store float16 tensors (CLTRAIN_FLOAT16 activations and
+  // back-prop tensors, the host's --storage fp16), each output element rounded once.
+  bool half_storage = false;
 };
 
 #define CLTRAIN_OCL_DECLARE_OP(e, name, code, kind) extern const OpFamily kOp_##e;

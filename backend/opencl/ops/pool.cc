@@ -101,6 +101,14 @@ StepRun prepare(const OpContext& c) {
   d.set("N", sh.n).set("H", sh.h).set("W", sh.w).set("C", sh.c).set("OH", sh.oh).set("OW", sh.ow);
   d.set("FH", sh.fh).set("FW", sh.fw).set("SH", sh.sh).set("SW", sh.sw).set("PT", sh.pt).set("PL", sh.pl);
   const bool max_pool = s.step.op == CLTRAIN_OP_MAX_POOL_2D;
+  // Storage of x, y (forward; the max pool's backward reads them as inputs 0 and 3), dy, dx.
+  if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
+    c.storage(c.storage(d, "X_H", s.in(0)), "Y_H", s.out(0));
+  } else {
+    c.storage(d, "DX_H", s.out(0));
+    c.storage(d, "DY_H", s.in(max_pool ? 1 : 0));
+    if (max_pool) c.storage(c.storage(d, "X_H", s.in(0)), "Y_H", s.in(3));
+  }
   Kernel k;
   uint64_t count = 0;
   const bool argmax = max_pool && s.out(1) >= 0;
@@ -125,7 +133,8 @@ StepRun prepare(const OpContext& c) {
     const bool covered = sh.sh == sh.fh && sh.sw == sh.fw && sh.oh * sh.sh - sh.pt >= sh.h &&
                          sh.ow * sh.sw - sh.pl >= sh.w && sh.pt == 0 && sh.pl == 0;
     if (scatter && !covered) {
-      const size_t off = static_cast<size_t>(c.offset(s.out(0))) * 4, bytes = s.count(s.out(0)) * 4;
+      const size_t elem = c.half(s.out(0)) ? 2 : 4;
+      const size_t off = static_cast<size_t>(c.offset(s.out(0))) * elem, bytes = s.count(s.out(0)) * elem;
       const std::string what = s.what();
       const cl_mem pool = c.pool();
       return [k, count, pool, off, bytes, what](const Queue& q, const cltrain_run_args*) {
@@ -149,7 +158,7 @@ StepRun prepare(const OpContext& c) {
 
 }  // namespace
 
-const OpFamily kOp_MAX_POOL_2D = {check, prepare};
-const OpFamily kOp_AVERAGE_POOL_2D = {check, prepare};
+const OpFamily kOp_MAX_POOL_2D = {check, prepare, nullptr, true};
+const OpFamily kOp_AVERAGE_POOL_2D = {check, prepare, nullptr, true};
 
 }  // namespace cltrain::ocl

@@ -14,9 +14,12 @@ std::string check(const StepView& s) {
 StepRun prepare(const OpContext& c) {
   const StepView& s = c.s;
   const int32_t src = s.in(0), dst = s.out(0);
-  const size_t src_off = static_cast<size_t>(c.offset(src)) * 4;
-  const size_t dst_off = static_cast<size_t>(c.offset(dst)) * 4;
-  const size_t bytes = s.count(src) * 4;
+  // The host gives float16 storage to both or neither (an op's tensors pass through unrounded).
+  if (c.half(src) != c.half(dst)) fail(CLTRAIN_INVALID, s.what() + ": input and output differ in storage");
+  const size_t elem = c.half(src) ? 2 : 4;
+  const size_t src_off = static_cast<size_t>(c.offset(src)) * elem;
+  const size_t dst_off = static_cast<size_t>(c.offset(dst)) * elem;
+  const size_t bytes = s.count(src) * elem;
   const cl_mem pool = c.pool();
   const std::string what = s.what();
   return [pool, src_off, dst_off, bytes, what](const Queue& q, const cltrain_run_args*) {
@@ -26,6 +29,6 @@ StepRun prepare(const OpContext& c) {
 
 }  // namespace
 
-const OpFamily kOp_RESHAPE = {check, prepare};
+const OpFamily kOp_RESHAPE = {check, prepare, nullptr, true};
 
 }  // namespace cltrain::ocl

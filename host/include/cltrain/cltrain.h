@@ -57,8 +57,9 @@ extern "C" {
 #endif
 
 /* The version of this API: calls and structs added later raise it. 2: cltrain_settings.memory_budget,
- * cltrain_budget_info and cltrain_get_budget; the trained-weight calls and cltrain_reset_optimizer. */
-#define CLTRAIN_API_VERSION 2
+ * cltrain_budget_info and cltrain_get_budget; the trained-weight calls and cltrain_reset_optimizer.
+ * 3: cltrain_settings.storage. */
+#define CLTRAIN_API_VERSION 3
 
 typedef struct cltrain_session cltrain_session; /* opaque */
 
@@ -89,6 +90,9 @@ typedef struct cltrain_settings {
                                  Over it, prepare recomputes forward steps during backward (the
                                  same results, more FLOPs) until the plans fit, and fails with
                                  CLTRAIN_OUT_OF_MEMORY naming the least pool when none fits */
+  int32_t storage;            /* 0: float32 everywhere; 1 (fp16): activations and back-prop tensors
+                                 stored as float16 where every op touching one allows it, float32
+                                 arithmetic, weights and optimizer state (half their bytes) */
 } cltrain_settings;
 
 /* A backend that runs steps, and its planned memory in bytes (roles as in cltrain_backend.h). */

@@ -78,6 +78,16 @@
  *    turns -0 into +0 (POCL's LLVM does so on aarch64), so kernels write these selects on the
  *    bits (kernels/common.cl, clt_pick), and the host and the CPU backend are compiled with
  *    -ffp-contract=off on every target, so that an aarch64 build computes the x86-64 build's bits.
+ *  - Float16 storage (CLTRAIN_FLOAT16): arithmetic stays float32. A float16 input is widened
+ *    exactly where it is read; a step computes each element of a float16 output in float32 exactly
+ *    as it would for a float32 output, and rounds it to float16 once, to nearest even (OpenCL
+ *    vstore_half_rte; overflow gives Inf, a NaN stays a NaN), where the float32 run stores it. So
+ *    a step's only roundings to float16 are its final outputs', and a backend that keeps such a
+ *    tensor as floats (the CPU backend) rounds every output element of the step to the nearest
+ *    float16 value after the step and agrees bitwise. A step that reads and writes the same
+ *    float16 tensor (ACCUMULATE) rounds its result once as well. The host gives float16 storage
+ *    to no tensor of a step with a fused TANH (or a TANH dx_activation): its derivative would be a
+ *    product computed in place on dy.
  */
 #ifndef CLTRAIN_BACKEND_H
 #define CLTRAIN_BACKEND_H
@@ -106,7 +116,12 @@ extern "C" {
 #define CLTRAIN_EXPORT __attribute__((visibility("default")))
 #endif
 
-typedef enum cltrain_dtype { CLTRAIN_FLOAT32 = 0, CLTRAIN_INT32 = 1, CLTRAIN_UINT8 = 2 } cltrain_dtype;
+/* CLTRAIN_FLOAT16 is a storage type only (IEEE-754 binary16, 2 bytes): the host gives it to
+ * activations and back-prop tensors in a float32 slot when the user asks for half storage
+ * (--storage fp16), and only to tensors that one backend alone touches, that the host never reads
+ * or writes, and whose every step comes from an op whose descriptor says half_storage (see
+ * Numerics). A backend refuses in prepare a float16 tensor in a step it cannot store it for. */
+typedef enum cltrain_dtype { CLTRAIN_FLOAT32 = 0, CLTRAIN_INT32 = 1, CLTRAIN_UINT8 = 2, CLTRAIN_FLOAT16 = 3 } cltrain_dtype;
 
 /* Tensor roles; memory is reported per role. */
 typedef enum cltrain_role {
