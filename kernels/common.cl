@@ -1,5 +1,5 @@
 // Prepended to every kernel family, after numerics.h (FP_CONTRACT OFF, clt_exp, clt_log).
-// OpenCL C 1.2, float only.
+// OpenCL C 1.2, float arithmetic (float16 only as storage, below).
 //
 // Conventions: every kernel takes the backend's one pool buffer and the element offsets of its
 // tensors in it; shapes and constants of the op instance come as -D definitions. 1-D kernels run
@@ -26,55 +26,49 @@ static inline float clt_tanh(float x) {
   return x < 0.0f ? -t : t;
 }
 
-#define CLT_SOFT_HALF 1
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 
 // Storage of a tensor operand: its kernel definition NAME_H is 1 for float16 storage
-// (CLTRAIN_FLOAT16: the host's offset counts halves) and 0 (the default) for float32. Arithmetic
-// is float32 either way: a half is widened exactly as it is loaded (vload_half) and a result
-// rounded to nearest even as it is stored (vstore_half_rte), each element of a step's output
-// once (the Numerics of cltrain_backend.h). OpenCL 1.2 without cl_khr_fp16: halves are never
-// dereferenced, only loaded and stored by these.
+// (CLTRAIN_FLOAT16: the host's offset counts halves, held as ushort bits) and 0 (the default) for
+// float32. Arithmetic is float32 either way: a half is widened exactly as it is loaded and a
+// result rounded to nearest even as it is stored, each element of a step's output once (the
+// Numerics of cltrain_backend.h). Both conversions are integer arithmetic on the bits (no half
+// type, no cl_khr_fp16; they vectorize where POCL's vload_half/vstore_half_rte do not, and give
+// the bits vstore_half_rte gives).
 //   CLT_PTR(H)            the pool as a pointer to the operand's storage type
 //   CLT_LD(H, p, i)       element i at p, as a float
 //   CLT_ST(H, p, i, v)    stores the float v as element i at p
+//   CLT_H2F(w, F, U), CLT_F2H(u, F, U): the conversions on uint or uintN bits (F: float or floatN)
 //   CLT_VLD(H, p), CLT_VST(H, v, p): VEC lanes (VEC definitions only)
 #define CLT_T_0 float
-#define CLT_T_1 half
+#define CLT_T_1 ushort
 #define CLT_T(H) CAT(CLT_T_, H)
 #define CLT_PTR(H) ((__global CLT_T(H)*)pool)
-#define CLT_LD_0(p, i) ((p)[i])
-#ifdef CLT_SOFT_HALF
-// The widening in integer arithmetic, exact for every value (normal: the exponent rebiased;
-// subnormal: m 2^-24; Inf and NaN: the all-ones exponent), from the 16 bits.
+// Half bits w to float: normal, the exponent rebiased; subnormal, m 2^-24 (exact); Inf and NaN,
+// the all-ones exponent with the fraction shifted.
 #define CLT_H2F(w, F, U)                                                                                     \
-  (CAT(as_, F)(select(select(((w)&0x8000u) << 16 | (((w)&0x7fffu) << 13) + (112u << 23),                        \
-                        ((w)&0x8000u) << 16 | CAT(as_, U)(CAT(convert_, F)((w)&0x3ffu) * 0x1p-24f), ((w)&0x7c00u) == 0), \
-                 ((w)&0x8000u) << 16 | 0x7f800000u | ((w)&0x3ffu) << 13, ((w)&0x7c00u) == 0x7c00u)))
+  (CAT(as_, F)(select(                                                                                      \
+      select(((w)&0x8000u) << 16 | (((w)&0x7fffu) << 13) + (112u << 23),                                    \
+             ((w)&0x8000u) << 16 | CAT(as_, U)(CAT(convert_, F)((w)&0x3ffu) * 0x1p-24f), ((w)&0x7c00u) == 0), \
+      ((w)&0x8000u) << 16 | 0x7f800000u | ((w)&0x3ffu) << 13, ((w)&0x7c00u) == 0x7c00u)))
+// Float bits u to half bits, to nearest even: a normal half by rounding the 13 dropped bits (a
+// carry may reach Inf), at or beyond 65520 Inf, a subnormal as the nearest multiple of 2^-24 (an
+// exact product, converted _rte), NaN as a quiet NaN.
+#define CLT_F2H(u, F, U)                                                                                       \
+  (((u) >> 16 & 0x8000u) |                                                                                     \
+   select(select(select(min((((u)&0x7fffffffu) + 0xfffu + (((u) >> 13) & 1u) >> 13) - (112u << 10), 0x7c00u), \
+                        CAT(CAT(convert_, U), _rte)(CAT(as_, F)((u)&0x7fffffffu) * 0x1p24f),                   \
+                        ((u)&0x7fffffffu) < 0x38800000u),                                                      \
+                 (U)(0x7c00u), ((u)&0x7fffffffu) >= 0x47800000u),                                              \
+          (U)(0x7e00u), ((u)&0x7fffffffu) > 0x7f800000u))
 static inline float clt_h2f(const uint w) { return CLT_H2F(w, float, uint); }
-#define CLT_LD_1(p, i) clt_h2f(((__global const ushort*)(p))[i])
-#else
-#define CLT_LD_1(p, i) vload_half((i), (p))
-#endif
+static inline ushort clt_f2h(const float f) { return (ushort)CLT_F2H(as_uint(f), float, uint); }
+#define CLT_LD_0(p, i) ((p)[i])
+#define CLT_LD_1(p, i) clt_h2f((p)[i])
 #define CLT_LD(H, p, i) CAT(CLT_LD_, H)(p, i)
 #define CLT_ST_0(p, i, v) ((p)[i] = (v))
-#ifdef CLT_SOFT_HALF
-// The rounding to nearest even in integer arithmetic, from the float's bits u (a uint or uintN;
-// F the matching float type): normal halves by rounding the 13 dropped bits (a carry may reach
-// Inf), subnormals as the nearest integer multiple of 2^-24 (exact product, rte conversion),
-// Inf kept, NaN as a quiet NaN.
-#define CLT_F2H(u, F, U)                                                                                      \
-  (((u) >> 16 & 0x8000u) |                                                                                    \
-   select(select(select(min((((u)&0x7fffffffu) + 0xfffu + (((u) >> 13) & 1u) >> 13) - (112u << 10), 0x7c00u),     \
-                        CAT(CAT(convert_, U), _rte)(CAT(as_, F)((u)&0x7fffffffu) * 0x1p24f), ((u)&0x7fffffffu) < 0x38800000u), \
-                 (U)(0x7c00u), ((u)&0x7fffffffu) >= 0x47800000u),                                             \
-          (U)(0x7e00u), ((u)&0x7fffffffu) > 0x7f800000u))
-static inline uint clt_f2h(const float f) { return CLT_F2H(as_uint(f), float, uint); }
-#define CLT_ST_1(p, i, v) (((__global ushort*)(p))[i] = (ushort)clt_f2h(v))
-#else
-#define CLT_ST_1(p, i, v) vstore_half_rte((v), (i), (p))
-#endif
+#define CLT_ST_1(p, i, v) ((p)[i] = clt_f2h(v))
 #define CLT_ST(H, p, i, v) CAT(CLT_ST_, H)(p, i, v)
 #ifndef X_H
 #define X_H 0
@@ -119,19 +113,8 @@ typedef CAT(float, VEC) vfloat;
 #define CLT_VLD_1(p) CLT_LD_1(p, 0)
 #define CLT_VST_1(v, p) CLT_ST_1(p, 0, v)
 #else
-#ifdef CLT_SOFT_HALF
-#define CLT_VLD_1(p) \
-  CLT_H2F(CAT(convert_uint, VEC)(CAT(vload, VEC)(0, (__global const ushort*)(p))), CAT(float, VEC), CAT(uint, VEC))
-#else
-#define CLT_VLD_1(p) CAT(vload_half, VEC)(0, (p))
-#endif
-#ifdef CLT_SOFT_HALF
-#define CLT_VST_1(v, p)                                                                                   \
-  CAT(vstore, VEC)(CAT(convert_ushort, VEC)(CLT_F2H(CAT(as_uint, VEC)(v), CAT(float, VEC), CAT(uint, VEC))), 0, \
-                   (__global ushort*)(p))
-#else
-#define CLT_VST_1(v, p) CAT(CAT(vstore_half, VEC), _rte)((v), 0, (p))
-#endif
+#define CLT_VLD_1(p) CLT_H2F(CAT(convert_uint, VEC)(VLOAD(p)), CAT(float, VEC), CAT(uint, VEC))
+#define CLT_VST_1(v, p) VSTORE(CAT(convert_ushort, VEC)(CLT_F2H(CAT(as_uint, VEC)(v), CAT(float, VEC), CAT(uint, VEC))), p)
 #endif
 #define CLT_VLD(H, p) CAT(CLT_VLD_, H)(p)
 #define CLT_VST(H, v, p) CAT(CLT_VST_, H)(v, p)

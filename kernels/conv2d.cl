@@ -32,10 +32,18 @@ __kernel void conv_panel_t(__global float* pool, uint x_off, uint panel_off, uin
   }
   __global const CLT_T(X_H)* x = CLT_PTR(X_H) + x_off;
   __global float* out = pool + panel_off + t * PANEL_CH * rows + r0;
-#define PANEL_X(l) (src[l] < 0 ? 0.0f : CLT_LD(X_H, x, src[l] + c))
+#if X_H  // the 8 halves' bits (0 outside: +0), widened as one vector
+#define PANEL_X_T uint
+#define PANEL_X(l) (src[l] < 0 ? 0u : (uint)x[src[l] + c])
+#define PANEL_V(w) CLT_H2F(w, float8, uint8)
+#else
+#define PANEL_X_T float
+#define PANEL_X(l) (src[l] < 0 ? 0.0f : x[src[l] + c])
+#define PANEL_V(w) (w)
+#endif
   for (uint c = 0; c < PANEL_CH; ++c) {
-    const float8 v = (float8)(PANEL_X(0), PANEL_X(1), PANEL_X(2), PANEL_X(3), PANEL_X(4), PANEL_X(5), PANEL_X(6),
-                              PANEL_X(7));
+    const float8 v = PANEL_V(((CAT(PANEL_X_T, 8))(PANEL_X(0), PANEL_X(1), PANEL_X(2), PANEL_X(3), PANEL_X(4),
+                                                  PANEL_X(5), PANEL_X(6), PANEL_X(7))));
     if (lanes == 8) {
       vstore8(v, 0, out + c * rows);
     } else {
@@ -45,6 +53,8 @@ __kernel void conv_panel_t(__global float* pool, uint x_off, uint panel_off, uin
     }
   }
 #undef PANEL_X
+#undef PANEL_V
+#undef PANEL_X_T
 }
 
 // A panel of rows: panel[r, (p - p0) PANEL_CH + (c - c0)] for the output positions row0 + r
@@ -62,7 +72,11 @@ __kernel void conv_panel(__global float* pool, uint x_off, uint panel_off, uint 
     for (uint c = 0; c < PANEL_CH; ++c) out[c] = 0.0f;
   } else {
     __global const CLT_T(X_H)* in = CLT_PTR(X_H) + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC + c0;
-    for (uint c = 0; c < PANEL_CH; ++c) out[c] = CLT_LD(X_H, in, c);
+    uint c = 0;
+#if X_H  // 8 halves at a time widened as one vector
+    for (; c + 8 <= PANEL_CH; c += 8) vstore8(CLT_H2F(convert_uint8(vload8(0, in + c)), float8, uint8), 0, out + c);
+#endif
+    for (; c < PANEL_CH; ++c) out[c] = CLT_LD(X_H, in, c);
   }
 }
 

@@ -30,26 +30,19 @@
 // KC (k per packed slice), NB_MAX and MB_MAX (the largest block): from the device's local memory
 // (gemm/gemm_native.cc, native_limits).
 #define NR (8 * NV)
-// Storage of A, B and C (common.cl): A_H, B_H, C_H 1 for float16. A half B is widened as it is
-// packed or loaded, a half C rounded once as it is stored.
+// Storage of A, B and C (common.cl): A_H, B_H, C_H 1 for float16. A float16 B is widened as it is
+// packed or loaded, a float16 A as its slice is packed (apack), a float16 C rounded once as it is
+// stored.
 #ifndef C_H
 #define C_H 0
 #endif
 #if B_H
-#ifdef CLT_SOFT_HALF
-#define B_LOAD8(v, p) CLT_H2F(convert_uint8(vload8((v), (__global const ushort*)(p))), float8, uint8)
-#else
-#define B_LOAD8 vload_half8
-#endif
+#define B_LOAD8(v, p) CLT_H2F(convert_uint8(vload8((v), (p))), float8, uint8)
 #else
 #define B_LOAD8 vload8
 #endif
 #if C_H
-#ifdef CLT_SOFT_HALF
-#define C_STORE8(x, v, p) vstore8(convert_ushort8(CLT_F2H(as_uint8(x), float8, uint8)), (v), (__global ushort*)(p))
-#else
-#define C_STORE8 vstore_half8_rte
-#endif
+#define C_STORE8(x, v, p) vstore8(convert_ushort8(CLT_F2H(as_uint8(x), float8, uint8)), (v), (p))
 #else
 #define C_STORE8 vstore8
 #endif
@@ -76,9 +69,19 @@
 
 // Inside the loops over a block's tiles (r0: the tile's first row in the block):
 // ar[r], A's row r of the tile at k = K0. Rows past M repeat row M - 1: computed, never stored.
+// A float16 A is widened once per k-slice into apack ([row of the block][kk], KC apart), from
+// which the tiles read it: in place it would be widened at every tile of a row.
+#if A_H
+#define ROW_POINTERS(K0)   \
+  const __local float* ar[MR]; \
+  _Pragma("unroll") for (int r = 0; r < MR; ++r) ar[r] = apack + min(r0 + r, mrows - 1) * KC;
+#define A_SLICE_STEP 1
+#else
 #define ROW_POINTERS(K0)        \
-  const __global CLT_T(A_H)* ar[MR]; \
+  const __global float* ar[MR]; \
   _Pragma("unroll") for (int r = 0; r < MR; ++r) ar[r] = A + A_AT(min(ib + r0 + r, M - 1), (K0));
+#define A_SLICE_STEP A_STEP
+#endif
 // acc += the tile's products over kk < KN, B's row kk of the tile's columns at BPTR + kk BSTRIDE,
 // A's row r at ar[r][kk ASTEP]; UNROLL: a loop pragma or nothing (unrolling by 2 measured faster
 // in place and slower over packed panels, on POCL); LOAD8: vload8 over packed panels, B_LOAD8 in
@@ -88,7 +91,7 @@
     float8 b[NV];                                                                           \
     _Pragma("unroll") for (int v = 0; v < NV; ++v) b[v] = LOAD8(v, (BPTR) + kk * (BSTRIDE)); \
     _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                        \
-      const float8 a = (float8)(CLT_LD(A_H, ar[r], kk * (ASTEP)));                          \
+      const float8 a = (float8)(ar[r][kk * (ASTEP)]);                                        \
       _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = fma(a, b[v], acc[r][v]);   \
     }                                                                                       \
   }
@@ -124,13 +127,17 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
                                                                   float beta) {
   __local float packed[KC * NB_MAX];
   __local float8 partial[MB_MAX * NB_MAX / 8];  // the chains between slices, [r][c / 8]
+#if A_H
+  __local float apack[MB_MAX * KC];
+#endif
   const __global CLT_T(A_H)* A = CLT_PTR(A_H) + a_off;
   const __global CLT_T(B_H)* B = CLT_PTR(B_H) + b_off;
   __global CLT_T(C_H)* C = CLT_PTR(C_H) + c_off;
   const int jb = get_group_id(0) * nb_max, ib = get_group_id(1) * mb;
   const int nb = min(nb_max, N - jb);  // columns of this block
   const int nb_up = (nb + NR - 1) / NR * NR;
-#if !B_NK
+  const int mrows = min(mb, M - ib);  // rows of this block
+#if !B_NK && !A_H
   if (direct && nb >= NR) {
     // B in place: no packing, so no slicing of k either; each register tile runs over the whole
     // of k. A block's last, partial panel starts at nb - NR, overlapping the one before; it
@@ -167,6 +174,15 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
       for (int jj = 0; jj < nb_up; ++jj) packed[PACKED(kk, jj)] = jj < nb ? CLT_LD(B_H, src, jj) : 0.0f;
     }
 #endif
+#if A_H
+#if A_KM
+    for (int kk = 0; kk < kc; ++kk)
+      for (int rr = 0; rr < mrows; ++rr) apack[rr * KC + kk] = CLT_LD(1, A, A_AT(ib + rr, k0 + kk));
+#else
+    for (int rr = 0; rr < mrows; ++rr)
+      for (int kk = 0; kk < kc; ++kk) apack[rr * KC + kk] = CLT_LD(1, A, A_AT(ib + rr, k0 + kk));
+#endif
+#endif
     const bool first = k0 == 0, last = k0 + KC >= K;
     for (int c0 = 0; c0 < nb; c0 += NR) {
       const __local float* bq = packed + (c0 / NR) * (KC * NR);
@@ -175,7 +191,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
         float8 acc[MR][NV];
         _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] =
             first ? (float8)(0.0f) : partial[(r0 + r) * (NB_MAX / 8) + c0 / 8 + v];
-        TILE_K_LOOP(bq, NR, kc, A_STEP, , vload8)
+        TILE_K_LOOP(bq, NR, kc, A_SLICE_STEP, , vload8)
         if (!last) {
           _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v)
               partial[(r0 + r) * (NB_MAX / 8) + c0 / 8 + v] = acc[r][v];

@@ -177,7 +177,7 @@ void copy_sized_out(T full, T* out, const char* type) {
 
 extern "C" {
 
-const char* cltrain_version(void) { return "0.1.0 (API 2)"; }
+const char* cltrain_version(void) { return "0.1.0 (API 3)"; }
 
 cltrain_status cltrain_session_create(const char* model_path, cltrain_session** out, char* err, size_t err_len) {
   return create(out, err, err_len, [&] {

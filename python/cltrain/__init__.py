@@ -26,6 +26,7 @@ __all__ = ["Session", "CltrainError", "History", "version"]
 _OPTIMIZERS = {"sgd": 1, "adam": 2}
 _LOSSES = {"mse": 1, "mean_squared_error": 1, "categorical_crossentropy": 2, "cce": 2}
 _REDUCTIONS = {"sum_over_batch_size": 1, "sum": 2}
+_STORAGES = {"float32": 0, "fp32": 0, "fp16": 1, "float16": 1}
 _ROLES = ("non_const", "trainable", "back_prop", "gradient", "optimizer", "disposable", "layer_scope")
 
 _lib = None
@@ -148,7 +149,7 @@ class Session:
 
     def compile(self, optimizer=None, learning_rate=None, loss=None, reduction=None, beta_1=None, beta_2=None,
                 epsilon=None, trainable_ops=None, train_config=None, epochs=None, add_missing_biases=None,
-                memory_budget=None):
+                memory_budget=None, storage=None):
         """Sets what is given (the rest stays as the model or the defaults say) and prepares: builds
         the training graph, plans memory and builds kernels. Once per session.
 
@@ -157,7 +158,9 @@ class Session:
         operators; train_config: onert-micro's per-operator file; epochs: what a circle+ export records;
         add_missing_biases: a trained zero bias for each Dense/Conv layer the converter left without one;
         memory_budget: bytes the device memory pools may take (forward steps are recomputed during
-        backward to fit; the results do not change), 0 or None: no limit.
+        backward to fit; the results do not change), 0 or None: no limit;
+        storage: "fp16" (activations and back-prop tensors stored as float16: about half their bytes,
+        float32 arithmetic, weights and optimizer state) or "float32" (the default).
         """
         if self._shape is not None:
             raise CltrainError("invalid call: compile() was already called (once per session)", _capi.INVALID)
@@ -169,7 +172,8 @@ class Session:
             beta1=beta_1, beta2=beta_2, epsilon=epsilon, num_trainable_ops=trainable_ops,
             train_config=None if train_config is None else os.fspath(train_config), epochs=epochs,
             add_missing_biases=None if add_missing_biases is None else int(bool(add_missing_biases)),
-            memory_budget=None if memory_budget is None else int(memory_budget))
+            memory_budget=None if memory_budget is None else int(memory_budget),
+            storage=None if storage is None else _name(storage, _STORAGES, "storage"))
         self._check(self._lib.cltrain_prepare(self._s))
         b, i, o = ctypes.c_int32(), ctypes.c_uint64(), ctypes.c_uint64()
         self._check(self._lib.cltrain_get_shape(self._s, ctypes.byref(b), ctypes.byref(i), ctypes.byref(o)))

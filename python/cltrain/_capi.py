@@ -33,6 +33,7 @@ class Settings(ctypes.Structure):
         ("train_config", ctypes.c_char_p),
         ("add_missing_biases", ctypes.c_int32),
         ("memory_budget", ctypes.c_uint64),
+        ("storage", ctypes.c_int32),
     ]
 
 

@@ -88,6 +88,26 @@ def test_memory_budget_recomputes_with_the_same_losses(models, backend):
     assert e.value.status == cltrain._capi.OUT_OF_MEMORY
 
 
+def test_fp16_storage_is_bitwise_the_cpu_and_smaller(models):
+    """compile(storage="fp16"): the OpenCL and the CPU backend compute the same losses bit for bit
+    (both round every float16 tensor once per element), close to float32's, in a smaller pool (at
+    batch 8 one image's float32 dcol of conv2's dx sets the peak, so by less than half)."""
+    model = models("mnist-kaggle", 8)
+    x, y = data(24, 784, 10, 3)
+    runs = {}
+    for backend, storage in (("opencl", "fp16"), ("cpu", "fp16"), ("opencl", "float32")):
+        s = session(model, backend, 8, storage=storage)
+        losses = [s.train_step(x[i:i + 8], y[i:i + 8]) for i in range(0, 24, 8)]
+        runs[backend, storage] = (s.memory()[0]["pool_bytes"], losses)
+    def bits(v):
+        return np.array(v, np.float32).view(np.uint32).tolist()
+    assert bits(runs["opencl", "fp16"][1]) == bits(runs["cpu", "fp16"][1])
+    assert np.allclose(runs["opencl", "fp16"][1], runs["opencl", "float32"][1], rtol=0.02)
+    assert runs["opencl", "fp16"][0] < runs["opencl", "float32"][0]
+    with pytest.raises(cltrain.CltrainError, match="storage"):
+        session(model, "cpu", 8, storage="bf16")
+
+
 def test_fit_learns_and_keeps_a_history(models):
     rng = np.random.default_rng(3)
     # Two separable classes: the mlp must get them right after a few epochs.

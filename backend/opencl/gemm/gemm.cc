@@ -110,8 +110,13 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
     fail(CLTRAIN_INVALID, g.what + ": a matrix product with an empty dimension (m " + std::to_string(g.m) + ", n " +
                               std::to_string(g.n) + ", k " + std::to_string(g.k) + ")");
   const NativeForm f = native_form(g.layout, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc);
-  NativeBlocks blocks = native_blocks(f, device_->compute_units, limits_);
-  if (f.swapped ? g.a_half : g.b_half) blocks.direct = false;  // a float16 B is widened once, as it is packed
+  const bool a_half = f.swapped ? g.b_half : g.a_half;  // the form's A
+  const NativeLimits limits = a_half ? native_limits(device_->local_mem, true) : limits_;
+  if (limits.kc == 0)
+    fail(CLTRAIN_ERROR, g.what + ": the device's local memory is too small for kernels/gemm.cl with a float16 operand; "
+                                 "train with float32 storage");
+  NativeBlocks blocks = native_blocks(f, device_->compute_units, limits);
+  if (a_half) blocks.direct = false;  // gemm.cl packs a float16 A, slice by slice
   const uint64_t limit = 0x7fffffffu;  // gemm.cl indexes with int
   if ((f.a_km ? f.k : f.m) * f.lda > limit || (f.b_nk ? f.n : f.k) * f.ldb > limit ||
       (f.c_t ? f.n : f.m) * f.ldc > limit)
@@ -119,7 +124,7 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
   PreparedGemm p;
   p.g = g;
   p.launches = 1;
-  p.native = kernels.make("gemm.cl", Defines().append(native_defines(f, limits_, g.a_half, g.b_half, g.c_half)), "gemm");
+  p.native = kernels.make("gemm.cl", Defines().append(native_defines(f, limits, g.a_half, g.b_half, g.c_half)), "gemm");
   const cl_uint a_off = pool.elem_offset(g.a) + static_cast<cl_uint>(g.a_off);
   const cl_uint b_off = pool.elem_offset(g.b) + static_cast<cl_uint>(g.b_off);
   const cl_uint c_off = pool.elem_offset(g.c) + static_cast<cl_uint>(g.c_off);

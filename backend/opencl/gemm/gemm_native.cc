@@ -6,13 +6,15 @@
 
 namespace cltrain::ocl {
 
-NativeLimits native_limits(uint64_t local_mem_bytes) {
+NativeLimits native_limits(uint64_t local_mem_bytes, bool pack_a) {
   const uint64_t usable = local_mem_bytes > 1024 ? local_mem_bytes - 1024 : 0;  // a margin for the compiler's own
   for (size_t nb = 128; nb >= 32; nb /= 2) {
     const size_t mb = nb / 2;
     const uint64_t partial = uint64_t{mb} * nb * 4;
     if (usable < partial) continue;
-    const uint64_t kc = std::min<uint64_t>(320, (usable - partial) / (uint64_t{nb} * 4) / 8 * 8);
+    // Per k of a slice: B's packed row (nb floats) and, for a float16 A, A's packed column (mb).
+    const uint64_t per_k = (uint64_t{nb} + (pack_a ? mb : 0)) * 4;
+    const uint64_t kc = std::min<uint64_t>(320, (usable - partial) / per_k / 8 * 8);
     if (kc >= 64) return {static_cast<size_t>(kc), nb, mb};
   }
   return {};

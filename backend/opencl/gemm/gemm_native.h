@@ -24,7 +24,8 @@ enum class GemmKind { kClblast, kNative };
 struct NativeLimits {
   size_t kc = 0, nb_max = 0, mb_max = 0;
 };
-NativeLimits native_limits(uint64_t local_mem_bytes);
+// pack_a: room for a float16 A's packed slice too (gemm.cl's apack).
+NativeLimits native_limits(uint64_t local_mem_bytes, bool pack_a = false);
 
 // CLTRAIN_OPENCL_GEMM=native or =clblast chooses for every device; otherwise CPU devices
 // (CL_DEVICE_TYPE_CPU) get the native kernel and the others CLBlast, and so do CPU devices whose
