@@ -47,20 +47,20 @@ static inline float clt_tanh(float x) {
 #define CLT_PTR(H) ((__global CLT_T(H)*)pool)
 // Half bits w to float: normal, the exponent rebiased; subnormal, m 2^-24 (exact); Inf and NaN,
 // the all-ones exponent with the fraction shifted.
-#define CLT_H2F(w, F, U)                                                                                     \
-  (CAT(as_, F)(select(                                                                                      \
-      select(((w)&0x8000u) << 16 | (((w)&0x7fffu) << 13) + (112u << 23),                                    \
-             ((w)&0x8000u) << 16 | CAT(as_, U)(CAT(convert_, F)((w)&0x3ffu) * 0x1p-24f), ((w)&0x7c00u) == 0), \
-      ((w)&0x8000u) << 16 | 0x7f800000u | ((w)&0x3ffu) << 13, ((w)&0x7c00u) == 0x7c00u)))
+#define CLT_H2F(w, F, U)                                                                                             \
+  (CAT(as_, F)(                                                                                                      \
+      select(select(((w)&0x8000u) << 16 | (((w)&0x7fffu) << 13) + (112u << 23),                                      \
+                    ((w)&0x8000u) << 16 | CAT(as_, U)(CAT(convert_, F)((w)&0x3ffu) * 0x1p-24f), ((w)&0x7c00u) == 0), \
+             ((w)&0x8000u) << 16 | 0x7f800000u | ((w)&0x3ffu) << 13, ((w)&0x7c00u) == 0x7c00u)))
 // Float bits u to half bits, to nearest even: a normal half by rounding the 13 dropped bits (a
 // carry may reach Inf), at or beyond 65520 Inf, a subnormal as the nearest multiple of 2^-24 (an
 // exact product, converted _rte), NaN as a quiet NaN.
-#define CLT_F2H(u, F, U)                                                                                       \
-  (((u) >> 16 & 0x8000u) |                                                                                     \
+#define CLT_F2H(u, F, U)                                                                                      \
+  (((u) >> 16 & 0x8000u) |                                                                                    \
    select(select(select(min((((u)&0x7fffffffu) + 0xfffu + (((u) >> 13) & 1u) >> 13) - (112u << 10), 0x7c00u), \
-                        CAT(CAT(convert_, U), _rte)(CAT(as_, F)((u)&0x7fffffffu) * 0x1p24f),                   \
-                        ((u)&0x7fffffffu) < 0x38800000u),                                                      \
-                 (U)(0x7c00u), ((u)&0x7fffffffu) >= 0x47800000u),                                              \
+                        CAT(CAT(convert_, U), _rte)(CAT(as_, F)((u)&0x7fffffffu) * 0x1p24f),                  \
+                        ((u)&0x7fffffffu) < 0x38800000u),                                                     \
+                 (U)(0x7c00u), ((u)&0x7fffffffu) >= 0x47800000u),                                             \
           (U)(0x7e00u), ((u)&0x7fffffffu) > 0x7f800000u))
 static inline float clt_h2f(const uint w) { return CLT_H2F(w, float, uint); }
 static inline ushort clt_f2h(const float f) { return (ushort)CLT_F2H(as_uint(f), float, uint); }
@@ -114,7 +114,8 @@ typedef CAT(float, VEC) vfloat;
 #define CLT_VST_1(v, p) CLT_ST_1(p, 0, v)
 #else
 #define CLT_VLD_1(p) CLT_H2F(CAT(convert_uint, VEC)(VLOAD(p)), CAT(float, VEC), CAT(uint, VEC))
-#define CLT_VST_1(v, p) VSTORE(CAT(convert_ushort, VEC)(CLT_F2H(CAT(as_uint, VEC)(v), CAT(float, VEC), CAT(uint, VEC))), p)
+#define CLT_VST_1(v, p) \
+  VSTORE(CAT(convert_ushort, VEC)(CLT_F2H(CAT(as_uint, VEC)(v), CAT(float, VEC), CAT(uint, VEC))), p)
 #endif
 #define CLT_VLD(H, p) CAT(CLT_VLD_, H)(p)
 #define CLT_VST(H, v, p) CAT(CLT_VST_, H)(v, p)

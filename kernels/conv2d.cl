@@ -149,3 +149,46 @@ __kernel void conv_gather_dx_band(__global float* pool, uint dcol_off, uint dx_o
 #endif
   CLT_VST(DX_H, s, CLT_PTR(DX_H) + dx_off + at);
 }
+
+// conv_gather_dx for image n by blocks of taps, for a dcol of one image over the step's scratch:
+// dcol holds the taps [p0, p0 + np) of the image's output positions, [OH OW, np IC], and acc the
+// image's sums so far as float32 ([H W IC]: s carries from block to block as the float it is, so
+// every sum takes the same terms in the same (kh, kw) order as conv_gather_dx). The first block
+// starts the sums at 0, the last applies XACT and stores dx (one rounding of a float16 dx).
+__kernel void conv_gather_dx_taps(__global float* pool, uint dcol_off, uint acc_off, uint dx_off, uint n, uint p0,
+                                  uint np, uint first, uint last, uint x_off) {
+  const uint gid = get_global_id(0);
+  if (gid >= H * W * (IC / VEC)) return;
+  const uint i = gid % (IC / VEC) * VEC, pos = gid / (IC / VEC);
+  const uint iw = pos % W, ih = pos / W;
+  vfloat s = first ? (vfloat)(0.0f) : VLOAD(pool + acc_off + pos * IC + i);
+  for (uint kh = p0 / KW; kh < KH && kh * KW < p0 + np; ++kh) {
+    const int th = (int)ih + PT - (int)(kh * DH);
+    if (th < 0 || th % SH != 0 || th / SH >= OH) continue;
+    const uint oh = (uint)(th / SH);
+    for (uint kw = 0; kw < KW; ++kw) {
+      const uint p = kh * KW + kw;
+      if (p < p0 || p >= p0 + np) continue;
+      const int tw = (int)iw + PL - (int)(kw * DW);
+      if (tw < 0 || tw % SW != 0 || tw / SW >= OW) continue;
+      const uint ow = (uint)(tw / SW);
+      s = s + VLOAD(pool + dcol_off + (oh * OW + ow) * (np * IC) + (p - p0) * IC + i);
+    }
+  }
+  if (!last) {
+    VSTORE(s, pool + acc_off + pos * IC + i);
+    return;
+  }
+  const uint at = (n * (H * W) + pos) * IC + i;
+#if XACT
+  s = CLT_XACT_GRAD(CLT_VLD(X_H, CLT_PTR(X_H) + x_off + at), s);
+#endif
+  CLT_VST(DX_H, s, CLT_PTR(DX_H) + dx_off + at);
+}
+
+// dz of image n as float32 at dst: a float16 dz widened once for the GEMMs of its tap blocks.
+__kernel void conv_widen_dz(__global float* pool, uint dz_off, uint dst_off, uint n) {
+  const uint gid = get_global_id(0);
+  if (gid >= OH * OW * OC) return;
+  pool[dst_off + gid] = CLT_LD(DY_H, CLT_PTR(DY_H) + dz_off, n * (OH * OW * OC) + gid);
+}

@@ -72,7 +72,7 @@
 // A float16 A is widened once per k-slice into apack ([row of the block][kk], KC apart), from
 // which the tiles read it: in place it would be widened at every tile of a row.
 #if A_H
-#define ROW_POINTERS(K0)   \
+#define ROW_POINTERS(K0)       \
   const __local float* ar[MR]; \
   _Pragma("unroll") for (int r = 0; r < MR; ++r) ar[r] = apack + min(r0 + r, mrows - 1) * KC;
 #define A_SLICE_STEP 1
@@ -86,39 +86,38 @@
 // A's row r at ar[r][kk ASTEP]; UNROLL: a loop pragma or nothing (unrolling by 2 measured faster
 // in place and slower over packed panels, on POCL); LOAD8: vload8 over packed panels, B_LOAD8 in
 // place.
-#define TILE_K_LOOP(BPTR, BSTRIDE, KN, ASTEP, UNROLL, LOAD8)                                \
-  UNROLL for (int kk = 0; kk < (KN); ++kk) {                                                \
-    float8 b[NV];                                                                           \
+#define TILE_K_LOOP(BPTR, BSTRIDE, KN, ASTEP, UNROLL, LOAD8)                                 \
+  UNROLL for (int kk = 0; kk < (KN); ++kk) {                                                 \
+    float8 b[NV];                                                                            \
     _Pragma("unroll") for (int v = 0; v < NV; ++v) b[v] = LOAD8(v, (BPTR) + kk * (BSTRIDE)); \
-    _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                        \
+    _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                         \
       const float8 a = (float8)(ar[r][kk * (ASTEP)]);                                        \
-      _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = fma(a, b[v], acc[r][v]);   \
-    }                                                                                       \
+      _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = fma(a, b[v], acc[r][v]);    \
+    }                                                                                        \
   }
 // C of the tile whose columns start at block column CS: its columns from FROM (>= CS) to the
 // tile's or the block's end, rows below M. Whole tiles with beta 0 store as vectors.
-#define STORE_TILE(CS, FROM)                                                             \
-  _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                       \
-    const int i = ib + r0 + r;                                                           \
-    if (i < M) {                                                                         \
-      if (!C_T && (CS) == (FROM) && (CS) + NR <= nb && beta == 0.0f) {                   \
-        __global CLT_T(C_H)* cr = C + C_AT(i, jb + (CS));                                \
-        _Pragma("unroll") for (int v = 0; v < NV; ++v) C_STORE8(alpha* acc[r][v], v, cr); \
-      } else {                                                                           \
-        _Pragma("unroll") for (int v = 0; v < NV; ++v) {                                 \
-          float out[8];                                                                  \
-          vstore8(acc[r][v], 0, out);                                                    \
-          _Pragma("unroll 1") for (int l = 0; l < 8; ++l) {                              \
-            const int j = (CS) + 8 * v + l;                                              \
-            if (j >= (FROM) && j < nb) {                                                 \
-              __global CLT_T(C_H)* c = C + C_AT(i, jb + j);                              \
-              CLT_ST(C_H, c, 0,                                                          \
-                     beta == 0.0f ? alpha * out[l] : alpha * out[l] + beta * CLT_LD(C_H, c, 0)); \
-            }                                                                            \
-          }                                                                              \
-        }                                                                                \
-      }                                                                                  \
-    }                                                                                    \
+#define STORE_TILE(CS, FROM)                                                                                \
+  _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                                          \
+    const int i = ib + r0 + r;                                                                              \
+    if (i < M) {                                                                                            \
+      if (!C_T && (CS) == (FROM) && (CS) + NR <= nb && beta == 0.0f) {                                      \
+        __global CLT_T(C_H)* cr = C + C_AT(i, jb + (CS));                                                   \
+        _Pragma("unroll") for (int v = 0; v < NV; ++v) C_STORE8(alpha* acc[r][v], v, cr);                   \
+      } else {                                                                                              \
+        _Pragma("unroll") for (int v = 0; v < NV; ++v) {                                                    \
+          float out[8];                                                                                     \
+          vstore8(acc[r][v], 0, out);                                                                       \
+          _Pragma("unroll 1") for (int l = 0; l < 8; ++l) {                                                 \
+            const int j = (CS) + 8 * v + l;                                                                 \
+            if (j >= (FROM) && j < nb) {                                                                    \
+              __global CLT_T(C_H)* c = C + C_AT(i, jb + j);                                                 \
+              CLT_ST(C_H, c, 0, beta == 0.0f ? alpha * out[l] : alpha * out[l] + beta * CLT_LD(C_H, c, 0)); \
+            }                                                                                               \
+          }                                                                                                 \
+        }                                                                                                   \
+      }                                                                                                     \
+    }                                                                                                       \
   }
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float* pool, uint a_off, uint b_off,

@@ -151,8 +151,8 @@ void Session::choose_storage() {
   std::vector<uint8_t> ok(graph_.tensors.size(), 1);
   for (const cltrain_step_desc& st : graph_.steps) {
     const OpDescriptor* d = find_op(st.op);
-    const bool allows = d && d->half_storage && st.params.activation != CLTRAIN_ACT_TANH &&
-                        st.params.dx_activation != CLTRAIN_ACT_TANH;
+    const bool allows =
+        d && d->half_storage && st.params.activation != CLTRAIN_ACT_TANH && st.params.dx_activation != CLTRAIN_ACT_TANH;
     for (int32_t i = 0; i < st.num_inputs + st.num_outputs; ++i) {
       const int32_t t = i < st.num_inputs ? st.inputs[i] : st.outputs[i - st.num_inputs];
       if (t >= 0 && !allows) ok[static_cast<size_t>(t)] = 0;
@@ -162,8 +162,8 @@ void Session::choose_storage() {
     if (t >= 0) ok[static_cast<size_t>(t)] = 0;
   for (size_t t = 0; t < graph_.tensors.size(); ++t) {
     const cltrain_tensor_desc& g = graph_.tensors[t];
-    const bool role = g.role == CLTRAIN_ROLE_NON_CONST || g.role == CLTRAIN_ROLE_BACK_PROP ||
-                      g.role == CLTRAIN_ROLE_DISPOSABLE;
+    const bool role =
+        g.role == CLTRAIN_ROLE_NON_CONST || g.role == CLTRAIN_ROLE_BACK_PROP || g.role == CLTRAIN_ROLE_DISPOSABLE;
     size_t users = 0, user = 0;
     for (size_t b = 0; b < tensors_.size(); ++b)
       if (tensors_[b][t].first_step >= 0) ++users, user = b;

@@ -95,6 +95,12 @@ TEST_F(Cli, neg_MemoryBudgetBelowTheLeast) {
   EXPECT_EQ(run_cli(train_args(model) + " --memory_budget 1G").code, 0);
 }
 
+TEST_F(Cli, neg_StorageTakesFp16OrFloat32) {
+  const std::string model = model_file(make_named_model("mlp", 2), "mlp.circle");
+  expect_one_line_failure(run_cli(train_args(model) + " --storage fp8"), "--storage takes fp16 or float32, not 'fp8'");
+  EXPECT_EQ(run_cli(train_args(model) + " --storage fp16").code, 0);
+}
+
 TEST_F(Cli, neg_UnknownOption) { expect_one_line_failure(run_cli("--frobnicate"), "unknown option"); }
 
 TEST_F(Cli, neg_MissingPluginWarnsAndTrainsOnCpu) {

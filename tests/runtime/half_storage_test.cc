@@ -71,12 +71,12 @@ Model every_half_op_model() {
   x = b.conv2d(x, 16, 3, 3, 1, CLTRAIN_PADDING_SAME, CLTRAIN_ACT_RELU);
   int y = b.conv2d(x, 16, 1, 1, 1, CLTRAIN_PADDING_VALID, CLTRAIN_ACT_NONE);  // pointwise
   y = b.depthwise_conv2d(y, 3, 3, 1, CLTRAIN_PADDING_SAME, CLTRAIN_ACT_RELU6);
-  x = b.add(x, y, CLTRAIN_ACT_RELU);  // residual: x is read twice, its gradient accumulated
+  x = b.add(x, y, CLTRAIN_ACT_RELU);                    // residual: x is read twice, its gradient accumulated
   x = b.max_pool2d(x, 2, 2, 2, CLTRAIN_PADDING_VALID);  // scatter
   x = b.conv2d(x, 16, 3, 3, 2, CLTRAIN_PADDING_SAME, CLTRAIN_ACT_RELU);
   x = b.depthwise_conv2d(x, 3, 3, 1, CLTRAIN_PADDING_SAME, CLTRAIN_ACT_NONE, 2);  // multiplier 2
-  x = b.conv2d(x, 8, 3, 3, 1, CLTRAIN_PADDING_SAME, CLTRAIN_ACT_RELU, 2);          // dilated
-  x = b.max_pool2d(x, 3, 3, 1, CLTRAIN_PADDING_SAME);                               // gather
+  x = b.conv2d(x, 8, 3, 3, 1, CLTRAIN_PADDING_SAME, CLTRAIN_ACT_RELU, 2);         // dilated
+  x = b.max_pool2d(x, 3, 3, 1, CLTRAIN_PADDING_SAME);                             // gather
   x = b.avg_pool2d(x, 2, 2, 1, CLTRAIN_PADDING_VALID);
   x = b.mul(x, b.mean(x, {1, 2}, true));  // broadcast
   int flat = b.reshape(x, {2, -1});
@@ -97,8 +97,8 @@ void expect_opencl_is_cpu_bitwise(const Model& m, int classes) {
   EXPECT_LT(pools(*ocl), pools(*f32));
   const std::vector<float> a = losses(*cpu, 3, classes), o = losses(*ocl, 3, classes), f = losses(*f32, 3, classes);
   for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(o[i], a[i]) << "step " << i + 1;                       // bitwise
-    EXPECT_NE(o[i], f[i]) << "step " << i + 1;                       // the roundings are there
+    EXPECT_EQ(o[i], a[i]) << "step " << i + 1;                            // bitwise
+    EXPECT_NE(o[i], f[i]) << "step " << i + 1;                            // the roundings are there
     EXPECT_NEAR(o[i], f[i], 0.02 * std::fabs(f[i])) << "step " << i + 1;  // and small
   }
 }
@@ -160,21 +160,21 @@ float from_bits(uint32_t u) {
 TEST(HalfStorage, CpuRoundsToTheNearestHalfTiesToEven) {
   using cpu::round_to_half;
   EXPECT_EQ(round_to_half(1.0f), 1.0f);
-  EXPECT_EQ(round_to_half(1.0f + 0x1p-11f), 1.0f);                  // tie: to the even 1
-  EXPECT_EQ(round_to_half(1.0f + 3 * 0x1p-11f), 1.0f + 0x1p-9f);    // tie: to the even 1 + 2^-9
+  EXPECT_EQ(round_to_half(1.0f + 0x1p-11f), 1.0f);                // tie: to the even 1
+  EXPECT_EQ(round_to_half(1.0f + 3 * 0x1p-11f), 1.0f + 0x1p-9f);  // tie: to the even 1 + 2^-9
   EXPECT_EQ(round_to_half(1.0f + 0x1p-11f + 0x1p-20f), 1.0f + 0x1p-10f);
   EXPECT_EQ(round_to_half(-3.14159265f), -3.140625f);
-  EXPECT_EQ(round_to_half(65504.0f), 65504.0f);                     // the largest half
+  EXPECT_EQ(round_to_half(65504.0f), 65504.0f);  // the largest half
   EXPECT_EQ(round_to_half(65519.0f), 65504.0f);
-  EXPECT_TRUE(std::isinf(round_to_half(65520.0f)));                 // the tie above it: Inf
+  EXPECT_TRUE(std::isinf(round_to_half(65520.0f)));  // the tie above it: Inf
   EXPECT_TRUE(std::isinf(round_to_half(-1e30f)) && round_to_half(-1e30f) < 0);
-  EXPECT_EQ(round_to_half(0x1p-14f), 0x1p-14f);                     // the smallest normal
-  EXPECT_EQ(round_to_half(0x1p-24f), 0x1p-24f);                     // the smallest subnormal
-  EXPECT_EQ(round_to_half(0x1p-25f), 0.0f);                         // tie: to the even 0
-  EXPECT_EQ(round_to_half(0x1.8p-24f), 0x1p-23f);                   // tie: to the even 2
+  EXPECT_EQ(round_to_half(0x1p-14f), 0x1p-14f);    // the smallest normal
+  EXPECT_EQ(round_to_half(0x1p-24f), 0x1p-24f);    // the smallest subnormal
+  EXPECT_EQ(round_to_half(0x1p-25f), 0.0f);        // tie: to the even 0
+  EXPECT_EQ(round_to_half(0x1.8p-24f), 0x1p-23f);  // tie: to the even 2
   EXPECT_EQ(round_to_half(0x1.4p-24f), 0x1p-24f);
-  EXPECT_EQ(round_to_half(0x1.fffffep-15f), 0x1p-14f);              // a subnormal rounds up to normal
-  EXPECT_TRUE(std::signbit(round_to_half(-0x1p-30f)));              // -0 keeps its sign
+  EXPECT_EQ(round_to_half(0x1.fffffep-15f), 0x1p-14f);  // a subnormal rounds up to normal
+  EXPECT_TRUE(std::signbit(round_to_half(-0x1p-30f)));  // -0 keeps its sign
   EXPECT_TRUE(std::isnan(round_to_half(from_bits(0x7fc00001u))));
   // Every value a half holds is kept as it is.
   for (uint32_t e = 1; e < 31; ++e)

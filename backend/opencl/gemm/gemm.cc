@@ -113,10 +113,11 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
   const bool a_half = f.swapped ? g.b_half : g.a_half;  // the form's A
   const NativeLimits limits = a_half ? native_limits(device_->local_mem, true) : limits_;
   if (limits.kc == 0)
-    fail(CLTRAIN_ERROR, g.what + ": the device's local memory is too small for kernels/gemm.cl with a float16 operand; "
-                                 "train with float32 storage");
+    fail(CLTRAIN_ERROR, g.what +
+                            ": the device's local memory is too small for kernels/gemm.cl with a float16 operand; "
+                            "train with float32 storage");
   NativeBlocks blocks = native_blocks(f, device_->compute_units, limits);
-  if (a_half) blocks.direct = false;  // gemm.cl packs a float16 A, slice by slice
+  if (a_half) blocks.direct = false;   // gemm.cl packs a float16 A, slice by slice
   const uint64_t limit = 0x7fffffffu;  // gemm.cl indexes with int
   if ((f.a_km ? f.k : f.m) * f.lda > limit || (f.b_nk ? f.n : f.k) * f.ldb > limit ||
       (f.c_t ? f.n : f.m) * f.ldc > limit)
@@ -140,8 +141,9 @@ PreparedGemm GemmEngine::prepare(const Gemm& given, int32_t temp_tensor, Pool& p
   if (native_) return prepare_native(given, pool, kernels);
   if (given.a_half || given.b_half || given.c_half) {
     if (limits_.kc == 0)
-      fail(CLTRAIN_ERROR, given.what + ": float16 storage needs kernels/gemm.cl, and the device's local memory is too "
-                                       "small for it; train with float32 storage");
+      fail(CLTRAIN_ERROR, given.what +
+                              ": float16 storage needs kernels/gemm.cl, and the device's local memory is too "
+                              "small for it; train with float32 storage");
     return prepare_native(given, pool, kernels);
   }
   const Gemm g = cheapest_form(given);

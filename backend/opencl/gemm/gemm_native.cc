@@ -119,7 +119,8 @@ std::string native_defines(const NativeForm& f, const NativeLimits& limits, bool
                   " -DC_T=" + (f.c_t ? "1" : "0") + " -DKC=" + std::to_string(limits.kc) +
                   " -DNB_MAX=" + std::to_string(limits.nb_max) + " -DMB_MAX=" + std::to_string(limits.mb_max);
   if (a_half || b_half || c_half)
-    d += std::string(" -DA_H=") + (a_half ? "1" : "0") + " -DB_H=" + (b_half ? "1" : "0") + " -DC_H=" + (c_half ? "1" : "0");
+    d += std::string(" -DA_H=") + (a_half ? "1" : "0") + " -DB_H=" + (b_half ? "1" : "0") +
+         " -DC_H=" + (c_half ? "1" : "0");
   return d;
 }
 

@@ -37,7 +37,7 @@ constexpr int32_t kPanel = -2, kOut = -3;
 
 // One thing the step enqueues, in run order.
 struct Action {
-  enum Kind { kPanelFill, kGemm, kGather, kBiasAct, kActGrad, kBiasGrad } kind;
+  enum Kind { kPanelFill, kGemm, kGather, kBiasAct, kActGrad, kBiasGrad, kWiden } kind;
   explicit Action(Kind k, Gemm g = {}) : kind(k), gemm(std::move(g)) {}
   Gemm gemm;                                  // kGemm
   uint32_t row0 = 0, rows = 0;                // kPanelFill, kBiasAct: output positions; kGather: images (n0, count)
@@ -46,6 +46,8 @@ struct Action {
   // kGather of a band (conv_gather_dx_band): image row0, dcol holds output rows [oh0, oh0 + band),
   // dx rows [ih0, ih0 + ihn)
   bool banded = false;
+  // kGather of a block of taps (conv_gather_dx_taps): image row0, dcol holds taps [p0, p0 + taps)
+  bool tapped = false, first = false, last = false;
   uint32_t oh0 = 0, band = 0, ih0 = 0, ihn = 0;
 };
 
@@ -54,7 +56,7 @@ struct ConvPlan {
   bool pointwise = false;
   std::vector<Action> actions;
   uint64_t panel_bytes = 0, temp_bytes = 0;  // the panel also holds dcol (dW and dx run one after the other)
-  uint64_t out_bytes = 0;                     // a float16 y's float32 chunk
+  uint64_t out_bytes = 0;  // a float16 y's float32 chunk, or the sums of dx by taps and dz widened
   uint64_t budget = 0;                       // for the panel
 };
 
@@ -233,6 +235,41 @@ void plan_input_grad_bands(const OpContext& c, ConvPlan& p, Gemm g) {
     }
 }
 
+// dx of images whose dcol is over budget, with float16 storage (which is for memory), by blocks of
+// taps: per image, dz widened to float32 once (conv_widen_dz, after the sums in the out scratch),
+// then per block dcol of those taps (the same products) and conv_gather_dx_taps adding them to
+// the image's float32 sums (the same sums, in order). The most taps whose dcol fits the budget
+// beside the sums and dz, at least one.
+void plan_input_grad_taps(const OpContext& c, ConvPlan& p, Gemm g) {
+  const StepView& s = c.s;
+  const ConvShape& sh = p.sh;
+  const uint64_t O = sh.out_ch, I = sh.in_ch, taps = sh.taps(), per_image = sh.h.out * sh.w.out;
+  const uint64_t sums = uint64_t(sh.h.in) * sh.w.in * I * 4, tap_bytes = per_image * I * 4;
+  const uint64_t side = sums + per_image * O * 4;  // the sums and the widened dz
+  const uint64_t block = std::clamp<uint64_t>(p.budget > side ? (p.budget - side) / tap_bytes : 1, 1, taps);
+  p.panel_bytes = std::max(p.panel_bytes, block * tap_bytes);
+  p.out_bytes = std::max(p.out_bytes, side);
+  g.b = kOut, g.b_off = sums / 4;
+  for (int64_t n = 0; n < sh.n; ++n) {
+    Action widen(Action::kWiden);
+    widen.row0 = static_cast<uint32_t>(n);
+    p.actions.push_back(widen);
+    for (uint64_t p0 = 0; p0 < taps; p0 += block) {
+      const uint64_t np = std::min(block, taps - p0);
+      g.m = np * I, g.a_off = p0 * I;
+      g.n = per_image;
+      g.c = kPanel, g.ldc = np * I;
+      g.what = s.what() + " dcol = dz W (image " + std::to_string(n) + ", taps " + std::to_string(p0) + "..)";
+      p.actions.push_back(Action(Action::kGemm, g));
+      Action gather(Action::kGather);
+      gather.tapped = true, gather.first = p0 == 0, gather.last = p0 + np == taps;
+      gather.row0 = static_cast<uint32_t>(n), gather.p0 = static_cast<uint32_t>(p0);
+      gather.taps = static_cast<uint32_t>(np);
+      p.actions.push_back(gather);
+    }
+  }
+}
+
 void plan_input_grad(const OpContext& c, ConvPlan& p) {
   const StepView& s = c.s;
   const ConvShape& sh = p.sh;
@@ -254,6 +291,10 @@ void plan_input_grad(const OpContext& c, ConvPlan& p) {
   }
   if (per_image * K * 4 > p.budget && sh.h.in > 1 && c.lean()) {
     plan_input_grad_bands(c, p, g);
+    return;
+  }
+  if (per_image * K * 4 > p.budget && c.half(sh.dx) && sh.taps() > 1) {
+    plan_input_grad_taps(c, p, g);
     return;
   }
   const uint64_t images = aligned_chunk(c, p.budget / (per_image * K * 4), per_image, sh.n);
@@ -353,6 +394,7 @@ StepRun prepare(const OpContext& c) {
   const int32_t temp = p.temp_bytes > 0 ? c.scratch(next++) : -1;
   const Defines geometry = sh.defines();
   std::map<std::pair<uint32_t, uint32_t>, Kernel> panel_kernels;  // by (taps, channels) of a block
+  Kernel taps_kernel;                                             // conv_gather_dx_taps
   std::vector<std::function<void(const Queue&)>> run;
   for (const Action& a : p.actions) {
     switch (a.kind) {
@@ -397,12 +439,34 @@ StepRun prepare(const OpContext& c) {
         c.storage(c.storage(d, "X_H", sh.x), "DX_H", sh.dx);
         const cl_uint x_off = sh.dx_activation != CLTRAIN_ACT_NONE ? c.offset(sh.x) : cl_uint{0};
         d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", vec);
+        if (a.tapped) {  // one kernel for every block of the step: its arguments set as each runs
+          if (!taps_kernel) taps_kernel = c.kernel("conv2d.cl", d, "conv_gather_dx_taps");
+          const Kernel k = taps_kernel;
+          const cl_mem pool = c.pool();
+          const cl_uint dcol = c.offset(panel), acc = c.offset(out), dx = c.offset(sh.dx);
+          const uint64_t count = static_cast<uint64_t>(sh.h.in * sh.w.in * sh.in_ch) / vec;
+          run.push_back([k, pool, dcol, acc, dx, x_off, a, count](const Queue& q) {
+            set_args(k, pool, dcol, acc, dx, a.row0, a.p0, a.taps, cl_uint{a.first}, cl_uint{a.last}, x_off);
+            q.launch_1d(k, count);
+          });
+          break;
+        }
         Kernel k = c.kernel("conv2d.cl", d, a.banded ? "conv_gather_dx_band" : "conv_gather_dx");
         if (a.banded)
           set_args(k, c.pool(), c.offset(panel), c.offset(sh.dx), a.row0, a.oh0, a.band, a.ih0, a.ihn, x_off);
         else
           set_args(k, c.pool(), c.offset(panel), c.offset(sh.dx), a.row0, a.rows, x_off);
         const uint64_t count = (a.banded ? uint64_t{a.ihn} : uint64_t{a.rows} * sh.h.in) * sh.w.in * sh.in_ch / vec;
+        run.push_back([k, count](const Queue& q) { q.launch_1d(k, count); });
+        break;
+      }
+      case Action::kWiden: {
+        Defines d = geometry;
+        Kernel k = c.kernel("conv2d.cl", c.storage(d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", 1), "DY_H", sh.dy),
+                            "conv_widen_dz");
+        const uint64_t sums = static_cast<uint64_t>(sh.h.in * sh.w.in * sh.in_ch);
+        set_args(k, c.pool(), c.offset(sh.dy), c.offset(out) + static_cast<cl_uint>(sums), a.row0);
+        const uint64_t count = static_cast<uint64_t>(sh.h.out * sh.w.out * sh.out_ch);
         run.push_back([k, count](const Queue& q) { q.launch_1d(k, count); });
         break;
       }

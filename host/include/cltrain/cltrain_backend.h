@@ -121,7 +121,12 @@ extern "C" {
  * (--storage fp16), and only to tensors that one backend alone touches, that the host never reads
  * or writes, and whose every step comes from an op whose descriptor says half_storage (see
  * Numerics). A backend refuses in prepare a float16 tensor in a step it cannot store it for. */
-typedef enum cltrain_dtype { CLTRAIN_FLOAT32 = 0, CLTRAIN_INT32 = 1, CLTRAIN_UINT8 = 2, CLTRAIN_FLOAT16 = 3 } cltrain_dtype;
+typedef enum cltrain_dtype {
+  CLTRAIN_FLOAT32 = 0,
+  CLTRAIN_INT32 = 1,
+  CLTRAIN_UINT8 = 2,
+  CLTRAIN_FLOAT16 = 3
+} cltrain_dtype;
 
 /* Tensor roles; memory is reported per role. */
 typedef enum cltrain_role {
