@@ -95,35 +95,52 @@
       _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = fma(a, b[v], acc[r][v]);    \
     }                                                                                        \
   }
+// EPI (with beta 0): C = act(alpha acc + b) with the fused ACT and, with HAS_BIAS, the bias at
+// bias_off along the given product's columns (the form's rows where it is the product of the
+// transposes, EPI_ROWS): what bias_act would do after the GEMM, the same operations, without
+// storing alpha acc first (so a float16 C is rounded once).
+#if EPI
+#if HAS_BIAS && EPI_ROWS
+#define EPI_VALUE(x, i, j) clt_act((x) + pool[bias_off + (i)])
+#elif HAS_BIAS
+#define EPI_VALUE(x, i, j) clt_act((x) + pool[bias_off + (j)])
+#else
+#define EPI_VALUE(x, i, j) clt_act(x)
+#endif
+#else
+#define EPI 0
+#define EPI_VALUE(x, i, j) (x)
+#endif
 // C of the tile whose columns start at block column CS: its columns from FROM (>= CS) to the
-// tile's or the block's end, rows below M. Whole tiles with beta 0 store as vectors.
-#define STORE_TILE(CS, FROM)                                                                                \
-  _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                                          \
-    const int i = ib + r0 + r;                                                                              \
-    if (i < M) {                                                                                            \
-      if (!C_T && (CS) == (FROM) && (CS) + NR <= nb && beta == 0.0f) {                                      \
-        __global CLT_T(C_H)* cr = C + C_AT(i, jb + (CS));                                                   \
-        _Pragma("unroll") for (int v = 0; v < NV; ++v) C_STORE8(alpha* acc[r][v], v, cr);                   \
-      } else {                                                                                              \
-        _Pragma("unroll") for (int v = 0; v < NV; ++v) {                                                    \
-          float out[8];                                                                                     \
-          vstore8(acc[r][v], 0, out);                                                                       \
-          _Pragma("unroll 1") for (int l = 0; l < 8; ++l) {                                                 \
-            const int j = (CS) + 8 * v + l;                                                                 \
-            if (j >= (FROM) && j < nb) {                                                                    \
-              __global CLT_T(C_H)* c = C + C_AT(i, jb + j);                                                 \
-              CLT_ST(C_H, c, 0, beta == 0.0f ? alpha * out[l] : alpha * out[l] + beta * CLT_LD(C_H, c, 0)); \
-            }                                                                                               \
-          }                                                                                                 \
-        }                                                                                                   \
-      }                                                                                                     \
-    }                                                                                                       \
+// tile's or the block's end, rows below M. Whole tiles with beta 0 and no EPI store as vectors.
+#define STORE_TILE(CS, FROM)                                                                                           \
+  _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                                                     \
+    const int i = ib + r0 + r;                                                                                         \
+    if (i < M) {                                                                                                       \
+      if (!C_T && !EPI && (CS) == (FROM) && (CS) + NR <= nb && beta == 0.0f) {                                         \
+        __global CLT_T(C_H)* cr = C + C_AT(i, jb + (CS));                                                              \
+        _Pragma("unroll") for (int v = 0; v < NV; ++v) C_STORE8(alpha* acc[r][v], v, cr);                              \
+      } else {                                                                                                         \
+        _Pragma("unroll") for (int v = 0; v < NV; ++v) {                                                               \
+          float out[8];                                                                                                \
+          vstore8(acc[r][v], 0, out);                                                                                  \
+          _Pragma("unroll 1") for (int l = 0; l < 8; ++l) {                                                            \
+            const int j = (CS) + 8 * v + l;                                                                            \
+            if (j >= (FROM) && j < nb) {                                                                               \
+              __global CLT_T(C_H)* c = C + C_AT(i, jb + j);                                                            \
+              CLT_ST(C_H, c, 0,                                                                                        \
+                     beta == 0.0f ? EPI_VALUE(alpha * out[l], i, jb + j) : alpha * out[l] + beta * CLT_LD(C_H, c, 0)); \
+            }                                                                                                          \
+          }                                                                                                            \
+        }                                                                                                              \
+      }                                                                                                                \
+    }                                                                                                                  \
   }
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float* pool, uint a_off, uint b_off,
                                                                   uint c_off, int M, int N, int K, int lda, int ldb,
                                                                   int ldc, int mb, int nb_max, int direct, float alpha,
-                                                                  float beta) {
+                                                                  float beta, uint bias_off) {
   __local float packed[KC * NB_MAX];
   __local float8 partial[MB_MAX * NB_MAX / 8];  // the chains between slices, [r][c / 8]
 #if A_H

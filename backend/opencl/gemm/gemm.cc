@@ -80,14 +80,14 @@ Gemm GemmEngine::cheapest_form(const Gemm& g) const {
 }
 
 uint64_t GemmEngine::temp_bytes(const Gemm& g) const {
-  return native_ || g.a_half || g.b_half || g.c_half ? 0 : clblast_temp_bytes(cheapest_form(g));
+  return native_ || g.a_half || g.b_half || g.c_half || g.epilogue() ? 0 : clblast_temp_bytes(cheapest_form(g));
 }
 
 // Which operands CLBlast copies shows in its scratch size: forcing an operand into the scratch
 // (an offset that is not 0) makes the scratch larger only if that operand was not there already.
 // The direct kernel needs no scratch whatever the offsets.
 int32_t GemmEngine::launches(const Gemm& g) const {
-  if (native_ || g.a_half || g.b_half || g.c_half) return 1;
+  if (native_ || g.a_half || g.b_half || g.c_half || g.epilogue()) return 1;
   auto forced = [&](size_t Gemm::*offset) {
     Gemm h = g;
     h.*offset += 1;
@@ -125,13 +125,21 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
   PreparedGemm p;
   p.g = g;
   p.launches = 1;
-  p.native = kernels.make("gemm.cl", Defines().append(native_defines(f, limits, g.a_half, g.b_half, g.c_half)), "gemm");
+  Defines d;
+  d.append(native_defines(f, limits, g.a_half, g.b_half, g.c_half));
+  if (g.epilogue()) {
+    if (g.beta != 0.0f) fail(CLTRAIN_ERROR, g.what + ": an epilogue with beta != 0");
+    d.set("EPI", 1).set("EPI_ROWS", f.swapped ? 1 : 0).set("HAS_BIAS", g.bias >= 0 ? 1 : 0).set("ACT", g.act);
+  }
+  p.native = kernels.make("gemm.cl", d, "gemm");
+  const cl_uint bias_off = g.bias >= 0 ? pool.elem_offset(g.bias) : cl_uint{0};
   const cl_uint a_off = pool.elem_offset(g.a) + static_cast<cl_uint>(g.a_off);
   const cl_uint b_off = pool.elem_offset(g.b) + static_cast<cl_uint>(g.b_off);
   const cl_uint c_off = pool.elem_offset(g.c) + static_cast<cl_uint>(g.c_off);
   cl_uint failed = 0;
-  CLT_CHECK(set_native_args(p.native.handle, pool.buffer, a_off, b_off, c_off, f, blocks, g.alpha, g.beta, &failed),
-            "clSetKernelArg", "kernel gemm argument " + std::to_string(failed) + " (" + g.what + ")");
+  CLT_CHECK(
+      set_native_args(p.native.handle, pool.buffer, a_off, b_off, c_off, f, blocks, g.alpha, g.beta, &failed, bias_off),
+      "clSetKernelArg", "kernel gemm argument " + std::to_string(failed) + " (" + g.what + ")");
   p.groups[0] = blocks.groups_n;
   p.groups[1] = blocks.groups_m;
   return p;
@@ -139,7 +147,7 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
 
 PreparedGemm GemmEngine::prepare(const Gemm& given, int32_t temp_tensor, Pool& pool, Kernels& kernels) const {
   if (native_) return prepare_native(given, pool, kernels);
-  if (given.a_half || given.b_half || given.c_half) {
+  if (given.a_half || given.b_half || given.c_half || given.epilogue()) {
     if (limits_.kc == 0)
       fail(CLTRAIN_ERROR, given.what +
                               ": float16 storage needs kernels/gemm.cl, and the device's local memory is too "

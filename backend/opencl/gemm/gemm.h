@@ -32,6 +32,12 @@ struct Gemm {
   // Operands stored as float16 (OpContext::prepare_gemm sets them from the tensors): gemm.cl
   // runs such a product on every device, CLBlast taking float32 only.
   bool a_half = false, b_half = false, c_half = false;
+  // An epilogue (gemm.cl's EPI, beta 0, gemm.cl on every device): C = act(alpha A B + bias), the
+  // bias (a tensor, -1: none) along C's columns, act a cltrain_activation (NONE: none). For a
+  // float16 C, which must be rounded once.
+  int32_t bias = -1;
+  int32_t act = CLTRAIN_ACT_NONE;
+  bool epilogue() const { return bias >= 0 || act != CLTRAIN_ACT_NONE; }
   std::string what;  // for error messages: "step 5 (FullyConnected backward) dW"
 };
 

@@ -91,7 +91,7 @@ NativeBlocks native_blocks(const NativeForm& f, size_t compute_units, const Nati
 }
 
 cl_int set_native_args(cl_kernel kernel, cl_mem pool, cl_uint a_off, cl_uint b_off, cl_uint c_off, const NativeForm& f,
-                       const NativeBlocks& blocks, float alpha, float beta, cl_uint* failed_arg) {
+                       const NativeBlocks& blocks, float alpha, float beta, cl_uint* failed_arg, cl_uint bias_off) {
   const cl_uint first = f.swapped ? b_off : a_off, second = f.swapped ? a_off : b_off;
   const cl_int ints[9] = {static_cast<cl_int>(f.m),       static_cast<cl_int>(f.n),       static_cast<cl_int>(f.k),
                           static_cast<cl_int>(f.lda),     static_cast<cl_int>(f.ldb),     static_cast<cl_int>(f.ldc),
@@ -100,12 +100,23 @@ cl_int set_native_args(cl_kernel kernel, cl_mem pool, cl_uint a_off, cl_uint b_o
     size_t size;
     const void* value;
   };
-  const Arg args[15] = {{sizeof pool, &pool},   {sizeof first, &first}, {sizeof second, &second},
-                        {sizeof c_off, &c_off}, {4, &ints[0]},          {4, &ints[1]},
-                        {4, &ints[2]},          {4, &ints[3]},          {4, &ints[4]},
-                        {4, &ints[5]},          {4, &ints[6]},          {4, &ints[7]},
-                        {4, &ints[8]},          {sizeof alpha, &alpha}, {sizeof beta, &beta}};
-  for (cl_uint i = 0; i < 15; ++i)
+  const Arg args[16] = {{sizeof pool, &pool},
+                        {sizeof first, &first},
+                        {sizeof second, &second},
+                        {sizeof c_off, &c_off},
+                        {4, &ints[0]},
+                        {4, &ints[1]},
+                        {4, &ints[2]},
+                        {4, &ints[3]},
+                        {4, &ints[4]},
+                        {4, &ints[5]},
+                        {4, &ints[6]},
+                        {4, &ints[7]},
+                        {4, &ints[8]},
+                        {sizeof alpha, &alpha},
+                        {sizeof beta, &beta},
+                        {sizeof bias_off, &bias_off}};
+  for (cl_uint i = 0; i < 16; ++i)
     if (const cl_int err = clSetKernelArg(kernel, i, args[i].size, args[i].value); err != CL_SUCCESS) {
       if (failed_arg) *failed_arg = i;
       return err;

@@ -63,9 +63,10 @@ NativeBlocks native_blocks(const NativeForm& f, size_t compute_units, const Nati
 
 // Sets every argument of gemm.cl's kernel for the call whose operands lie at element offsets
 // a_off, b_off and c_off of pool (as the call gives them: f.swapped trades A's and B's places
-// here). Returns the first error of clSetKernelArg, and its argument index in *failed_arg.
+// here), and the bias of an EPI epilogue at bias_off. Returns the first error of clSetKernelArg,
+// and its argument index in *failed_arg.
 cl_int set_native_args(cl_kernel kernel, cl_mem pool, cl_uint a_off, cl_uint b_off, cl_uint c_off, const NativeForm& f,
-                       const NativeBlocks& blocks, float alpha, float beta, cl_uint* failed_arg);
+                       const NativeBlocks& blocks, float alpha, float beta, cl_uint* failed_arg, cl_uint bias_off = 0);
 
 // gemm.cl's -D definitions for f under limits: "-DA_KM=1 -DB_NK=0 -DC_T=0 -DKC=320 ...", with the
 // storage of the given product's A, B and C (float16 where true; swapped with f).

@@ -6,8 +6,8 @@
 // so that its scratch only ever holds copies of the small ones:
 //   forward   per chunk of output positions (n, oh, ow): conv_panel_t writes the im2col panel
 //             transposed, [KH KW I, rows] (zeros outside x); GEMM y[rows] = panel W^T; then
-//             bias_act over y. A float16 y: each chunk's GEMM writes a float32 chunk of scratch,
-//             which bias_act rounds into y (one rounding per element, as Numerics asks).
+//             bias_act over y. A float16 y: the bias and activation are the GEMM's epilogue
+//             (gemm.cl's EPI), which rounds each element into y once, as Numerics asks.
 // Float16 x, dz, dx (common.cl's storage): the panels and gathers load and store them, gemm.cl
 // reads them in place (OpContext::prepare_gemm), dcol and the panels stay float32.
 //   dW        per tap (and block of channels, when one tap's panel is over budget): conv_panel
@@ -56,7 +56,7 @@ struct ConvPlan {
   bool pointwise = false;
   std::vector<Action> actions;
   uint64_t panel_bytes = 0, temp_bytes = 0;  // the panel also holds dcol (dW and dx run one after the other)
-  uint64_t out_bytes = 0;  // a float16 y's float32 chunk, or the sums of dx by taps and dz widened
+  uint64_t out_bytes = 0;                    // the sums of dx by taps and dz widened
   uint64_t budget = 0;                       // for the panel
 };
 
@@ -81,37 +81,9 @@ void plan_forward(const OpContext& c, ConvPlan& p) {
   g.n = O, g.k = K;
   g.b = sh.w_t, g.ldb = K;
   g.c = sh.y, g.ldc = O;
+  // A float16 y: the bias and activation as the GEMM's epilogue, so that y is rounded once.
   const bool half_y = c.half(sh.y);
-  if (half_y) {
-    // Per chunk of positions: (panel,) GEMM into the float32 chunk, bias_act into y.
-    const uint64_t per_row = (p.pointwise ? 0 : K * 4) + O * 4;
-    const uint64_t chunk = aligned_chunk(c, p.budget / per_row, 1, positions);
-    p.panel_bytes = p.pointwise ? 0 : chunk * K * 4;
-    p.out_bytes = chunk * O * 4;
-    for (uint64_t r0 = 0; r0 < positions; r0 += chunk) {
-      const uint64_t rows = std::min(chunk, positions - r0);
-      Gemm h = g;
-      h.m = rows;
-      h.c = kOut, h.c_off = 0;
-      if (p.pointwise) {
-        h.a = sh.x, h.lda = K, h.a_off = r0 * K;
-      } else {
-        Action fill(Action::kPanelFill);
-        fill.row0 = static_cast<uint32_t>(r0), fill.rows = static_cast<uint32_t>(rows);
-        fill.taps = static_cast<uint32_t>(sh.taps()), fill.ch = static_cast<uint32_t>(sh.in_ch);
-        fill.transposed = true;
-        p.actions.push_back(fill);
-        h.ta = clblast::Transpose::kYes;
-        h.a = kPanel, h.lda = rows;
-      }
-      h.what = s.what() + " y[" + std::to_string(r0) + "..] = " + (p.pointwise ? "x" : "panel") + " W^T";
-      p.actions.push_back(Action(Action::kGemm, h));
-      Action out(Action::kBiasAct);
-      out.row0 = static_cast<uint32_t>(r0), out.rows = static_cast<uint32_t>(rows);
-      p.actions.push_back(out);
-    }
-    return;
-  }
+  if (half_y) g.bias = sh.bias, g.act = sh.activation;
   if (p.pointwise) {
     g.m = positions;
     g.a = sh.x, g.lda = K;
@@ -135,7 +107,7 @@ void plan_forward(const OpContext& c, ConvPlan& p) {
       p.actions.push_back(Action(Action::kGemm, g));
     }
   }
-  if (sh.bias >= 0 || sh.activation != CLTRAIN_ACT_NONE) {
+  if (!half_y && (sh.bias >= 0 || sh.activation != CLTRAIN_ACT_NONE)) {
     Action all(Action::kBiasAct);
     all.rows = static_cast<uint32_t>(positions);
     p.actions.push_back(all);
@@ -462,8 +434,9 @@ StepRun prepare(const OpContext& c) {
       }
       case Action::kWiden: {
         Defines d = geometry;
-        Kernel k = c.kernel("conv2d.cl", c.storage(d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", 1), "DY_H", sh.dy),
-                            "conv_widen_dz");
+        Kernel k =
+            c.kernel("conv2d.cl", c.storage(d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", 1), "DY_H", sh.dy),
+                     "conv_widen_dz");
         const uint64_t sums = static_cast<uint64_t>(sh.h.in * sh.w.in * sh.in_ch);
         set_args(k, c.pool(), c.offset(sh.dy), c.offset(out) + static_cast<cl_uint>(sums), a.row0);
         const uint64_t count = static_cast<uint64_t>(sh.h.out * sh.w.out * sh.out_ch);

@@ -98,29 +98,26 @@ std::vector<Gemm> gemms(const StepView& s, const FcShape& sh) {
   return out;
 }
 
-// A float16 y: the forward's GEMM writes a float32 [N, M] of scratch, which bias_act rounds into y.
+// A float16 y: the bias and activation are the forward GEMM's epilogue (gemm.cl's EPI), which
+// rounds each element into y once.
 bool half_output(const OpContext& c) { return c.s.step.phase == CLTRAIN_PHASE_FORWARD && c.half(c.s.out(0)); }
 
-// Private tensors, where needed: a float16 y's float32 copy, then CLBlast's scratch (the largest
-// any GEMM of the step needs).
+// One private tensor: CLBlast's scratch, the largest any GEMM of the step needs (none if 0).
 std::vector<uint64_t> scratch(const OpContext& c) {
   const StepView& s = c.s;
   FcShape sh;
   check_shape(s, sh);
   uint64_t bytes = 0;
   for (const Gemm& g : gemms(s, sh)) bytes = std::max(bytes, c.gemm_temp_bytes(g));
-  std::vector<uint64_t> out;
-  if (half_output(c)) out.push_back(sh.n * sh.m * 4);
-  if (bytes > 0) out.push_back(bytes);
-  return out;
+  if (bytes == 0) return {};
+  return {bytes};
 }
 
 std::vector<PreparedGemm> prepare_gemms(const OpContext& c, const StepView& s, const FcShape& sh) {
-  const size_t first = half_output(c) ? 1 : 0;
-  const int32_t temp = c.num_scratch() <= first ? -1 : c.scratch(first);
+  const int32_t temp = c.num_scratch() == 0 ? -1 : c.scratch(0);
   std::vector<PreparedGemm> out;
   for (Gemm g : gemms(s, sh)) {
-    if (first) g.c = c.scratch(0);
+    if (half_output(c)) g.bias = s.in(2), g.act = s.step.params.activation;
     out.push_back(c.prepare_gemm(g, temp));
   }
   return out;
@@ -133,12 +130,11 @@ StepRun prepare_forward(const OpContext& c, const FcShape& sh) {
   const int act = s.step.params.activation;
   Kernel bias_act;
   const uint64_t count = sh.n * sh.m;
-  if (bias >= 0 || act != CLTRAIN_ACT_NONE || half_output(c)) {
+  if ((bias >= 0 || act != CLTRAIN_ACT_NONE) && !half_output(c)) {
     Defines d;
     d.set("ROWS", sh.n).set("COLS", sh.m).set("HAS_BIAS", bias >= 0).set("ACT", act);
-    bias_act = c.kernel(kFamily, c.storage(d, "Y_H", y), "bias_act");
-    const cl_uint src = half_output(c) ? c.offset(c.scratch(0)) : c.offset(y);
-    set_args(bias_act, c.pool(), c.offset(y), bias >= 0 ? c.offset(bias) : cl_uint{0}, src, cl_uint{0},
+    bias_act = c.kernel(kFamily, d, "bias_act");
+    set_args(bias_act, c.pool(), c.offset(y), bias >= 0 ? c.offset(bias) : cl_uint{0}, c.offset(y), cl_uint{0},
              static_cast<cl_uint>(count));
   }
   return [g, bias_act, count](const Queue& q, const cltrain_run_args*) {
