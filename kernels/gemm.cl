@@ -36,6 +36,8 @@
 #ifndef C_H
 #define C_H 0
 #endif
+// 8 float16 values at p (ushort bits), widened.
+#define WIDEN8(p) CLT_H2F(convert_uint8(vload8(0, (p))), float8, uint8)
 #if B_H
 #define B_LOAD8(v, p) CLT_H2F(convert_uint8(vload8((v), (p))), float8, uint8)
 #else
@@ -179,7 +181,15 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
     for (int jj = 0; jj < nb_up; ++jj) {
       if (jj < nb) {
         const __global CLT_T(B_H)* src = B + B_AT(k0, jb + jj);
-        for (int kk = 0; kk < kc; ++kk) packed[PACKED(kk, jj)] = CLT_LD(B_H, src, kk);
+        int kk = 0;
+#if B_H  // 8 halves widened at a time
+        for (; kk + 8 <= kc; kk += 8) {
+          float v[8];
+          vstore8(WIDEN8(src + kk), 0, v);
+          for (int l = 0; l < 8; ++l) packed[PACKED(kk + l, jj)] = v[l];
+        }
+#endif
+        for (; kk < kc; ++kk) packed[PACKED(kk, jj)] = CLT_LD(B_H, src, kk);
       } else {
         for (int kk = 0; kk < kc; ++kk) packed[PACKED(kk, jj)] = 0.0f;
       }
@@ -187,16 +197,30 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
 #else
     for (int kk = 0; kk < kc; ++kk) {
       const __global CLT_T(B_H)* src = B + B_AT(k0 + kk, jb);
-      for (int jj = 0; jj < nb_up; ++jj) packed[PACKED(kk, jj)] = jj < nb ? CLT_LD(B_H, src, jj) : 0.0f;
+      int jj = 0;
+#if B_H  // 8 halves widened at a time, into 8 neighbours of a panel row (NR is a multiple of 8)
+      for (; jj + 8 <= nb; jj += 8) vstore8(WIDEN8(src + jj), 0, packed + PACKED(kk, jj));
+#endif
+      for (; jj < nb_up; ++jj) packed[PACKED(kk, jj)] = jj < nb ? CLT_LD(B_H, src, jj) : 0.0f;
     }
 #endif
 #if A_H
-#if A_KM
-    for (int kk = 0; kk < kc; ++kk)
-      for (int rr = 0; rr < mrows; ++rr) apack[rr * KC + kk] = CLT_LD(1, A, A_AT(ib + rr, k0 + kk));
-#else
-    for (int rr = 0; rr < mrows; ++rr)
-      for (int kk = 0; kk < kc; ++kk) apack[rr * KC + kk] = CLT_LD(1, A, A_AT(ib + rr, k0 + kk));
+#if A_KM  // rows are neighbours: 8 widened at a time
+    for (int kk = 0; kk < kc; ++kk) {
+      int rr = 0;
+      for (; rr + 8 <= mrows; rr += 8) {
+        float v[8];
+        vstore8(WIDEN8(A + A_AT(ib + rr, k0 + kk)), 0, v);
+        for (int l = 0; l < 8; ++l) apack[(rr + l) * KC + kk] = v[l];
+      }
+      for (; rr < mrows; ++rr) apack[rr * KC + kk] = CLT_LD(1, A, A_AT(ib + rr, k0 + kk));
+    }
+#else  // k is contiguous in a row of A and of apack
+    for (int rr = 0; rr < mrows; ++rr) {
+      int kk = 0;
+      for (; kk + 8 <= kc; kk += 8) vstore8(WIDEN8(A + A_AT(ib + rr, k0 + kk)), 0, apack + rr * KC + kk);
+      for (; kk < kc; ++kk) apack[rr * KC + kk] = CLT_LD(1, A, A_AT(ib + rr, k0 + kk));
+    }
 #endif
 #endif
     const bool first = k0 == 0, last = k0 + KC >= K;
