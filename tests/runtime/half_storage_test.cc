@@ -10,34 +10,16 @@
 
 #include "../../backend/cpu/half.h"
 #include "model/builder.h"
-#include "session.h"
+#include "session_helpers.h"
 
 namespace cltrain {
 namespace {
 
-std::unique_ptr<Backend> open(bool opencl, uint64_t budget, std::string* why) {
-  cltrain_backend_config config = default_backend_config();
-  config.memory_budget = budget;
-  return opencl ? open_plugin_file(CLTRAIN_OPENCL_PLUGIN, config, why) : open_backend("cpu", config, why);
-}
-
 std::unique_ptr<Session> session(const Model& m, bool opencl, bool half, uint64_t budget, std::string* why) {
-  std::vector<std::unique_ptr<Backend>> backends;
-  auto b = open(opencl, budget, why);
-  if (!b) return nullptr;
-  backends.push_back(std::move(b));
-  if (opencl) backends.push_back(open(false, budget, why));
-  auto s = std::make_unique<Session>(build_training_graph(m, TrainOptions{}), std::move(backends));
-  s->set_half_storage(half);
-  s->prepare(budget);
-  return s;
+  return prepared_session(m, opencl, budget, half, why);
 }
 
-uint64_t pools(const Session& s) {
-  uint64_t total = 0;
-  for (const auto& m : s.memory()) total += m.report.pool_bytes;
-  return total;
-}
+uint64_t pools(const Session& s) { return pool_sum(s); }
 
 // The number of float16 tensors backend b holds.
 int halves(const Session& s, size_t b) {

@@ -9,39 +9,23 @@
 
 #include "model/builder.h"
 #include "recompute.h"
-#include "session.h"
+#include "session_helpers.h"
 
 namespace cltrain {
 namespace {
 
-std::unique_ptr<Backend> open(bool opencl, uint64_t budget, std::string* why) {
-  cltrain_backend_config config = default_backend_config();
-  config.memory_budget = budget;
-  return opencl ? open_plugin_file(CLTRAIN_OPENCL_PLUGIN, config, why) : open_backend("cpu", config, why);
-}
-
-// A prepared session of mnist-kaggle at `batch` on one backend (OpenCL: every op there, as the
-// CPU backend comes last only for what OpenCL does not run); nullptr with *why when it cannot open.
+// A prepared session of m on one backend (OpenCL: every op there, as the CPU backend comes last
+// only for what OpenCL does not run); nullptr with *why when it cannot open.
 std::unique_ptr<Session> session(const Model& m, bool opencl, uint64_t budget, std::string* why) {
-  std::vector<std::unique_ptr<Backend>> backends;
-  auto b = open(opencl, budget, why);
-  if (!b) return nullptr;
-  backends.push_back(std::move(b));
-  if (opencl) backends.push_back(open(false, budget, why));
-  auto s = std::make_unique<Session>(build_training_graph(m, TrainOptions{}), std::move(backends));
-  s->prepare(budget);
-  return s;
+  return prepared_session(m, opencl, budget, false, why);
 }
 
+// mnist-kaggle at `batch`.
 std::unique_ptr<Session> session(bool opencl, int32_t batch, uint64_t budget, std::string* why) {
   return session(make_named_model("mnist-kaggle", batch), opencl, budget, why);
 }
 
-uint64_t pools(const Session& s) {
-  uint64_t total = 0;
-  for (const auto& m : s.memory()) total += m.report.pool_bytes;
-  return total;
-}
+uint64_t pools(const Session& s) { return pool_sum(s); }
 
 std::vector<float> losses(Session& s, int steps) {
   std::mt19937 rng(7);
