@@ -1,19 +1,18 @@
 // The parts of FullyConnected and Conv2D around their matrix products (which run in CLBlast),
 // on an output viewed as [ROWS, COLS] (COLS = output channels) with the bias along COLS.
-// Definitions: ROWS, COLS; ACT (cltrain_activation); HAS_BIAS (0 or 1); storage (common.cl):
-// Y_H for y, DY_H for dy.
+// Definitions: ROWS, COLS; ACT (cltrain_activation); HAS_BIAS (0 or 1); storage (common.cl) of the
+// backward's operands: Y_H for y, DY_H for dy.
 
-// Forward: y = act(acc + b) for the elements [base, base + count) of y, acc at src (float32): in
-// place on the GEMM result (src is y + base) for a float32 y; from a float32 chunk of scratch,
-// rounded once as it is stored, for a float16 y.
-__kernel void bias_act(__global float* pool, uint y_off, uint b_off, uint src_off, uint base, uint count) {
+// Forward, in place on the GEMM result: y = act(acc + b). (A float16 y takes its bias and
+// activation in the GEMM's epilogue instead, gemm.cl's EPI, so that it is rounded once.)
+__kernel void bias_act(__global float* pool, uint y_off, uint b_off) {
   const uint i = get_global_id(0);
-  if (i >= count) return;
-  float v = pool[src_off + i];
+  if (i >= ROWS * COLS) return;
+  float v = pool[y_off + i];
 #if HAS_BIAS
-  v = v + pool[b_off + (base + i) % COLS];
+  v = v + pool[b_off + i % COLS];
 #endif
-  CLT_ST(Y_H, CLT_PTR(Y_H) + y_off, base + i, clt_act(v));
+  pool[y_off + i] = clt_act(v);
 }
 
 // Backward, in place on dy: dz = act'(y) applied to dy (a select: exact at either storage).

@@ -305,6 +305,19 @@ void expect_failure(cltrain_session* s, cltrain_status got, cltrain_status want,
   EXPECT_EQ(line.find('\n'), std::string::npos) << line;
 }
 
+// storage: 0 float32, 1 fp16 (read back as set); anything else is one line, the settings kept.
+TEST(Api, neg_StorageTakesZeroOrOne) {
+  Session s = open(model_file("mlp", 4));
+  cltrain_settings c = settings_of(s.get());
+  c.storage = 1;
+  ASSERT_EQ(cltrain_set_settings(s.get(), &c), CLTRAIN_OK) << cltrain_last_error(s.get());
+  EXPECT_EQ(settings_of(s.get()).storage, 1);
+  c.storage = 2;
+  expect_failure(s.get(), cltrain_set_settings(s.get(), &c), CLTRAIN_INVALID,
+                 "storage is 2; it takes 0 (float32) or 1 (fp16)");
+  EXPECT_EQ(settings_of(s.get()).storage, 1);
+}
+
 TEST(Api, neg_WrongBufferSize) {
   Session s = prepared(model_file("mlp", 4), "cpu", 4);
   std::vector<float> x(4 * 784 - 1), out(39);

@@ -40,7 +40,7 @@ struct Action {
   enum Kind { kPanelFill, kGemm, kGather, kBiasAct, kActGrad, kBiasGrad, kWiden } kind;
   explicit Action(Kind k, Gemm g = {}) : kind(k), gemm(std::move(g)) {}
   Gemm gemm;                                  // kGemm
-  uint32_t row0 = 0, rows = 0;                // kPanelFill, kBiasAct: output positions; kGather: images (n0, count)
+  uint32_t row0 = 0, rows = 0;                // kPanelFill: output positions; kGather: images (n0, count)
   uint32_t p0 = 0, c0 = 0, taps = 0, ch = 0;  // kPanelFill: the block of taps and channels
   bool transposed = false;                    // kPanelFill: [columns, rows] (conv_panel_t); kGather: dcol is [K, rows]
   // kGather of a band (conv_gather_dx_band): image row0, dcol holds output rows [oh0, oh0 + band),
@@ -107,11 +107,7 @@ void plan_forward(const OpContext& c, ConvPlan& p) {
       p.actions.push_back(Action(Action::kGemm, g));
     }
   }
-  if (!half_y && (sh.bias >= 0 || sh.activation != CLTRAIN_ACT_NONE)) {
-    Action all(Action::kBiasAct);
-    all.rows = static_cast<uint32_t>(positions);
-    p.actions.push_back(all);
-  }
+  if (!half_y && (sh.bias >= 0 || sh.activation != CLTRAIN_ACT_NONE)) p.actions.push_back(Action(Action::kBiasAct));
 }
 
 void plan_filter_grad(const OpContext& c, ConvPlan& p) {
@@ -455,14 +451,9 @@ StepRun prepare(const OpContext& c) {
                                                         : "bias_grad";
         Kernel k = c.kernel("bias_act.cl", d, name);
         uint64_t count = s.count(a.kind == Action::kBiasAct ? sh.y : sh.dy);
-        if (a.kind == Action::kBiasAct) {
-          // Over the chunk [row0, row0 + rows) of positions: from the float32 chunk, or in place.
-          const cl_uint base = a.row0 * static_cast<cl_uint>(sh.out_ch);
-          const cl_uint src = out >= 0 ? c.offset(out) : c.offset(sh.y) + base;
-          count = uint64_t{a.rows} * sh.out_ch;
-          set_args(k, c.pool(), c.offset(sh.y), sh.bias >= 0 ? c.offset(sh.bias) : cl_uint{0}, src, base,
-                   static_cast<cl_uint>(count));
-        } else if (a.kind == Action::kActGrad)
+        if (a.kind == Action::kBiasAct)
+          set_args(k, c.pool(), c.offset(sh.y), sh.bias >= 0 ? c.offset(sh.bias) : cl_uint{0});
+        else if (a.kind == Action::kActGrad)
           set_args(k, c.pool(), c.offset(sh.y), c.offset(sh.dy));
         else
           set_args(k, c.pool(), c.offset(sh.dy), c.offset(sh.db)), count = sh.out_ch;

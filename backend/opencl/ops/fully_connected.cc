@@ -134,8 +134,7 @@ StepRun prepare_forward(const OpContext& c, const FcShape& sh) {
     Defines d;
     d.set("ROWS", sh.n).set("COLS", sh.m).set("HAS_BIAS", bias >= 0).set("ACT", act);
     bias_act = c.kernel(kFamily, d, "bias_act");
-    set_args(bias_act, c.pool(), c.offset(y), bias >= 0 ? c.offset(bias) : cl_uint{0}, c.offset(y), cl_uint{0},
-             static_cast<cl_uint>(count));
+    set_args(bias_act, c.pool(), c.offset(y), bias >= 0 ? c.offset(bias) : cl_uint{0});
   }
   return [g, bias_act, count](const Queue& q, const cltrain_run_args*) {
     run_gemm(q, g[0]);
