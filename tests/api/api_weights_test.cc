@@ -52,43 +52,47 @@ TEST(Api, TrainedWeightNamesFollowTheTrainableOperators) {
 
 // After reset_optimizer a session trains as a new session started from its weights: the same
 // losses and weights, bit for bit, and its position starts again at 0 (on both backends).
-TEST(Api, ResetOptimizerTrainsAsANewSession) {
+// One test per backend, named after it: .ci/sanitize's leak pass leaves out the ones with
+// "opencl" in their name (LeakSanitizer's stop-the-world crashes now and then with POCL's threads).
+class ResetOptimizer : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ResetOptimizer, TrainsAsANewSession) {
   const std::string model = model_file("mlp", 4);
   const Data first(12, 784, 10, 21), next(8, 784, 10, 22);
-  for (const char* backend : {"cpu", "opencl"}) {
-    SCOPED_TRACE(backend);
-    Session a = prepared(model, backend, 4);
-    train_steps(a.get(), first, 3);
-    ASSERT_EQ(cltrain_set_epochs_done(a.get(), 1), CLTRAIN_OK);
-    ASSERT_EQ(cltrain_reset_optimizer(a.get()), CLTRAIN_OK) << cltrain_last_error(a.get());
-    int64_t steps = -1;
-    int32_t epochs = -1;
-    ASSERT_EQ(cltrain_get_position(a.get(), &steps, &epochs), CLTRAIN_OK);
-    EXPECT_EQ(steps, 0);
-    EXPECT_EQ(epochs, 0);
-    Session b = prepared(model, backend, 4);
-    int32_t n = 0;
-    ASSERT_EQ(cltrain_num_trained_weights(a.get(), &n), CLTRAIN_OK);
-    std::vector<std::string> names;
-    for (int32_t i = 0; i < n; ++i) {
-      const char* name = nullptr;
-      ASSERT_EQ(cltrain_trained_weight_name(a.get(), i, &name), CLTRAIN_OK);
-      names.emplace_back(name);
-    }
-    auto weight = [](cltrain_session* s, const std::string& name) {
-      uint64_t count = 0;
-      EXPECT_EQ(cltrain_weight_elements(s, name.c_str(), &count), CLTRAIN_OK);
-      std::vector<float> w(count);
-      EXPECT_EQ(cltrain_get_weight(s, name.c_str(), w.data(), count), CLTRAIN_OK);
-      return w;
-    };
-    for (const std::string& name : names) {
-      const std::vector<float> w = weight(a.get(), name);
-      ASSERT_EQ(cltrain_set_weight(b.get(), name.c_str(), w.data(), w.size()), CLTRAIN_OK);
-    }
-    expect_bitwise(train_steps(a.get(), next, 2), train_steps(b.get(), next, 2));
-    for (const std::string& name : names) expect_bitwise(weight(a.get(), name), weight(b.get(), name));
+  const char* backend = GetParam();
+  Session a = prepared(model, backend, 4);
+  train_steps(a.get(), first, 3);
+  ASSERT_EQ(cltrain_set_epochs_done(a.get(), 1), CLTRAIN_OK);
+  ASSERT_EQ(cltrain_reset_optimizer(a.get()), CLTRAIN_OK) << cltrain_last_error(a.get());
+  int64_t steps = -1;
+  int32_t epochs = -1;
+  ASSERT_EQ(cltrain_get_position(a.get(), &steps, &epochs), CLTRAIN_OK);
+  EXPECT_EQ(steps, 0);
+  EXPECT_EQ(epochs, 0);
+  Session b = prepared(model, backend, 4);
+  int32_t n = 0;
+  ASSERT_EQ(cltrain_num_trained_weights(a.get(), &n), CLTRAIN_OK);
+  std::vector<std::string> names;
+  for (int32_t i = 0; i < n; ++i) {
+    const char* name = nullptr;
+    ASSERT_EQ(cltrain_trained_weight_name(a.get(), i, &name), CLTRAIN_OK);
+    names.emplace_back(name);
   }
+  auto weight = [](cltrain_session* s, const std::string& name) {
+    uint64_t count = 0;
+    EXPECT_EQ(cltrain_weight_elements(s, name.c_str(), &count), CLTRAIN_OK);
+    std::vector<float> w(count);
+    EXPECT_EQ(cltrain_get_weight(s, name.c_str(), w.data(), count), CLTRAIN_OK);
+    return w;
+  };
+  for (const std::string& name : names) {
+    const std::vector<float> w = weight(a.get(), name);
+    ASSERT_EQ(cltrain_set_weight(b.get(), name.c_str(), w.data(), w.size()), CLTRAIN_OK);
+  }
+  expect_bitwise(train_steps(a.get(), next, 2), train_steps(b.get(), next, 2));
+  for (const std::string& name : names) expect_bitwise(weight(a.get(), name), weight(b.get(), name));
 }
+
+INSTANTIATE_TEST_SUITE_P(Api, ResetOptimizer, ::testing::Values("cpu", "opencl"));
 
 }  // namespace
