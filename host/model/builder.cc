@@ -176,6 +176,12 @@ int ModelBuilder::pad(int x, std::vector<std::array<int32_t, 2>> paddings, std::
   return op(CLTRAIN_OP_PAD, {x, pt}, {}, name);
 }
 
+int ModelBuilder::transpose(int x, std::vector<int32_t> perm, std::string name) {
+  name = auto_name(name, "transpose");
+  const int pt = int32_tensor(name + "/perm", {static_cast<int32_t>(perm.size())}, perm);
+  return op(CLTRAIN_OP_TRANSPOSE, {x, pt}, {}, name);
+}
+
 int ModelBuilder::binary(int32_t binary_op, const char* prefix, int a, int b, int activation, std::string name) {
   cltrain_op_params p{};
   p.activation = activation;

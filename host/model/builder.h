@@ -57,6 +57,10 @@ class ModelBuilder {
   // constant [rank,2] operand NAME/paddings. ("padK")
   int pad(int x, std::vector<std::array<int32_t, 2>> paddings, std::string name = "");
 
+  // y's axis d is x's axis perm[d], written as an INT32 constant [rank] operand NAME/perm.
+  // ("transposeK")
+  int transpose(int x, std::vector<int32_t> perm, std::string name = "");
+
   // y = activation(a op b), numpy broadcasting between equal ranks. ("addK", "subK", ...)
   int add(int a, int b, int activation = CLTRAIN_ACT_NONE, std::string name = "");
   int sub(int a, int b, int activation = CLTRAIN_ACT_NONE, std::string name = "");

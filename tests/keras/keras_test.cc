@@ -122,7 +122,7 @@ TEST_P(MatchesKeras, FiveSteps) {
 
 std::vector<KerasCase> keras_cases() {
   std::vector<KerasCase> cases;
-  for (const char* m : {"mlp_flatten", "cnn_pools", "dw_block", "dense_layernorm", "shared_dense"})
+  for (const char* m : {"mlp_flatten", "cnn_pools", "dw_block", "dense_layernorm", "shared_dense", "permute_conv"})
     for (const char* o : {"sgd", "adam"})
       for (const char* b : {"cpu", "opencl"}) cases.push_back({m, o, b});
   return cases;

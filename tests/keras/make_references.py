@@ -68,8 +68,19 @@ def shared_dense():
     return keras.Model(x, L.Dense(4, activation="softmax")(d(d(x))))
 
 
+def permute_conv():
+    # Keras Permute is TRANSPOSE (the batch axis stays first): [0,2,1,3] before a Conv2D, and
+    # channels first ([0,3,1,2]) before the Flatten.
+    x = keras.Input((6, 5, 2))
+    h = L.Permute((2, 1, 3))(x)
+    h = L.Conv2D(4, 3, activation="relu")(h)
+    h = L.Permute((3, 1, 2))(h)
+    h = L.Flatten()(h)
+    return keras.Model(x, L.Dense(4, activation="softmax")(h))
+
+
 SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_block,
-         "dense_layernorm": dense_layernorm, "shared_dense": shared_dense}
+         "dense_layernorm": dense_layernorm, "shared_dense": shared_dense, "permute_conv": permute_conv}
 
 
 def convert(model):

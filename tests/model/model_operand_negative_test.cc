@@ -205,6 +205,21 @@ TEST(ModelLoadCnn, neg_BadAxesAndPaddings) {
   EXPECT_LOAD_ERROR(bytes_of(n), "operator 2 (Pad): paddings of axis 1 (1,-1) are negative");
 }
 
+TEST(ModelLoadCnn, neg_BadPerm) {
+  auto with_perm = [](std::vector<int32_t> perm) {
+    Model m = every_op_model();
+    const size_t t = tensor_index(m, "transpose/perm");
+    reshape_constant(m, t, {static_cast<int32_t>(perm.size())});
+    std::memcpy(m.tensors[t].data.data(), perm.data(), perm.size() * 4);
+    return bytes_of(m);
+  };
+  EXPECT_LOAD_ERROR(with_perm({0, 3, 1}), "(Transpose): perm shape [3] is not [4] for input [2,2,3,12]");
+  EXPECT_LOAD_ERROR(with_perm({0, 3, 1, 3}), "(Transpose): perm [0,3,1,3] is not a permutation of the axes");
+  EXPECT_LOAD_ERROR(with_perm({0, 4, 1, 2}), "(Transpose): perm [0,4,1,2] is not a permutation of the axes");
+  EXPECT_LOAD_ERROR(with_perm({0, 1, 2, 3}),
+                    "(Transpose): output shape [2,12,2,3] differs from the computed [2,2,3,12]");
+}
+
 // Two inputs into one Add, to change their shapes freely.
 Model two_input_add(std::vector<int32_t> a, std::vector<int32_t> b) {
   ModelBuilder mb;
@@ -303,6 +318,11 @@ TEST(ModelLoadCnn, neg_SetBatchSizeAcrossSamples) {
     const int x = b.input({2, 3});
     b.output(b.concat({x, x}, 0));
     expect_batch_error(b.build(), "batch size 5: operator 0 (Concatenation): concatenates along the batch axis");
+  }
+  {
+    ModelBuilder b;
+    b.output(b.transpose(b.input({2, 3}), {1, 0}));
+    expect_batch_error(b.build(), "batch size 5: operator 0 (Transpose): moves the batch axis");
   }
   {
     // A FullyConnected whose rows mix samples ([2,4] seen as [1,8]) and a Reshape moving the

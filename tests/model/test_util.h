@@ -46,7 +46,8 @@ inline Model every_op_model() {
   const int mu = b.mul(b.tanh(s, "tanh"), l, CLTRAIN_ACT_RELU_N1_TO_1, "mul");
   const int a = b.add(mu, m, CLTRAIN_ACT_TANH, "add");
   const int r6 = b.relu6(b.div(a, l, CLTRAIN_ACT_RELU6, "div"), "relu6");
-  int y = b.reshape(r6, {2, -1}, "flat");  // [2,72]
+  const int t = b.transpose(r6, {0, 3, -3, 2}, "transpose");  // [2,12,2,3]
+  int y = b.reshape(t, {2, -1}, "flat");                      // [2,72]
   y = b.fully_connected(y, 5, CLTRAIN_ACT_TANH, true, "fc");
   y = b.relu(y, "relu");
   // A LayerNormalization's ops: the squared difference from the row mean, NEG, RSQRT of a

@@ -1,5 +1,7 @@
 #include "case_common.h"
 
+#include <type_traits>
+
 #include "reference.h"
 
 namespace cltrain {
@@ -50,6 +52,23 @@ OpCase unary_case(int32_t op, const std::string& name, std::vector<int32_t> xdim
   c.tol.fd_eps = 1e-2;
   c.tol.fd_tol = 1e-3;
   return c;
+}
+
+void copy_reference(OpCase& c, std::vector<uint64_t> map, uint64_t y_count) {
+  c.tol.vs_cpu = 0.0;
+  c.tol.vs_reference = 0.0;
+  const int32_t x = 0, y = 1, dy = 2, dx = 3;
+  const auto ref = [=](const auto& in) {
+    using T = typename std::decay_t<decltype(in.at(x))>::value_type;
+    std::vector<T> yv(y_count, T(0)), dxv(map.size());
+    for (size_t i = 0; i < map.size(); ++i) {
+      yv[map[i]] = in.at(x)[i];
+      dxv[i] = in.at(dy)[map[i]];
+    }
+    return std::decay_t<decltype(in)>{{y, yv}, {dx, dxv}};
+  };
+  c.reference = ref;
+  c.exact = ref;
 }
 
 OpCase conv_case(const ConvSpec& s, bool depthwise) {

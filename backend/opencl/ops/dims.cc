@@ -1,5 +1,7 @@
 #include "ops/dims.h"
 
+#include <algorithm>
+
 #include "device/cl_error.h"
 
 namespace cltrain::ocl {
@@ -65,6 +67,22 @@ uint64_t view_count(const View6& v) {
   uint64_t n = 1;
   for (uint64_t s : v) n *= s;
   return n;
+}
+
+std::string same_rank_pair(const StepView& s, int32_t* x, int32_t* y, std::vector<uint64_t>* xd,
+                           std::vector<uint64_t>* yd) {
+  if (std::string why = unary_pair(s, x, y); !why.empty()) return why;
+  *xd = dims_of(s.tensor(*x)), *yd = dims_of(s.tensor(*y));
+  if (xd->size() != yd->size())
+    return "input " + dims_string(*xd) + " and output " + dims_string(*yd) + " differ in rank";
+  return {};
+}
+
+StepRun row_launch(const OpContext& c, const Kernel& k, const View6& w) {
+  if (view_count(w) == 0) return [](const Queue&, const cltrain_run_args*) {};
+  const size_t local[2] = {std::min<size_t>({64, k.max_local, c.device().max_work_group}), 1};
+  const size_t global[2] = {(w[5] + local[0] - 1) / local[0] * local[0], view_count(w) / w[5]};
+  return [k, global, local](const Queue& q, const cltrain_run_args*) { q.launch(k, 2, global, local); };
 }
 
 }  // namespace cltrain::ocl

@@ -42,7 +42,15 @@ SpanView make_span_view(const std::vector<uint64_t>& sizes, const std::vector<un
 // Adds -D<prefix>0 .. -D<prefix>5.
 void define_view(Defines& d, const char* prefix, const View6& v);
 
+// unary_pair's x and y (the input and output, or their gradients) and their dims, of equal rank.
+std::string same_rank_pair(const StepView& s, int32_t* x, int32_t* y, std::vector<uint64_t>* xd,
+                           std::vector<uint64_t>* yd);
+
 // Product of the sizes.
 uint64_t view_count(const View6& v);
+
+// Runs k once per element of the written tensor w: dimension 0 its innermost dim (dim 5, padded
+// to whole work-groups, which the kernel checks), dimension 1 its rows; nothing for no elements.
+StepRun row_launch(const OpContext& c, const Kernel& k, const View6& w);
 
 }  // namespace cltrain::ocl

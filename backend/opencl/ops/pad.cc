@@ -14,11 +14,9 @@ namespace {
 constexpr const char* kFamily = "pad.cl";
 
 std::string check(const StepView& s) {
-  std::string why;
   int32_t x, y;
-  if (!(why = unary_pair(s, &x, &y)).empty()) return why;
-  const std::vector<uint64_t> xd = dims_of(s.tensor(x)), yd = dims_of(s.tensor(y));
-  if (xd.size() != yd.size()) return "input " + dims_string(xd) + " and output " + dims_string(yd) + " differ in rank";
+  std::vector<uint64_t> xd, yd;
+  if (std::string why = same_rank_pair(s, &x, &y, &xd, &yd); !why.empty()) return why;
   const cltrain_op_params& p = s.step.params;
   for (size_t d = 0; d < xd.size(); ++d) {
     if (p.pad_before[d] < 0 || p.pad_after[d] < 0) return "negative padding is not supported";
@@ -76,13 +74,7 @@ StepRun prepare(const OpContext& c) {
     set_args(k, c.pool(), c.offset(x), c.offset(y));
   else
     set_args(k, c.pool(), c.offset(y), c.offset(x));
-  // Dimension 0: the innermost dim of the written tensor, padded to whole work-groups; 1: rows.
-  const View6& w = fwd ? Y : X;
-  const size_t local[2] = {std::min<size_t>({64, k.max_local, c.device().max_work_group}), 1};
-  const size_t global[2] = {(w[5] + local[0] - 1) / local[0] * local[0], view_count(w) / w[5]};
-  return [k, global, local](const Queue& q, const cltrain_run_args*) {
-    if (global[1] != 0) q.launch(k, 2, global, local);
-  };
+  return row_launch(c, k, fwd ? Y : X);
 }
 
 }  // namespace

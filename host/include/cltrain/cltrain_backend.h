@@ -190,6 +190,9 @@ typedef struct cltrain_op_params {
    * backward whose dx of an input is -1 cannot see it otherwise); 0: not given, the backend takes
    * the extents from the tensors the step has. */
   int32_t concat_extents[CLTRAIN_MAX_STEP_IO];
+  /* TRANSPOSE (forward and backward steps alike): y's axis d is x's axis perm[d], for d below x's
+   * rank. */
+  int32_t perm[CLTRAIN_MAX_RANK];
 } cltrain_op_params;
 
 /* One step. Its last member is params, and the struct grows only there (new params). */

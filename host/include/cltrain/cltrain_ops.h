@@ -58,6 +58,8 @@
  * MEAN  fwd in [x] out [y]; bwd in [dy] out [dx]; params.axes_mask, keep_dims. numerics: y = (sum in
  *     increasing flat index order) / count; dx = dy / count.
  * PAD  fwd in [x] out [y] (zeros around, params.pad_before/pad_after); bwd in [dy] out [dx] (the crop).
+ * TRANSPOSE  fwd in [x] out [y]: y's axis d is x's axis params.perm[d] (rank <= 6); bwd in [dy] out
+ *     [dx], the inverse permutation of dy. Copies only: exact.
  * ADD, SUB, MUL, DIV  fwd in [a, b] out [y]: y = act(a op b), numpy broadcasting (a, b, y of equal
  *     rank; a size-1 dimension broadcasts). bwd in [a, b, y, dy] out [da, db]: a and b are -1 where
  *     not read (ADD, SUB read neither; MUL reads both; DIV reads b, and a for db); y is -1 when the
@@ -110,34 +112,35 @@
 #define CLTRAIN_KIND_GRAPH 2
 #define CLTRAIN_KIND_UPDATE 3
 
-#define CLTRAIN_OP_LIST(X)                                       \
-  X(FULLY_CONNECTED, "FullyConnected", 9, CLTRAIN_KIND_MODEL)    \
-  X(RELU, "ReLU", 19, CLTRAIN_KIND_MODEL)                        \
-  X(RESHAPE, "Reshape", 22, CLTRAIN_KIND_MODEL)                  \
-  X(SOFTMAX, "Softmax", 25, CLTRAIN_KIND_MODEL)                  \
-  X(LOSS_MSE, "MeanSquaredError", -1, CLTRAIN_KIND_LOSS)         \
-  X(LOSS_CCE, "CategoricalCrossEntropy", -1, CLTRAIN_KIND_LOSS)  \
-  X(ACCUMULATE, "Accumulate", -1, CLTRAIN_KIND_GRAPH)            \
-  X(UPDATE_SGD, "SGD", -1, CLTRAIN_KIND_UPDATE)                  \
-  X(UPDATE_ADAM, "Adam", -1, CLTRAIN_KIND_UPDATE)                \
-  X(CONV_2D, "Conv2D", 3, CLTRAIN_KIND_MODEL)                    \
-  X(DEPTHWISE_CONV_2D, "DepthwiseConv2D", 4, CLTRAIN_KIND_MODEL) \
-  X(MAX_POOL_2D, "MaxPool2D", 17, CLTRAIN_KIND_MODEL)            \
-  X(AVERAGE_POOL_2D, "AveragePool2D", 1, CLTRAIN_KIND_MODEL)     \
-  X(MEAN, "Mean", 40, CLTRAIN_KIND_MODEL)                        \
-  X(PAD, "Pad", 34, CLTRAIN_KIND_MODEL)                          \
-  X(ADD, "Add", 0, CLTRAIN_KIND_MODEL)                           \
-  X(SUB, "Sub", 41, CLTRAIN_KIND_MODEL)                          \
-  X(MUL, "Mul", 18, CLTRAIN_KIND_MODEL)                          \
-  X(DIV, "Div", 42, CLTRAIN_KIND_MODEL)                          \
-  X(RELU6, "ReLU6", 21, CLTRAIN_KIND_MODEL)                      \
-  X(TANH, "Tanh", 28, CLTRAIN_KIND_MODEL)                        \
-  X(LOGISTIC, "Logistic", 14, CLTRAIN_KIND_MODEL)                \
-  X(CONCATENATION, "Concatenation", 2, CLTRAIN_KIND_MODEL)       \
-  X(HARD_SWISH, "HardSwish", 117, CLTRAIN_KIND_MODEL)            \
-  X(NEG, "Neg", 59, CLTRAIN_KIND_MODEL)                          \
-  X(RSQRT, "Rsqrt", 76, CLTRAIN_KIND_MODEL)                      \
-  X(SQUARED_DIFFERENCE, "SquaredDifference", 99, CLTRAIN_KIND_MODEL)
+#define CLTRAIN_OP_LIST(X)                                           \
+  X(FULLY_CONNECTED, "FullyConnected", 9, CLTRAIN_KIND_MODEL)        \
+  X(RELU, "ReLU", 19, CLTRAIN_KIND_MODEL)                            \
+  X(RESHAPE, "Reshape", 22, CLTRAIN_KIND_MODEL)                      \
+  X(SOFTMAX, "Softmax", 25, CLTRAIN_KIND_MODEL)                      \
+  X(LOSS_MSE, "MeanSquaredError", -1, CLTRAIN_KIND_LOSS)             \
+  X(LOSS_CCE, "CategoricalCrossEntropy", -1, CLTRAIN_KIND_LOSS)      \
+  X(ACCUMULATE, "Accumulate", -1, CLTRAIN_KIND_GRAPH)                \
+  X(UPDATE_SGD, "SGD", -1, CLTRAIN_KIND_UPDATE)                      \
+  X(UPDATE_ADAM, "Adam", -1, CLTRAIN_KIND_UPDATE)                    \
+  X(CONV_2D, "Conv2D", 3, CLTRAIN_KIND_MODEL)                        \
+  X(DEPTHWISE_CONV_2D, "DepthwiseConv2D", 4, CLTRAIN_KIND_MODEL)     \
+  X(MAX_POOL_2D, "MaxPool2D", 17, CLTRAIN_KIND_MODEL)                \
+  X(AVERAGE_POOL_2D, "AveragePool2D", 1, CLTRAIN_KIND_MODEL)         \
+  X(MEAN, "Mean", 40, CLTRAIN_KIND_MODEL)                            \
+  X(PAD, "Pad", 34, CLTRAIN_KIND_MODEL)                              \
+  X(ADD, "Add", 0, CLTRAIN_KIND_MODEL)                               \
+  X(SUB, "Sub", 41, CLTRAIN_KIND_MODEL)                              \
+  X(MUL, "Mul", 18, CLTRAIN_KIND_MODEL)                              \
+  X(DIV, "Div", 42, CLTRAIN_KIND_MODEL)                              \
+  X(RELU6, "ReLU6", 21, CLTRAIN_KIND_MODEL)                          \
+  X(TANH, "Tanh", 28, CLTRAIN_KIND_MODEL)                            \
+  X(LOGISTIC, "Logistic", 14, CLTRAIN_KIND_MODEL)                    \
+  X(CONCATENATION, "Concatenation", 2, CLTRAIN_KIND_MODEL)           \
+  X(HARD_SWISH, "HardSwish", 117, CLTRAIN_KIND_MODEL)                \
+  X(NEG, "Neg", 59, CLTRAIN_KIND_MODEL)                              \
+  X(RSQRT, "Rsqrt", 76, CLTRAIN_KIND_MODEL)                          \
+  X(SQUARED_DIFFERENCE, "SquaredDifference", 99, CLTRAIN_KIND_MODEL) \
+  X(TRANSPOSE, "Transpose", 39, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,
