@@ -91,7 +91,7 @@ struct cltrain_backend {
   std::vector<double> trace_ms;
   std::vector<int64_t> trace_runs;
 
-  cltrain_backend() = default;
+  cltrain_backend();
   cltrain_backend(const cltrain_backend&) = delete;
   cltrain_backend& operator=(const cltrain_backend&) = delete;
   ~cltrain_backend();

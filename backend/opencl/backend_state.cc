@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <clblast.h>
+
 #include "backend.h"
 
 namespace cltrain::ocl {
@@ -26,6 +28,15 @@ OpFilter OpFilter::from_env() {
 
 }  // namespace cltrain::ocl
 
+namespace {
+
+// Backends alive in this process: CLBlast's program cache is one for the process.
+std::atomic<int> live_backends{0};
+
+}  // namespace
+
+cltrain_backend::cltrain_backend() { ++live_backends; }
+
 cltrain_backend::~cltrain_backend() {
   // Errors are ignored here: destroy has no way to report them and must release everything.
   if (queue.handle()) clFinish(queue.handle());
@@ -36,6 +47,11 @@ cltrain_backend::~cltrain_backend() {
   kernels.reset();
   programs.reset();
   pool.release();  // before the queue and the context
+  // The last backend empties CLBlast's process-wide program cache while its context still
+  // exists: left to the cache's static destructor at exit, the programs are released after the
+  // OpenCL runtime's own teardown (Oclgrind then aborts in clReleaseProgram with a corrupted
+  // heap). A backend still alive keeps the cache: its routines would have to build again.
+  if (--live_backends == 0) clblast::ClearCache();
   if (queue.handle()) clReleaseCommandQueue(queue.handle());
   if (context) clReleaseContext(context);
 }
