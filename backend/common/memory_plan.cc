@@ -60,6 +60,16 @@ uint64_t tensor_bytes(const cltrain_tensor_desc& t) {
   return tensor_elements(t) * (t.dtype == CLTRAIN_UINT8 ? 1 : t.dtype == CLTRAIN_FLOAT16 ? 2 : 4);
 }
 
+std::string dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case CLTRAIN_FLOAT32: return "float32";
+    case CLTRAIN_INT32: return "int32";
+    case CLTRAIN_UINT8: return "uint8";
+    case CLTRAIN_FLOAT16: return "float16";
+    default: return "dtype " + std::to_string(dtype);
+  }
+}
+
 std::string link_aliases(std::vector<PlanItem>& items, const cltrain_tensor_desc* tensors, size_t num_tensors) {
   std::map<int32_t, size_t> index;
   for (size_t i = 0; i < items.size(); ++i) index[items[i].id] = i;

@@ -55,5 +55,7 @@ std::string link_aliases(std::vector<PlanItem>& items, const cltrain_tensor_desc
 // Size in bytes of a tensor described at the ABI.
 uint64_t tensor_bytes(const cltrain_tensor_desc& t);
 uint64_t tensor_elements(const cltrain_tensor_desc& t);
+// "float32", "int32", "uint8", "float16" (a cltrain_dtype's name), "dtype N" for another value.
+std::string dtype_name(int32_t dtype);
 
 }  // namespace cltrain

@@ -135,7 +135,7 @@ std::string check_step(const cltrain_step_desc& step, const TensorAt& tensors, i
       if (id < 0) continue;
       const cltrain_tensor_desc& t = *tensors(id);
       if (t.dtype != cltrain_slot_dtype(&step, side, i))
-        return where + tensor_label(t, id) + " is not " + (t.dtype == CLTRAIN_FLOAT32 ? "uint8" : "float32");
+        return where + tensor_label(t, id) + " is not " + dtype_name(cltrain_slot_dtype(&step, side, i));
       if (t.rank < 0 || t.rank > CLTRAIN_MAX_RANK)
         return where + tensor_label(t, id) + " has rank " + std::to_string(t.rank);
       for (int d = 0; d < t.rank; ++d)

@@ -206,7 +206,8 @@ cltrain_status run(cltrain_backend* b, const int32_t* steps, int32_t num_steps, 
       const int32_t id = steps[i];
       if (id < 0 || id >= static_cast<int32_t>(b->runs.size()) || !b->runs[id])
         fail(CLTRAIN_INVALID, "run: step " + std::to_string(id) + " is not assigned to the OpenCL backend");
-      if (b->steps[id].op == CLTRAIN_OP_UPDATE_ADAM && (!args || run_args.iteration < 1))
+      if ((b->steps[id].op == CLTRAIN_OP_UPDATE_ADAM || b->steps[id].op == CLTRAIN_OP_UPDATE_ADAM_SQUARES) &&
+          (!args || run_args.iteration < 1))
         fail(CLTRAIN_INVALID, "run: step " + std::to_string(id) + " (Adam) needs run_args.iteration >= 1");
     }
     // The step whose commands the counters and profiling charge, while it enqueues.

@@ -29,7 +29,7 @@ std::string why_unsupported(const Backend* b, const StepView& s) {
     if (dtype == CLTRAIN_FLOAT16 && want == CLTRAIN_FLOAT32 && !family->half_storage)
       return "tensor " + std::to_string(id) + " is float16, which the op's kernels do not store";
     if (dtype != want && !(dtype == CLTRAIN_FLOAT16 && want == CLTRAIN_FLOAT32))
-      return "tensor " + std::to_string(id) + " is not " + (want == CLTRAIN_FLOAT32 ? "float32" : "uint8");
+      return "tensor " + std::to_string(id) + " is not " + dtype_name(want);
   }
   return family->check(s);
 }

@@ -280,6 +280,17 @@ cltrain_status cltrain_set_input(cltrain_session* s, const float* data, uint64_t
   return guarded(s, [&](Engine& e) { e.set_input(data, count); });
 }
 
+cltrain_status cltrain_get_input_type(cltrain_session* s, int32_t* dtype) {
+  return guarded(s, [&](Engine& e) {
+    require(dtype, "dtype");
+    *dtype = e.input_dtype() == CLTRAIN_INT32 ? CLTRAIN_INPUT_INT32 : CLTRAIN_INPUT_FLOAT32;
+  });
+}
+
+cltrain_status cltrain_set_input_int32(cltrain_session* s, const int32_t* data, uint64_t count) {
+  return guarded(s, [&](Engine& e) { e.set_input_int32(data, count); });
+}
+
 cltrain_status cltrain_set_expected(cltrain_session* s, const float* data, uint64_t count) {
   return guarded(s, [&](Engine& e) { e.set_expected(data, count); });
 }
@@ -319,6 +330,11 @@ cltrain_status cltrain_evaluate(cltrain_session* s, float* loss, float* outputs,
 cltrain_status cltrain_predict(cltrain_session* s, const float* input, uint64_t input_count, float* output,
                                uint64_t output_count) {
   return guarded(s, [&](Engine& e) { e.predict(input, input_count, output, output_count); });
+}
+
+cltrain_status cltrain_predict_int32(cltrain_session* s, const int32_t* input, uint64_t input_count, float* output,
+                                     uint64_t output_count) {
+  return guarded(s, [&](Engine& e) { e.predict_int32(input, input_count, output, output_count); });
 }
 
 cltrain_status cltrain_get_position(cltrain_session* s, int64_t* steps, int32_t* epochs) {

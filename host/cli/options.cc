@@ -97,7 +97,7 @@ const char* train_usage() {
          "  --num_of_trainable_ops N  -1 = all (default), 0 = none, N = the last N operations\n"
          "  --train_config FILE       onert-micro's per-operator training configuration (ALL, ONLY_BIAS, UP_1_2_PART, "
          "LOWER_1_2_PART)\n"
-         "  --load_input:raw FILE     float32 input samples back to back\n"
+         "  --load_input:raw FILE     input samples back to back (float32, or int32 ids)\n"
          "  --load_expected:raw FILE  float32 expected outputs back to back\n"
          "  --data fashion-mnist[:DIR]  train on Fashion-MNIST (default DIR /usr/share/datasets/fashion-mnist)\n"
          "                            and report the accuracy on its 10,000 test images\n"

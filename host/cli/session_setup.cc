@@ -70,6 +70,9 @@ PreparedSession load_and_prepare(const Options& o) {
   p.api->check(cltrain_get_settings(s, &p.settings));
   p.settings.backends = p.settings.cache_dir = p.settings.train_config = nullptr;
   p.api->check(cltrain_get_shape(s, &p.batch, &p.input_size, &p.output_size));
+  int32_t input_type = CLTRAIN_INPUT_FLOAT32;
+  p.api->check(cltrain_get_input_type(s, &input_type));
+  p.int32_input = input_type == CLTRAIN_INPUT_INT32;
   int32_t n = 0;
   p.api->check(cltrain_num_backends(s, &n));
   std::vector<std::string> names, devices;

@@ -17,7 +17,8 @@ struct PreparedSession {
   std::unique_ptr<ApiSession> api;
   cltrain_settings settings{};  // as prepared (its strings left out)
   int32_t batch = 0;
-  uint64_t input_size = 0, output_size = 0;  // floats per sample
+  uint64_t input_size = 0, output_size = 0;  // values per sample
+  bool int32_input = false;                  // the model takes token ids (cltrain_set_input_int32)
   double ms_load = 0, ms_prepare = 0;
   std::string backend_names, device_names;  // the backends that run steps, and their devices
 

@@ -39,13 +39,21 @@ class ApiSteps : public Steps {
     return loss;
   }
   void predict(const float* input, float* prediction) override {
-    api_.check(cltrain_predict(api_.get(), input, batch() * input_size(), prediction, outputs()));
+    if (p_.int32_input)
+      api_.check(cltrain_predict_int32(api_.get(), ids(input), batch() * input_size(), prediction, outputs()));
+    else
+      api_.check(cltrain_predict(api_.get(), input, batch() * input_size(), prediction, outputs()));
   }
 
  private:
   uint64_t outputs() const { return batch() * output_size(); }
+  // An int32 input's samples hold the ids' bits (load_raw read them as they are).
+  static const int32_t* ids(const float* input) { return reinterpret_cast<const int32_t*>(input); }
   void set_batch(const float* input, const float* expected) {
-    api_.check(cltrain_set_input(api_.get(), input, batch() * input_size()));
+    if (p_.int32_input)
+      api_.check(cltrain_set_input_int32(api_.get(), ids(input), batch() * input_size()));
+    else
+      api_.check(cltrain_set_input(api_.get(), input, batch() * input_size()));
     api_.check(cltrain_set_expected(api_.get(), expected, outputs()));
   }
   const ApiSession& api_;
@@ -82,7 +90,11 @@ int run_train(const Options& o) {
   const ApiSession& api = *prepared.api;
   const cltrain_settings& settings = prepared.settings;
   const int32_t batch = prepared.batch;
-  if (!fashion) data = load_raw(o.load_input_raw, prepared.input_size, o.load_expected_raw, prepared.output_size);
+  if (fashion && prepared.int32_input)
+    throw DataError("the model " + o.model + " takes int32 token ids, not Fashion-MNIST images: give --load_input:raw");
+  if (!fashion)
+    data = load_raw(o.load_input_raw, prepared.input_size, o.load_expected_raw, prepared.output_size,
+                    prepared.int32_input);
   if (data.input_size != prepared.input_size || data.expected_size != prepared.output_size)
     throw DataError("the data has samples of " + std::to_string(data.input_size) + " inputs and " +
                     std::to_string(data.expected_size) + " outputs, the model " + o.model + " takes " +

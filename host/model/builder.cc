@@ -53,10 +53,16 @@ int ModelBuilder::op(int32_t op, std::vector<int32_t> inputs, cltrain_op_params 
   return y;
 }
 
-int ModelBuilder::input(std::vector<int32_t> shape, std::string name) {
-  const int t = add_tensor(std::move(name), std::move(shape));
+int ModelBuilder::input(std::vector<int32_t> shape, std::string name, int32_t dtype) {
+  const int t = add_tensor(std::move(name), std::move(shape), dtype);
   model_.inputs.push_back(t);
   return t;
+}
+
+int ModelBuilder::embedding(int ids, int rows, int width, std::string name) {
+  name = auto_name(name, "embedding");
+  const int table = glorot_tensor(name + "/table", {rows, width}, rows, width);
+  return op(CLTRAIN_OP_GATHER, {table, ids}, {}, name);
 }
 
 int ModelBuilder::glorot_tensor(std::string name, std::vector<int32_t> shape, int64_t fan_in, int64_t fan_out) {

@@ -19,8 +19,12 @@ class ModelBuilder {
  public:
   explicit ModelBuilder(uint32_t seed = 42);
 
-  // A model input; shape[0] is the batch.
-  int input(std::vector<int32_t> shape, std::string name = "input");
+  // A model input; shape[0] is the batch. dtype CLTRAIN_INT32: token ids (for embedding()).
+  int input(std::vector<int32_t> shape, std::string name = "input", int32_t dtype = CLTRAIN_FLOAT32);
+
+  // A Keras Embedding: GATHER of the int32 ids from a [rows, width] table of Glorot-uniform
+  // values (NAME/table); the output is ids' shape followed by width. ("embeddingK")
+  int embedding(int ids, int rows, int width, std::string name = "");
 
   // y = activation(x W^T + b), W [units, in] where in is x's last dimension; x is viewed as
   // [N, in]. Tensors: NAME/weights, NAME/bias, NAME (the output); NAME defaults to "fcK".

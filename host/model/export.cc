@@ -99,6 +99,17 @@ std::vector<uint8_t> export_with_weights(const Model& m, const std::map<int32_t,
 
 namespace {
 
+// op's inputs as the file writes them: where the file had a folded guard's output and op reads
+// the ids it guards instead, the guard's output.
+std::vector<int32_t> written_inputs(const Model& m, const Operator& op, const flatbuffers::Vector<int32_t>* file_in) {
+  std::vector<int32_t> in = op.inputs;
+  for (size_t k = 0; file_in && k < in.size() && k < file_in->size(); ++k) {
+    const auto g = m.guarded_ids.find(file_in->Get(static_cast<flatbuffers::uoffset_t>(k)));
+    if (g != m.guarded_ids.end() && g->second == in[k]) in[k] = g->first;
+  }
+  return in;
+}
+
 bool structure_changed(const Model& m) {
   if (m.file.empty()) return false;
   if (m.file_tensor_count >= 0 && m.tensors.size() > static_cast<size_t>(m.file_tensor_count)) return true;
@@ -106,7 +117,8 @@ bool structure_changed(const Model& m) {
   for (const Operator& op : m.operators) {
     if (op.file_index < 0) continue;
     const auto* in = sg->operators()->Get(static_cast<flatbuffers::uoffset_t>(op.file_index))->inputs();
-    if (!in || !std::equal(op.inputs.begin(), op.inputs.end(), in->begin(), in->end())) return true;
+    const std::vector<int32_t> written = written_inputs(m, op, in);
+    if (!in || !std::equal(written.begin(), written.end(), in->begin(), in->end())) return true;
   }
   return false;
 }
@@ -157,9 +169,11 @@ std::vector<uint8_t> rebuild(const std::vector<uint8_t>& base, const Model& m,
     model->buffers.push_back(std::move(buffer));
     sg.tensors.push_back(std::move(ft));
   }
+  const fb::SubGraph* file_sg = fb::GetModel(base.data())->subgraphs()->Get(0);
   for (const Operator& op : m.operators)
     if (op.file_index >= 0 && static_cast<size_t>(op.file_index) < sg.operators.size())
-      sg.operators[static_cast<size_t>(op.file_index)]->inputs = op.inputs;
+      sg.operators[static_cast<size_t>(op.file_index)]->inputs = written_inputs(
+          m, op, file_sg->operators()->Get(static_cast<flatbuffers::uoffset_t>(op.file_index))->inputs());
 
   if (info_bytes) {
     // Drop the existing CIRCLE_TRAINING entries; reuse the first one's buffer if it is its own.

@@ -74,8 +74,8 @@ class Checker {
       const Tensor& x = m_.tensors[static_cast<size_t>(t)];
       if (x.is_constant())
         fail(what_, "subgraph input " + std::to_string(k) + ": " + tensor_label(m_, t) + " is constant");
-      if (x.dtype != CLTRAIN_FLOAT32)
-        fail(what_, "subgraph input " + std::to_string(k) + ": " + tensor_label(m_, t) + " is not float32");
+      if (x.dtype != CLTRAIN_FLOAT32 && x.dtype != CLTRAIN_INT32)
+        fail(what_, "subgraph input " + std::to_string(k) + ": " + tensor_label(m_, t) + " is not float32 or int32");
       state[static_cast<size_t>(t)] = kInput;
     }
     for (size_t i = 0; i < m_.operators.size(); ++i) {
@@ -108,11 +108,27 @@ class Checker {
         fail(what_,
              "subgraph output " + std::to_string(k) + ": " + tensor_label(m_, t) + " is not computed by any operator");
     }
-    // Any other int32 tensor is one no operator reads as a constant operand.
-    for (size_t t = 0; t < m_.tensors.size(); ++t)
-      if (m_.tensors[t].dtype == CLTRAIN_INT32 && !m_.tensors[t].is_constant())
+    // An int32 tensor computed at run time (the model's input: token ids) goes only where an op
+    // takes one (GATHER's ids); constant ones are operands the checks above turned into params.
+    for (size_t i = 0; i < m_.operators.size(); ++i) {
+      const Operator& op = m_.operators[i];
+      const OpDescriptor& d = *find_op(op.op);
+      for (size_t k = 0; k < op.inputs.size(); ++k) {
+        const int32_t t = op.inputs[k];
+        if (t >= 0 && m_.tensors[static_cast<size_t>(t)].dtype == CLTRAIN_UINT8)
+          fail(what_, operator_label(m_, i) + ": input " + std::to_string(k) + " " + tensor_label(m_, t) +
+                          ": bool tensors are supported only in the index guard of an embedding");
+        if (t < 0 || m_.tensors[static_cast<size_t>(t)].dtype != CLTRAIN_INT32 ||
+            m_.tensors[static_cast<size_t>(t)].is_constant() || (k < 32 && (d.int32_inputs >> k & 1u)))
+          continue;
+        fail(what_, operator_label(m_, i) + ": input " + std::to_string(k) + " " + tensor_label(m_, t) +
+                        ": int32 tensors are supported only as constant operands and as ids");
+      }
+    }
+    for (size_t k = 0; k < m_.outputs.size(); ++k)
+      if (m_.tensors[static_cast<size_t>(m_.outputs[k])].dtype != CLTRAIN_FLOAT32)
         fail(what_,
-             tensor_label(m_, static_cast<int32_t>(t)) + ": int32 tensors are supported only as constant operands");
+             "subgraph output " + std::to_string(k) + ": " + tensor_label(m_, m_.outputs[k]) + " is not float32");
   }
 
  private:

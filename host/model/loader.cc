@@ -3,11 +3,13 @@
 // Order of checks: identifier, flatbuffer verification (every offset in bounds), then the model
 // itself: subgraph, buffers, tensors, operator codes, operators, and last the graph
 // (graph_check.cc). Every problem becomes one ModelError line that names the file.
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <tuple>
 
 #include "circle_generated.h"
@@ -106,6 +108,8 @@ Tensor load_tensor(const fb::Tensor* ft, int32_t index, const Buffers& bufs, con
     t.dtype = CLTRAIN_FLOAT32;
   } else if (type == static_cast<int8_t>(fb::TensorType::INT32)) {
     t.dtype = CLTRAIN_INT32;
+  } else if (type == static_cast<int8_t>(fb::TensorType::BOOL)) {
+    t.dtype = CLTRAIN_UINT8;  // a byte per element; only an index guard's condition (folded) has them
   } else {
     fail(what, label + ": " + type_str(type) + " tensors are not supported (float32 models only)");
   }
@@ -121,8 +125,14 @@ Tensor load_tensor(const fb::Tensor* ft, int32_t index, const Buffers& bufs, con
     if (size > 0) {
       if (size != need)
         fail(what, label + ": buffer holds " + std::to_string(size) + " bytes, shape " + shape_str(t.shape) + " " +
-                       (t.dtype == CLTRAIN_INT32 ? "int32" : "float32") + " needs " + std::to_string(need));
-      copy_le32(data, size, t.data);
+                       (t.dtype == CLTRAIN_INT32   ? "int32"
+                        : t.dtype == CLTRAIN_UINT8 ? "bool"
+                                                   : "float32") +
+                       " needs " + std::to_string(need));
+      if (t.dtype == CLTRAIN_UINT8)
+        t.data.assign(data, data + size);
+      else
+        copy_le32(data, size, t.data);
       t.buffer = static_cast<int32_t>(b);
       t.file_offset = static_cast<int64_t>(data - bufs.file.data());
     }
@@ -137,6 +147,88 @@ int32_t effective_code(const fb::OperatorCode* oc) {
   const int32_t dep = oc->deprecated_builtin_code();
   if (dep == kBuiltinPlaceholderForGreaterOpCodes) return oc->builtin_code();
   return std::max(dep, oc->builtin_code());
+}
+
+// Keras' Embedding guards its ids before the GATHER: SELECT_V2(LESS(ids, 0), ADD(ids, V), ids)
+// with V the table's rows (SELECT with a fixed batch), which is GATHER's own rule (negative ids
+// count from the end, cltrain_ops.h). Such a guard is folded: its three operators leave the
+// graph (the file keeps them: export writes them back as they were) and the GATHERs read ids.
+struct IndexGuards {
+  std::vector<int32_t> ops;          // file indices of the folded operators
+  std::map<int32_t, int32_t> reads;  // guard output -> the ids it guards
+};
+
+IndexGuards find_index_guards(const fb::SubGraph& sg,
+                              const flatbuffers::Vector<flatbuffers::Offset<fb::OperatorCode>>* codes, const Model& m) {
+  IndexGuards g;
+  const auto* ops = sg.operators();
+  const size_t nt = m.tensors.size();
+  auto code_of = [&](const fb::Operator* o) {
+    return codes && o->opcode_index() < codes->size() ? effective_code(codes->Get(o->opcode_index())) : -1;
+  };
+  auto ins = [](const fb::Operator* o) {
+    return o->inputs() ? std::vector<int32_t>(o->inputs()->begin(), o->inputs()->end()) : std::vector<int32_t>{};
+  };
+  auto outs = [](const fb::Operator* o) {
+    return o->outputs() ? std::vector<int32_t>(o->outputs()->begin(), o->outputs()->end()) : std::vector<int32_t>{};
+  };
+  auto valid = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t) < nt; };
+  // Per tensor: its producer and its readers (operator, slot).
+  std::vector<int32_t> producer(nt, -1);
+  std::vector<std::vector<std::pair<int32_t, size_t>>> readers(nt);
+  for (uint32_t i = 0; i < ops->size(); ++i) {
+    const fb::Operator* o = ops->Get(i);
+    const std::vector<int32_t> in = ins(o), out = outs(o);
+    for (size_t k = 0; k < in.size(); ++k)
+      if (valid(in[k])) readers[static_cast<size_t>(in[k])].push_back({static_cast<int32_t>(i), k});
+    for (int32_t t : out)
+      if (valid(t)) producer[static_cast<size_t>(t)] = static_cast<int32_t>(i);
+  }
+  auto scalar = [&](int32_t t, int32_t* v) {
+    if (!valid(t)) return false;
+    const Tensor& x = m.tensors[static_cast<size_t>(t)];
+    if (x.dtype != CLTRAIN_INT32 || !x.is_constant() || x.elements() != 1 || x.data.size() != 4) return false;
+    std::memcpy(v, x.data.data(), 4);
+    return true;
+  };
+  constexpr int32_t kLess = 58, kSelect = 64, kSelectV2 = 123, kAdd = 0, kGather = 36;
+  for (uint32_t i = 0; i < ops->size(); ++i) {
+    const fb::Operator* sel = ops->Get(i);
+    const int32_t sc = code_of(sel);
+    const std::vector<int32_t> si = ins(sel), so = outs(sel);
+    if ((sc != kSelect && sc != kSelectV2) || si.size() != 3 || so.size() != 1 || !valid(so[0])) continue;
+    const int32_t cond = si[0], wrapped = si[1], ids = si[2];
+    if (!valid(cond) || !valid(wrapped) || !valid(ids)) continue;
+    const Tensor& idt = m.tensors[static_cast<size_t>(ids)];
+    if (idt.dtype != CLTRAIN_INT32 || idt.is_constant()) continue;
+    const int32_t lp = producer[static_cast<size_t>(cond)], ap = producer[static_cast<size_t>(wrapped)];
+    if (lp < 0 || ap < 0 || readers[static_cast<size_t>(cond)].size() != 1 ||
+        readers[static_cast<size_t>(wrapped)].size() != 1)
+      continue;
+    const fb::Operator* less = ops->Get(static_cast<uint32_t>(lp));
+    const fb::Operator* add = ops->Get(static_cast<uint32_t>(ap));
+    const std::vector<int32_t> li = ins(less), ai = ins(add);
+    int32_t zero = -1, rows = 0;
+    if (code_of(less) != kLess || li.size() != 2 || li[0] != ids || !scalar(li[1], &zero) || zero != 0) continue;
+    if (code_of(add) != kAdd || ai.size() != 2) continue;
+    const auto* ao = add->builtin_options_as_AddOptions();
+    if (ao && ao->fused_activation_function() != fb::ActivationFunctionType::NONE) continue;
+    if (!((ai[0] == ids && scalar(ai[1], &rows)) || (ai[1] == ids && scalar(ai[0], &rows))) || rows <= 0) continue;
+    // Every reader of the guarded ids is a GATHER's ids over a table of that many rows.
+    bool gathers = !readers[static_cast<size_t>(so[0])].empty();
+    for (const auto& [r, slot] : readers[static_cast<size_t>(so[0])]) {
+      const fb::Operator* ro = ops->Get(static_cast<uint32_t>(r));
+      const std::vector<int32_t> gi = ins(ro);
+      gathers = gathers && code_of(ro) == kGather && slot == 1 && gi.size() == 2 && valid(gi[0]) &&
+                !m.tensors[static_cast<size_t>(gi[0])].shape.empty() &&
+                m.tensors[static_cast<size_t>(gi[0])].shape[0] == rows;
+    }
+    if (!gathers) continue;
+    g.ops.insert(g.ops.end(), {lp, ap, static_cast<int32_t>(i)});
+    g.reads[so[0]] = ids;
+  }
+  std::sort(g.ops.begin(), g.ops.end());
+  return g;
 }
 
 // The operator's options as its descriptor reads them into params; values are taken as they are
@@ -268,6 +360,9 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   const auto* ops = sg->operators();
   if (!ops || ops->size() == 0) fail(what, "model has no operators");
   Unsupported unsupported;
+  const IndexGuards guards = find_index_guards(*sg, codes, m);
+  m.folded_ops = guards.ops;
+  m.guarded_ids = guards.reads;
   // int32 tensors whose values the host knows at load: constants, and what shape operators compute.
   std::vector<bool> known_int(nt, false);
   for (size_t t = 0; t < nt; ++t) known_int[t] = m.tensors[t].dtype == CLTRAIN_INT32 && m.tensors[t].is_constant();
@@ -279,6 +374,7 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
                      std::to_string(ncodes) + " operator codes)");
     const fb::OperatorCode* oc = codes->Get(fo->opcode_index());
     const int32_t code = effective_code(oc);
+    if (std::binary_search(guards.ops.begin(), guards.ops.end(), static_cast<int32_t>(i))) continue;
     if (is_shape_op_code(code)) {  // an integer operator over shapes: the host computes it
       ShapeOperator so;
       so.code = code;
@@ -312,6 +408,8 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
     op.inputs = index_list(fo->inputs());
     op.outputs = index_list(fo->outputs());
     check_indices(op.inputs, nt, true, what, label, ": input ");
+    for (int32_t& t : op.inputs)
+      if (auto g = guards.reads.find(t); g != guards.reads.end()) t = g->second;
     check_indices(op.outputs, nt, false, what, label, ": output ");
     op.params = load_params(*d, fo, what, label);
     op.file_index = static_cast<int32_t>(i);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -67,9 +68,15 @@ struct Model {
   std::vector<Tensor> tensors;
   std::vector<Operator> operators;
   std::vector<ShapeOperator> shape_ops;  // folded on the host (model/shape_ops.h), in file order
-  std::vector<int32_t> inputs;           // subgraph inputs
-  std::vector<int32_t> outputs;          // subgraph outputs
-  std::vector<uint8_t> file;             // the file as loaded (for export with new weights)
+  // File indices of operators folded into others at load (Keras' embedding index guard, see
+  // loader.cc), in increasing order; the file keeps them.
+  std::vector<int32_t> folded_ops;
+  // What a folded guard gave: its output tensor -> the tensor the operators read instead (the
+  // guarded ids); export writes the guard's output back where the file had it.
+  std::map<int32_t, int32_t> guarded_ids;
+  std::vector<int32_t> inputs;   // subgraph inputs
+  std::vector<int32_t> outputs;  // subgraph outputs
+  std::vector<uint8_t> file;     // the file as loaded (for export with new weights)
   // How many of tensors the file holds; the rest were added (model/model_edits.h). -1: all of
   // them (a model built in memory).
   int32_t file_tensor_count = -1;
@@ -79,8 +86,10 @@ struct Model {
 
 // The operators of the file (Model::operators and Model::shape_ops together), which the indices of
 // training info, train configs and messages count.
-inline size_t file_operator_count(const Model& m) { return m.operators.size() + m.shape_ops.size(); }
-// Per file operator index, its index in Model::operators, or -1 for a shape operator.
+inline size_t file_operator_count(const Model& m) {
+  return m.operators.size() + m.shape_ops.size() + m.folded_ops.size();
+}
+// Per file operator index, its index in Model::operators, or -1 for a shape or folded operator.
 std::vector<int32_t> model_operator_index(const Model& m);
 // The file index of Model::operators[i].
 inline int32_t file_operator_index(const Model& m, size_t i) {

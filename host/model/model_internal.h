@@ -26,7 +26,7 @@ std::string tensor_label(const Model& m, int32_t t);
 std::string operator_label(const Model& m, size_t i);
 
 // Bytes per element of a cltrain_dtype.
-inline uint64_t dtype_size(int32_t /*dtype*/) { return 4; }
+inline uint64_t dtype_size(int32_t dtype) { return dtype == CLTRAIN_UINT8 ? 1 : 4; }
 
 // Name of a cltrain_activation ("RELU6"), or "activation N" for another value.
 std::string activation_str(int32_t act);

@@ -60,6 +60,9 @@ struct OpDescriptor {
   // be -1 (absent); exactly `outputs` outputs.
   int min_inputs = 1, max_inputs = 1, optional_from = 1, outputs = 1;
   ConstantOperand constant;
+  // Input slots (bit k: slot k) that take int32 tensors computed at run time or the model's input
+  // (GATHER's ids); every other non-constant operand is float32.
+  uint32_t int32_inputs = 0;
   int bias_slot = -1;              // the bias (trained alone with ONLY_BIAS), -1 for none
   bool half_weight_ranks = false;  // onert-micro's UPPER/LOWER half ranks apply
   bool folds_pad = false;          // a Pad before it folds into SAME padding (padding-free VALID)
@@ -166,6 +169,11 @@ class StepBuilder {
   // in slot order: each call after the first of a tensor adds a disposable one and its
   // accumulation.
   virtual int32_t grad_of(int32_t t) = 0;
+  // The tensor the backward writes the sum of the squares of t's per-id gradient rows into, for
+  // Adam's v (Keras's Adam on an Embedding table takes its gradient as IndexedSlices and squares
+  // each id's row before adding them), or -1 where the graph wants none: not Adam, t not trained
+  // or read by another operator too. Call after grad_of(t).
+  virtual int32_t squares_of(int32_t t) = 0;
   // The activation of x's producer, when this operator may apply its derivative to dx (x read by
   // this operator only, its producer fuses an activation of kind kAny); the producer's backward
   // then applies none. NONE otherwise.

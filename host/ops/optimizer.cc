@@ -24,4 +24,11 @@ const OpDescriptor kOpDesc_UPDATE_ADAM = [] {
   return d;
 }();
 
+// Adam whose v takes GATHER's sum of squared rows (an embedding table) in place of g * g.
+const OpDescriptor kOpDesc_UPDATE_ADAM_SQUARES = [] {
+  OpDescriptor d = descriptor_of(CLTRAIN_OP_UPDATE_ADAM_SQUARES);
+  d.flops = [](const StepTensors& s) { return 11 * updated_elements(s); };
+  return d;
+}();
+
 }  // namespace cltrain

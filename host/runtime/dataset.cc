@@ -97,7 +97,8 @@ Dataset load_fashion_mnist(const std::string& dir, bool train) {
 }
 
 namespace {
-std::vector<float> read_floats(const std::string& path, uint64_t sample, const char* what) {
+// int32: the samples are int32 ids, kept as their bits in the floats (no finiteness to check).
+std::vector<float> read_floats(const std::string& path, uint64_t sample, const char* what, bool int32 = false) {
   struct stat st;
   if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
     throw DataError(std::string(what) + " file " + path + " is not a regular file" +
@@ -112,11 +113,11 @@ std::vector<float> read_floats(const std::string& path, uint64_t sample, const c
   if (static_cast<uint64_t>(size) % sample_bytes != 0)
     throw DataError(std::string(what) + " file " + path + " has " + std::to_string(size) +
                     " bytes, not a multiple of the sample size (" + std::to_string(sample) +
-                    " float32 = " + std::to_string(sample_bytes) + " bytes)");
+                    (int32 ? " int32 = " : " float32 = ") + std::to_string(sample_bytes) + " bytes)");
   std::vector<float> v(static_cast<size_t>(size) / sizeof(float));
   if (std::fread(v.data(), 1, static_cast<size_t>(size), f.get()) != static_cast<size_t>(size))
     throw DataError(std::string(what) + " file " + path + ": short read");
-  for (size_t i = 0; i < v.size(); ++i)
+  for (size_t i = 0; i < v.size() && !int32; ++i)
     if (!std::isfinite(v[i]))
       throw DataError(std::string(what) + " file " + path + ": sample " + std::to_string(i / sample) + " holds " +
                       (std::isnan(v[i]) ? "NaN" : "Inf") + " at element " + std::to_string(i % sample));
@@ -125,11 +126,11 @@ std::vector<float> read_floats(const std::string& path, uint64_t sample, const c
 }  // namespace
 
 Dataset load_raw(const std::string& input_file, uint64_t input_size, const std::string& expected_file,
-                 uint64_t expected_size) {
+                 uint64_t expected_size, bool int32_input) {
   Dataset d;
   d.input_size = input_size;
   d.expected_size = expected_size;
-  d.inputs = read_floats(input_file, input_size, "input");
+  d.inputs = read_floats(input_file, input_size, "input", int32_input);
   d.expected = read_floats(expected_file, expected_size, "expected");
   const uint64_t ni = d.inputs.size() / input_size, ne = d.expected.size() / expected_size;
   if (ni != ne)

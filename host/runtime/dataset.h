@@ -33,8 +33,9 @@ Dataset load_fashion_mnist(const std::string& dir, bool train);
 constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
 // Raw float32 samples back to back; the sizes must be whole multiples of the sample sizes and
-// give the same number of samples.
+// give the same number of samples. int32_input: the inputs are int32 (token ids), which the
+// dataset keeps as their bits in its floats.
 Dataset load_raw(const std::string& input_file, uint64_t input_size, const std::string& expected_file,
-                 uint64_t expected_size);
+                 uint64_t expected_size, bool int32_input = false);
 
 }  // namespace cltrain

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <system_error>
+#include <type_traits>
 
 #include "atomic_file.h"
 #include "backend.h"
@@ -234,19 +235,58 @@ uint64_t Engine::output_size() const {
 
 namespace {
 
-void copy_batch(const float* data, uint64_t count, std::vector<float>& to, const char* what) {
+// Copies count values of 4 bytes (floats, or an int32 input's ids as their bits) into to.
+template <typename T>
+void copy_batch(const T* data, uint64_t count, std::vector<float>& to, const char* what) {
+  static_assert(sizeof(T) == sizeof(float), "inputs are 4-byte values");
   if (!data) throw std::invalid_argument(std::string(what) + ": the data is NULL");
   if (count != to.size())
-    throw std::invalid_argument(std::string(what) + ": " + std::to_string(count) + " floats given, the batch takes " +
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(count) +
+                                (std::is_same_v<T, float> ? " floats" : " ids") + " given, the batch takes " +
                                 std::to_string(to.size()));
-  std::copy(data, data + count, to.begin());
+  if (count) std::memcpy(to.data(), data, count * sizeof(float));
 }
 
 }  // namespace
 
+int32_t Engine::input_dtype() const { return model_.tensors[static_cast<size_t>(model_.inputs.at(0))].dtype; }
+
+void Engine::require_input_type(int32_t dtype, const char* what) const {
+  if (input_dtype() == dtype) return;
+  throw std::invalid_argument(std::string(what) + ": the model's input " +
+                              model_.tensors[static_cast<size_t>(model_.inputs.at(0))].name + " is " +
+                              (input_dtype() == CLTRAIN_INT32 ? "int32 (token ids): give it with the int32 calls"
+                                                              : "float32: give it with the float calls"));
+}
+
 void Engine::set_input(const float* data, uint64_t count) {
   require_prepared("set_input");
+  require_input_type(CLTRAIN_FLOAT32, "set_input");
   copy_batch(data, count, input_, "set_input");
+  have_input_ = true;
+}
+
+void Engine::check_ids(const int32_t* data, uint64_t count, const char* what) const {
+  // The fewest rows of the tables the input's ids are read from (GATHERs reading the input).
+  int64_t rows = -1;
+  for (const Operator& op : model_.operators)
+    if (op.op == CLTRAIN_OP_GATHER && op.inputs.size() == 2 && op.inputs[1] == model_.inputs.at(0)) {
+      const int64_t r = model_.tensors[static_cast<size_t>(op.inputs[0])].shape.at(0);
+      rows = rows < 0 ? r : std::min(rows, r);
+    }
+  if (rows < 0 || !data) return;
+  for (uint64_t i = 0; i < count; ++i)
+    if (data[i] < -rows || data[i] >= rows)
+      throw std::invalid_argument(std::string(what) + ": id " + std::to_string(data[i]) + " at element " +
+                                  std::to_string(i) + " is outside the embedding table's " + std::to_string(rows) +
+                                  " rows (ids " + std::to_string(-rows) + " to " + std::to_string(rows - 1) + ")");
+}
+
+void Engine::set_input_int32(const int32_t* data, uint64_t count) {
+  require_prepared("set_input_int32");
+  require_input_type(CLTRAIN_INT32, "set_input_int32");
+  copy_batch(data, count, input_, "set_input_int32");
+  check_ids(data, count, "set_input_int32");
   have_input_ = true;
 }
 
@@ -283,13 +323,27 @@ float Engine::evaluate(float* prediction) {
 
 void Engine::predict(const float* input, uint64_t input_count, float* output, uint64_t output_count) {
   require_prepared("predict");
+  require_input_type(CLTRAIN_FLOAT32, "predict");
   std::vector<float> in(input_.size());
   copy_batch(input, input_count, in, "predict");
-  if (!output) throw std::invalid_argument("predict: the output is NULL");
+  predict_into(in, output, output_count, "predict");
+}
+
+void Engine::predict_int32(const int32_t* input, uint64_t input_count, float* output, uint64_t output_count) {
+  require_prepared("predict_int32");
+  require_input_type(CLTRAIN_INT32, "predict_int32");
+  std::vector<float> in(input_.size());
+  copy_batch(input, input_count, in, "predict_int32");
+  check_ids(input, input_count, "predict_int32");
+  predict_into(in, output, output_count, "predict_int32");
+}
+
+void Engine::predict_into(const std::vector<float>& in, float* output, uint64_t output_count, const char* what) {
+  if (!output) throw std::invalid_argument(std::string(what) + ": the output is NULL");
   const uint64_t want = static_cast<uint64_t>(batch()) * output_size();
   if (output_count != want)
-    throw std::invalid_argument("predict: room for " + std::to_string(output_count) + " floats, the batch gives " +
-                                std::to_string(want));
+    throw std::invalid_argument(std::string(what) + ": room for " + std::to_string(output_count) +
+                                " floats, the batch gives " + std::to_string(want));
   session_->predict(in.data(), output);
 }
 

@@ -82,12 +82,17 @@ class Engine {
   // Copies a batch of inputs or expected outputs (batch() * input_size() floats), for the next
   // train_step or evaluate.
   void set_input(const float* data, uint64_t count);
+  // A model whose input is int32 (token ids) takes it here; set_input and predict refuse it (and
+  // these calls a float32 input), naming the other call.
+  void set_input_int32(const int32_t* data, uint64_t count);
+  int32_t input_dtype() const;  // CLTRAIN_FLOAT32 or CLTRAIN_INT32
   void set_expected(const float* data, uint64_t count);
   // One optimizer step on the inputs set; the loss (TrainingError where it is not finite).
   // prediction (batch() * output_size() floats) may be NULL.
   float train_step(float* prediction = nullptr);
   float evaluate(float* prediction = nullptr);
   void predict(const float* input, uint64_t input_count, float* output, uint64_t output_count);
+  void predict_int32(const int32_t* input, uint64_t input_count, float* output, uint64_t output_count);
   const Position& position() const { return position_; }
   // Epochs done; the steps since then count as the next epoch's in messages.
   void set_epochs_done(int32_t epochs);
@@ -116,6 +121,10 @@ class Engine {
   void import_checkpoint(const std::string& path);
 
  private:
+  void require_input_type(int32_t dtype, const char* what) const;
+  // An int32 input read by GATHERs: every id within their tables (negative ones from the end).
+  void check_ids(const int32_t* data, uint64_t count, const char* what) const;
+  void predict_into(const std::vector<float>& in, float* output, uint64_t output_count, const char* what);
   Engine() = default;
   void require_prepared(const char* what) const;
   int32_t tensor_index(const std::string& name) const;

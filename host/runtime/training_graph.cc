@@ -111,7 +111,8 @@ class GraphBuilder {
   std::vector<bool> trainable_;
   std::map<int32_t, std::pair<int32_t, int32_t>> update_range_;  // weight -> (offset, count) updated
   std::map<int32_t, int32_t> grad_;                              // tensor -> its back-prop / gradient tensor
-  std::map<int32_t, int32_t> remaining_;                         // weight -> backward steps still to contribute
+  std::map<int32_t, int32_t> squares_;    // weight -> the sum of its squared per-id gradient rows (Adam's v)
+  std::map<int32_t, int32_t> remaining_;  // weight -> backward steps still to contribute
 };
 
 void GraphBuilder::find_consumers() {
@@ -194,6 +195,15 @@ class OperatorStep : public StepBuilder {
     if (g_.is_weight(t)) weights_done.push_back(t);
     return g_.grad_target(t, &accumulate);
   }
+  int32_t squares_of(int32_t t) override {
+    if (g_.opt_.optimizer != CLTRAIN_OP_UPDATE_ADAM || !g_.is_weight(t) ||
+        g_.consumers_[static_cast<size_t>(t)].size() != 1 || g_.update_range_.count(t))
+      return -1;
+    const int32_t q =
+        g_.add_tensor(std::string("gradsq/") + g_.g_.name_of(t), g_.shape_of(t), CLTRAIN_ROLE_GRADIENT, false);
+    g_.squares_[t] = q;
+    return q;
+  }
   int32_t producer_activation(int32_t x) override {
     const int32_t act = g_.producer_activation(x, index_);
     if (act != CLTRAIN_ACT_NONE) g_.act_applied_.insert(x);
@@ -275,8 +285,11 @@ void GraphBuilder::update_steps_after(int32_t step, const std::vector<int32_t>& 
       const int32_t m = add_tensor("adam_m/" + name, state_shape, CLTRAIN_ROLE_OPTIMIZER, true);
       const int32_t v = add_tensor("adam_v/" + name, state_shape, CLTRAIN_ROLE_OPTIMIZER, true);
       g_.adam_state[w] = {m, v};
-      add_step(CLTRAIN_OP_UPDATE_ADAM, CLTRAIN_PHASE_UPDATE, g_.steps[step].model_op, {grad_.at(w)}, {w, m, v}, p,
-               step);
+      const auto q = squares_.find(w);
+      std::vector<int32_t> in = {grad_.at(w)};
+      if (q != squares_.end()) in.push_back(q->second);
+      add_step(q != squares_.end() ? CLTRAIN_OP_UPDATE_ADAM_SQUARES : CLTRAIN_OP_UPDATE_ADAM, CLTRAIN_PHASE_UPDATE,
+               g_.steps[step].model_op, in, {w, m, v}, p, step);
     } else {
       add_step(CLTRAIN_OP_UPDATE_SGD, CLTRAIN_PHASE_UPDATE, g_.steps[step].model_op, {grad_.at(w)}, {w}, p, step);
     }
@@ -336,6 +349,9 @@ TrainingGraph GraphBuilder::build() {
   for (const Tensor& t : model_.tensors) {
     const bool weight = t.is_constant() && t.dtype == CLTRAIN_FLOAT32;
     const int32_t id = add_tensor(t.name, t.shape, weight ? CLTRAIN_ROLE_TRAINABLE : CLTRAIN_ROLE_NON_CONST, weight);
+    // int32 activations (the model's token ids) keep their type; int32 constants are params and
+    // reach no backend.
+    if (t.dtype == CLTRAIN_INT32 && !t.is_constant()) g_.tensors[static_cast<size_t>(id)].dtype = CLTRAIN_INT32;
     if (weight) {  // the graph keeps its own copy: the model may go before prepare
       g_.initial_data.push_back(t.data);
       g_.tensors[static_cast<size_t>(id)].data = g_.initial_data.back().data();
@@ -344,8 +360,9 @@ TrainingGraph GraphBuilder::build() {
   }
   g_.input = model_.inputs[0];
   g_.prediction = model_.outputs[0];
-  if (model_.tensors[static_cast<size_t>(g_.input)].dtype != CLTRAIN_FLOAT32)
-    throw ModelError("the model input must be float32");
+  const int32_t input_type = model_.tensors[static_cast<size_t>(g_.input)].dtype;
+  if (input_type != CLTRAIN_FLOAT32 && input_type != CLTRAIN_INT32)
+    throw ModelError("the model input must be float32 or int32");
 
   select_trainable();
   // Which tensors need a gradient: weights, and everything computed from one.

@@ -178,6 +178,9 @@ class Session:
         b, i, o = ctypes.c_int32(), ctypes.c_uint64(), ctypes.c_uint64()
         self._check(self._lib.cltrain_get_shape(self._s, ctypes.byref(b), ctypes.byref(i), ctypes.byref(o)))
         self._shape = (b.value, i.value, o.value)
+        t = ctypes.c_int32()
+        self._check(self._lib.cltrain_get_input_type(self._s, ctypes.byref(t)))
+        self._ids = t.value == 1  # the model takes int32 token ids (a converted Keras Embedding)
         return self
 
     @property
@@ -207,10 +210,29 @@ class Session:
         return self._shape[2]
 
     # ---- steps ----
+    def _as_input(self, x):
+        """x as the model's input type: float32, or int32 token ids (which must be integers)."""
+        if not self._ids:
+            return np.ascontiguousarray(x, dtype=np.float32)
+        a = np.asarray(x)
+        if not np.issubdtype(a.dtype, np.integer):
+            raise ValueError("the model takes int32 token ids; x is %s" % a.dtype)
+        return np.ascontiguousarray(a, dtype=np.int32)
+
+    def _input_call(self, x):
+        """(the array kept alive, the C call's pointer, its count, the set_input / predict pair)."""
+        a = self._as_input(x)
+        if self._ids:
+            p = a.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+            return a, p, a.size, self._lib.cltrain_set_input_int32, self._lib.cltrain_predict_int32
+        p = a.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+        return a, p, a.size, self._lib.cltrain_set_input, self._lib.cltrain_predict
+
     def _set_batch(self, x, y):
-        _, px, nx = xs = _floats(x, "x")
+        xs = self._input_call(x)
+        _, px, nx, set_input, _ = xs
         _, py, ny = ys = _floats(y, "y")
-        self._check(self._lib.cltrain_set_input(self._s, px, nx))
+        self._check(set_input(self._s, px, nx))
         self._check(self._lib.cltrain_set_expected(self._s, py, ny))
         return xs, ys
 
@@ -241,7 +263,7 @@ class Session:
     def predict(self, x):
         """The model's outputs for any number of samples (the last batch padded): (n, output_size)."""
         self._require_compiled()
-        x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, self.input_size)
+        x = self._as_input(x).reshape(-1, self.input_size)
         b = self.batch_size
         n = x.shape[0]
         out = np.empty((n, self.output_size), dtype=np.float32)
@@ -251,8 +273,8 @@ class Session:
             rows = x[first:first + b]
             if rows.shape[0] < b:
                 rows = np.concatenate([rows, np.repeat(rows[-1:], b - rows.shape[0], axis=0)])
-            _, px, nx = _floats(rows, "x")
-            self._check(self._lib.cltrain_predict(self._s, px, nx, po, batch_out.size))
+            _, px, nx, _, predict = self._input_call(rows)
+            self._check(predict(self._s, px, nx, po, batch_out.size))
             out[first:first + b] = batch_out[:min(b, n - first)]
         return out
 
@@ -275,7 +297,7 @@ class Session:
     def evaluate(self, x, y):
         """The mean loss over the whole batches of x, and the categorical accuracy over them."""
         self._require_compiled()
-        x = np.ascontiguousarray(x, dtype=np.float32)
+        x = self._as_input(x)
         n = x.shape[0]
         y = self._one_hot(y, n)
         b = self.batch_size
@@ -297,7 +319,7 @@ class Session:
         verbose: 0 silent, 1 a progress bar (on a terminal) and a line per epoch, 2 a line per
         epoch. on_step(epoch, step, loss), if given, is called after every step. Returns a History."""
         self._require_compiled()
-        x = np.ascontiguousarray(x, dtype=np.float32)
+        x = self._as_input(x)
         n = x.shape[0]
         x = x.reshape(n, -1)
         y = self._one_hot(y, n)

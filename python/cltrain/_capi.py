@@ -8,6 +8,7 @@ from . import _paths
 OK, ERROR, UNAVAILABLE, OUT_OF_MEMORY, INVALID = 0, 1, 2, 3, 4
 
 _f = ctypes.POINTER(ctypes.c_float)
+_i32 = ctypes.POINTER(ctypes.c_int32)
 _u64 = ctypes.c_uint64
 _sess = ctypes.c_void_p
 
@@ -80,6 +81,9 @@ _SIGNATURES = {
         [_sess, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(_u64), ctypes.POINTER(_u64)],
     ),
     "cltrain_set_input": (ctypes.c_int, [_sess, _f, _u64]),
+    "cltrain_get_input_type": (ctypes.c_int, [_sess, ctypes.POINTER(ctypes.c_int32)]),
+    "cltrain_set_input_int32": (ctypes.c_int, [_sess, _i32, _u64]),
+    "cltrain_predict_int32": (ctypes.c_int, [_sess, _i32, _u64, _f, _u64]),
     "cltrain_set_expected": (ctypes.c_int, [_sess, _f, _u64]),
     "cltrain_train_step": (ctypes.c_int, [_sess, _f]),
     "cltrain_train_step_outputs": (ctypes.c_int, [_sess, _f, _f, _u64]),

@@ -19,6 +19,7 @@
 #include "ops/op_descriptor.h"
 
 #include "cli_fixture.h"
+#include "test_util.h"  // tests/model: the embedding model
 
 namespace cltrain {
 namespace {
@@ -38,6 +39,31 @@ TEST_F(Cli, OpsListsEveryModelOpWithItsBuiltinCode) {
 TEST_F(Cli, TrainsOnRawData) {
   const Result r = run_cli(train_args(model_file(make_named_model("mlp", 2), "mlp.circle")));
   EXPECT_EQ(r.code, 0) << r.err;
+}
+
+// A model that takes int32 token ids reads --load_input:raw as int32 ids; an id outside the
+// embedding table is one line, and Fashion-MNIST (images) is refused for it.
+TEST_F(Cli, TrainsOnInt32Ids) {
+  const std::string m = model_file(test::embedding_model(), "emb.circle");
+  std::vector<int32_t> ids(4 * 5);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i % 11);
+  auto write_ids = [&](const std::string& p) {
+    std::ofstream f(p, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(ids.data()), static_cast<std::streamsize>(ids.size() * 4));
+  };
+  write_ids(path("ids.raw"));
+  std::vector<float> y(4 * 3, 0.0f);
+  for (int i = 0; i < 4; ++i) y[i * 3 + i % 3] = 1.0f;
+  write_floats(path("y3.raw"), y);
+  const std::string args = m + " --batch_size 2 --epoch 2 --backends cpu --load_expected:raw " + path("y3.raw");
+  const Result r = run_cli_all(args + " --load_input:raw " + path("ids.raw"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("Epoch 2/2"), std::string::npos) << r.err;
+  ids[7] = 11;
+  write_ids(path("bad.raw"));
+  expect_one_line_failure(run_cli(args + " --load_input:raw " + path("bad.raw")),
+                          "id 11 at element 7 is outside the embedding table's 11 rows");
+  expect_one_line_failure(run_cli(m + " --batch_size 2 --data fashion-mnist"), "takes int32 token ids");
 }
 
 TEST_F(Cli, neg_TruncatedFile) {

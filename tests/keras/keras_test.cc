@@ -85,13 +85,19 @@ TEST_P(MatchesKeras, FiveSteps) {
   e->set_settings(s);
   e->prepare();
   expect_on(*e, k.backend);
-  const std::vector<float> x = ref["x"], y = ref["y"];
+  const bool ids = ref.value("x_int32", false);  // token ids (an Embedding's input)
+  const std::vector<float> x = ids ? std::vector<float>{} : ref["x"].get<std::vector<float>>(), y = ref["y"];
+  const std::vector<int32_t> x_ids = ids ? ref["x"].get<std::vector<int32_t>>() : std::vector<int32_t>{};
+  EXPECT_EQ(e->input_dtype(), ids ? CLTRAIN_INT32 : CLTRAIN_FLOAT32);
   const uint64_t in = e->input_size() * static_cast<uint64_t>(batch),
                  out = e->output_size() * static_cast<uint64_t>(batch);
   const std::vector<double> want = run["losses"];
   double worst_loss = 0, worst_weight = 0;
   for (size_t step = 0; step < want.size(); ++step) {
-    e->set_input(x.data() + step * in, in);
+    if (ids)
+      e->set_input_int32(x_ids.data() + step * in, in);
+    else
+      e->set_input(x.data() + step * in, in);
     e->set_expected(y.data() + step * out, out);
     const double loss = e->train_step();
     EXPECT_NEAR(loss, want[step], loss_tol * std::fabs(want[step])) << "step " << step + 1;
@@ -122,7 +128,8 @@ TEST_P(MatchesKeras, FiveSteps) {
 
 std::vector<KerasCase> keras_cases() {
   std::vector<KerasCase> cases;
-  for (const char* m : {"mlp_flatten", "cnn_pools", "dw_block", "dense_layernorm", "shared_dense", "permute_conv"})
+  for (const char* m :
+       {"mlp_flatten", "cnn_pools", "dw_block", "dense_layernorm", "shared_dense", "permute_conv", "embedding_pool"})
     for (const char* o : {"sgd", "adam"})
       for (const char* b : {"cpu", "opencl"}) cases.push_back({m, o, b});
   return cases;

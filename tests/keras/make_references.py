@@ -79,8 +79,18 @@ def permute_conv():
     return keras.Model(x, L.Dense(4, activation="softmax")(h))
 
 
+def embedding_pool():
+    # Int32 token ids through Embedding (the converter writes its index guard LESS/ADD/SELECT_V2
+    # before the GATHER), GlobalAveragePooling1D (MEAN over the sequence), Dense.
+    x = keras.Input((6,), dtype="int32")
+    h = L.Embedding(20, 8)(x)
+    h = L.GlobalAveragePooling1D()(h)
+    return keras.Model(x, L.Dense(4, activation="softmax")(h))
+
+
 SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_block,
-         "dense_layernorm": dense_layernorm, "shared_dense": shared_dense, "permute_conv": permute_conv}
+         "dense_layernorm": dense_layernorm, "shared_dense": shared_dense, "permute_conv": permute_conv,
+         "embedding_pool": embedding_pool}
 
 
 def convert(model):
@@ -157,10 +167,14 @@ def small(name, make):
     rng = np.random.default_rng(7)
     in_shape = (BATCH * STEPS,) + tuple(model.input_shape[1:])
     classes = model.output_shape[-1]
-    x = rng.random(in_shape, dtype=np.float32)
+    if model.inputs[0].dtype == "int32":  # token ids: every id of the table, some repeated
+        x = rng.integers(0, model.layers[1].input_dim, in_shape).astype(np.int32)
+    else:
+        x = rng.random(in_shape, dtype=np.float32)
     y = np.eye(classes, dtype=np.float32)[rng.integers(0, classes, BATCH * STEPS)]
     initial = [w.numpy() for w in model.weights]
-    ref = {"model": name + ".tflite", "batch": BATCH, "steps": STEPS, "x": floats(x),
+    ref = {"model": name + ".tflite", "batch": BATCH, "steps": STEPS,
+           "x": [int(v) for v in x.ravel()] if x.dtype == np.int32 else floats(x), "x_int32": x.dtype == np.int32,
            "y": floats(y), "runs": {}}
     for opt, lr in (("sgd", 0.01), ("adam", 0.001)):
         model.set_weights(initial)

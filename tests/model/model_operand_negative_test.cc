@@ -178,14 +178,39 @@ TEST(ModelLoadCnn, neg_NonConstantPaddings) {
                     "is not a constant int32 tensor (computed paddings are not supported)");
 }
 
-TEST(ModelLoadCnn, neg_UnusedInt32Activation) {
+// int32 activations (token ids) go only where an op takes them: GATHER's ids.
+TEST(ModelLoadCnn, neg_Int32InputToAFloatOp) {
+  Model m = every_op_model();
+  m.tensors[static_cast<size_t>(m.inputs[0])].dtype = CLTRAIN_INT32;
+  EXPECT_LOAD_ERROR(bytes_of(m), "operator 0 (Conv2D): input 0 tensor 0 'input' is not float32");
+}
+
+TEST(ModelLoadCnn, UnusedInt32ActivationLoads) {
   Model m = every_op_model();
   Tensor t;
   t.name = "stray";
   t.shape = {2};
   t.dtype = CLTRAIN_INT32;
   m.tensors.push_back(t);
-  EXPECT_LOAD_ERROR(bytes_of(m), "'stray': int32 tensors are supported only as constant operands");
+  EXPECT_NO_THROW(load_model_from_memory(bytes_of(m), "m.circle"));
+}
+
+TEST(ModelLoadCnn, neg_GatherIds) {
+  {
+    Model m = test::embedding_model();  // float ids
+    m.tensors[static_cast<size_t>(m.inputs[0])].dtype = CLTRAIN_FLOAT32;
+    EXPECT_LOAD_ERROR(bytes_of(m), "operator 0 (Gather): ids tensor 0 'ids' are not int32");
+  }
+  {
+    Model m = test::embedding_model();  // ids as the table, the table as ids
+    std::swap(m.operators[0].inputs[0], m.operators[0].inputs[1]);
+    EXPECT_LOAD_ERROR(bytes_of(m), "operator 0 (Gather): input 0 tensor 0 'ids' is not float32");
+  }
+  {
+    Model m = test::embedding_model();  // an int32 input read by the mean
+    m.operators[1].inputs[0] = m.inputs[0];
+    EXPECT_LOAD_ERROR(bytes_of(m), "operator 1 (Mean): input 0 tensor 0 'ids' is not float32");
+  }
 }
 
 TEST(ModelLoadCnn, neg_BadAxesAndPaddings) {

@@ -72,13 +72,14 @@ TEST_P(RoundTrip, EveryOpWithReshape) {
 // depth multiplier exactly as the builder sets them), and writing it again gives the same bytes.
 TEST_P(RoundTrip, EveryOp) {
   const std::string fmt = GetParam();
-  const Model built = test::every_op_model();
-  const std::vector<uint8_t> bytes = write_model(built, fmt);
-  const Model loaded = load_model_from_memory(bytes, "every-op." + fmt);
-  expect_same_model(built, loaded);
-  EXPECT_TRUE(write_model(loaded, fmt) == bytes);
   std::vector<bool> seen(CLTRAIN_OP_COUNT);
-  for (const Operator& op : loaded.operators) seen[static_cast<size_t>(op.op)] = true;
+  for (const Model& built : {test::every_op_model(), test::embedding_model()}) {
+    const std::vector<uint8_t> bytes = write_model(built, fmt);
+    const Model loaded = load_model_from_memory(bytes, "every-op." + fmt);
+    expect_same_model(built, loaded);
+    EXPECT_TRUE(write_model(loaded, fmt) == bytes);
+    for (const Operator& op : loaded.operators) seen[static_cast<size_t>(op.op)] = true;
+  }
   for (int32_t op = 0; op < CLTRAIN_OP_COUNT; ++op)
     if (find_op(op)->kind == CLTRAIN_KIND_MODEL) {
       EXPECT_TRUE(seen[static_cast<size_t>(op)]) << cltrain_op_name(op);

@@ -66,6 +66,18 @@ inline Model every_op_model() {
   return b.build();
 }
 
+// Token ids [2,5] (int32) through a Keras Embedding's GATHER from an [11,4] table, the mean over
+// the sequence and a Dense classifier: the ops every_op_model (a float input) cannot hold.
+inline Model embedding_model() {
+  ModelBuilder b(13);
+  const int ids = b.input({2, 5}, "ids", CLTRAIN_INT32);
+  int y = b.embedding(ids, 11, 4, "embedding");  // [2,5,4]
+  y = b.mean(y, {1}, false, "pool");             // [2,4]
+  y = b.fully_connected(y, 3, CLTRAIN_ACT_NONE, true, "fc");
+  b.output(b.softmax(y, 1.0f, "out"));
+  return b.build();
+}
+
 // Replaces a constant tensor's shape, with zero data of the new size.
 inline void reshape_constant(Model& m, size_t t, std::vector<int32_t> shape) {
   m.tensors[t].shape = std::move(shape);

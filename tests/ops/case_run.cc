@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <iostream>
 #include <limits>
@@ -128,6 +129,12 @@ std::vector<float> CaseRun::read(int32_t t) {
     std::copy(bytes.begin(), bytes.end(), v.begin());
     return v;
   }
+  if (c_.tensors[t].dtype == CLTRAIN_INT32) {
+    std::vector<int32_t> ints(v.size());
+    b_.read(g_.id[t], ints.data(), ints.size() * sizeof(int32_t));
+    std::copy(ints.begin(), ints.end(), v.begin());
+    return v;
+  }
   b_.read(g_.id[t], v.data(), v.size() * sizeof(float));
   return v;
 }
@@ -171,6 +178,12 @@ void CaseRun::write_graph(int32_t gid, const std::vector<float>& v) {
     for (size_t i = 0; i < v.size(); ++i)
       bytes[i] = v[i] >= 0.0f && v[i] <= 255.0f ? static_cast<uint8_t>(v[i]) : uint8_t{255};
     b_.write(gid, bytes.data(), bytes.size());
+    return;
+  }
+  if (g_.tensors[gid].dtype == CLTRAIN_INT32) {  // whole numbers (ids); NaN (an output's fill): INT32_MIN
+    std::vector<int32_t> ints(v.size());
+    for (size_t i = 0; i < v.size(); ++i) ints[i] = std::isnan(v[i]) ? INT32_MIN : static_cast<int32_t>(v[i]);
+    b_.write(gid, ints.data(), ints.size() * sizeof(int32_t));
     return;
   }
   b_.write(gid, v.data(), v.size() * sizeof(float));

@@ -1,4 +1,5 @@
-// UPDATE_SGD in [grad] out [W] and UPDATE_ADAM in [grad] out [W, m, v] (update phase), over
+// UPDATE_SGD in [grad] out [W], UPDATE_ADAM in [grad] and UPDATE_ADAM_SQUARES in [grad, gsq] out
+// [W, m, v] (update phase), over
 // several iterations with a new gradient each, against the update rule in double. The run's
 // learning rate overrides the step's when > 0; Adam's bias correction uses t = the iteration.
 // Partial updates (params.update_offset, update_count: onert-micro's half-weight ranks) update
@@ -46,11 +47,13 @@ OpCase sgd_case(const std::string& tag, std::vector<int32_t> dims, float lr, flo
   return c;
 }
 
+// gsq: the step also reads a gsq input (GATHER's sum of squared rows), which v takes in place
+// of g * g.
 OpCase adam_case(const std::string& tag, std::vector<int32_t> dims, float lr, float beta1, float beta2, float eps,
-                 float lr_override, int32_t offset = 0, int32_t count = 0) {
+                 float lr_override, int32_t offset = 0, int32_t count = 0, bool gsq = false) {
   OpCase c;
-  c.name = "Adam_" + tag;
-  c.op = CLTRAIN_OP_UPDATE_ADAM;
+  c.name = (gsq ? "AdamSquares_" : "Adam_") + tag;
+  c.op = gsq ? CLTRAIN_OP_UPDATE_ADAM_SQUARES : CLTRAIN_OP_UPDATE_ADAM;
   const int32_t grad = c.input("grad", dims);
   c.tensors[grad].role = CLTRAIN_ROLE_GRADIENT;
   const int32_t w = c.weight("W", dims);
@@ -70,11 +73,19 @@ OpCase adam_case(const std::string& tag, std::vector<int32_t> dims, float lr, fl
   p.epsilon = eps;
   p.update_offset = offset;
   p.update_count = count;
-  c.step(CLTRAIN_OP_UPDATE_ADAM, CLTRAIN_PHASE_UPDATE, {grad}, {w, m, v}, p);
+  int32_t sq = -1;
+  if (gsq) {
+    sq = c.input("gsq", dims);
+    c.tensors[sq].role = CLTRAIN_ROLE_GRADIENT;
+    c.tensors[sq].fill = Fill::Magnitudes;
+  }
+  c.step(gsq ? CLTRAIN_OP_UPDATE_ADAM_SQUARES : CLTRAIN_OP_UPDATE_ADAM, CLTRAIN_PHASE_UPDATE,
+         gsq ? std::vector<int32_t>{grad, sq} : std::vector<int32_t>{grad}, {w, m, v}, p);
   c.stateful = true;
   c.iterations = 3;
   c.lr_override = lr_override;
   c.fresh = {grad};
+  if (gsq) c.fresh.push_back(sq);
   c.state = {w, m, v};
   c.tol.vs_cpu = 1e-5;
   c.tol.vs_reference = 1e-5;
@@ -88,7 +99,7 @@ OpCase adam_case(const std::string& tag, std::vector<int32_t> dims, float lr, fl
       const size_t i = first + j;  // m[j], v[j] belong to W[first + j]
       const double g = x[grad][i];
       x[m][j] = b1 * x[m][j] + (1.0 - b1) * g;
-      x[v][j] = b2 * x[v][j] + (1.0 - b2) * g * g;
+      x[v][j] = b2 * x[v][j] + (1.0 - b2) * (sq >= 0 ? x[sq][i] : g * g);
       x[w][i] -= step * x[m][j] / (std::sqrt(x[v][j]) + e);
     }
   };
@@ -111,6 +122,8 @@ std::vector<OpCase> make_cases() {
       sgd_case("lr_override_b64", {64}, 0.1f, 0.05f),
       adam_case("w7x10", {7, 10}, 0.01f, 0.9f, 0.999f, 1e-7f, 0.0f),
       adam_case("lr_override_w4x32", {4, 32}, 0.01f, 0.8f, 0.99f, 1e-5f, 0.003f),
+      // An embedding table's update, v from GATHER's sum of squared rows.
+      adam_case("gsq_w20x8", {20, 8}, 0.01f, 0.9f, 0.999f, 1e-7f, 0.0f, 0, 0, true),
       // The mlp's first weight: more elements than any work-group.
       sgd_case("w128x784", {128, 784}, 0.01f, 0.0f),
       adam_case("w128x784", {128, 784}, 0.001f, 0.9f, 0.999f, 1e-7f, 0.0f),

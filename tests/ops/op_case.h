@@ -18,6 +18,7 @@ namespace optest {
 
 enum class Fill {
   Uniform,      // uniform in [-scale, scale]
+  Magnitudes,   // uniform in [0, scale] (sums of squares); `fresh` tensors too
   Integers,     // whole numbers uniform in [0, scale]: many ties (a max pool's first maximum)
   SoftmaxRows,  // uniform in [-scale, scale], then softmax over the last dimension
   OneHotRows,   // one 1 per row of the last dimension
@@ -35,7 +36,8 @@ struct TensorSpec {
   float scale = 1.0f;
   std::vector<float> values;
   // CLTRAIN_UINT8: a max pool's argmax, an output the harness reads back as floats 0..255
-  // (written as 255 where it fills outputs with NaN).
+  // (written as 255 where it fills outputs with NaN). CLTRAIN_INT32: GATHER's ids, whole numbers
+  // written and read as int32.
   int32_t dtype = CLTRAIN_FLOAT32;
 };
 

@@ -207,6 +207,7 @@ Outputs run_differentiable(const OpCase& c, Backend& b, const CaseInputs& in, co
   Outputs out(1);
   out[0][c.y] = forward.at(c.y);
   for (const auto& [x, g] : c.grads) out[0][g] = backward.at(g);
+  for (int32_t t : step_outputs(c, {1})) out[0][t] = backward.at(t);  // and what else it writes (GATHER's dsq)
   expect_finite(b.name(), c, out);
   run.expect_guards_intact("by the forward and backward steps");
 
@@ -329,12 +330,18 @@ CaseInputs make_inputs(const OpCase& c) {
     for (float& x : v) x = u(rng);
     return v;
   };
+  auto magnitudes = [&](size_t n, float scale) {
+    std::vector<float> v = uniform(n, scale);
+    for (float& x : v) x = std::fabs(x);
+    return v;
+  };
   for (int32_t t = 0; t < static_cast<int32_t>(c.tensors.size()); ++t) {
     const TensorSpec& s = c.tensors[t];
     const size_t n = element_count(s.dims);
     const size_t row = s.dims.empty() ? 1 : static_cast<size_t>(s.dims.back());
     switch (s.fill) {
       case Fill::Uniform: in.initial[t] = uniform(n, s.scale); break;
+      case Fill::Magnitudes: in.initial[t] = magnitudes(n, s.scale); break;
       case Fill::Integers: {
         std::uniform_int_distribution<int> d(0, static_cast<int>(s.scale));
         std::vector<float> v(n);
@@ -368,7 +375,9 @@ CaseInputs make_inputs(const OpCase& c) {
   }
   in.fresh.resize(static_cast<size_t>(c.iterations));
   for (auto& f : in.fresh)
-    for (int32_t t : c.fresh) f[t] = uniform(element_count(c.tensors[t].dims), c.tensors[t].scale);
+    for (int32_t t : c.fresh)
+      f[t] = c.tensors[t].fill == Fill::Magnitudes ? magnitudes(element_count(c.tensors[t].dims), c.tensors[t].scale)
+                                                   : uniform(element_count(c.tensors[t].dims), c.tensors[t].scale);
   return in;
 }
 

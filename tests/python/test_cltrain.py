@@ -247,3 +247,27 @@ def test_flower_without_flower_is_one_clear_line():
             import cltrain.flower  # noqa: F401
     else:
         import cltrain.flower  # noqa: F401
+
+
+EMBEDDING = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "keras", "data", "embedding_pool.tflite")
+
+
+@pytest.mark.parametrize("backend", ["cpu", "opencl"])
+def test_token_ids_train_as_int32(backend):
+    """A converted Keras Embedding model takes int32 ids: train_step, fit and predict pass them as
+    int32; float x, or an id outside the table, raise."""
+    s = session(EMBEDDING, backend, 8, optimizer="adam", learning_rate=0.01)
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 20, (32, 6))
+    y = rng.integers(0, 4, 32)
+    first = s.train_step(x[:8], np.eye(4, dtype=np.float32)[y[:8]])
+    history = s.fit(x, y, epochs=5, verbose=0)
+    assert history.history["loss"][-1] < first
+    out = s.predict(x[:11])
+    assert out.shape == (11, 4) and np.allclose(out.sum(axis=1), 1.0, atol=1e-5)
+    with pytest.raises(ValueError, match="int32 token ids"):
+        s.predict(x[:8].astype(np.float32))
+    bad = x[:8].copy()
+    bad[2, 3] = 20
+    with pytest.raises(cltrain.CltrainError, match="id 20 at element 15 is outside the embedding table's 20 rows"):
+        s.train_step(bad, np.eye(4, dtype=np.float32)[y[:8]])

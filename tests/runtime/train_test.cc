@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 
 #include "backend.h"
@@ -148,6 +149,77 @@ std::optional<Run> train_every_op(bool with_opencl, std::string* why) {
     run.losses.push_back(session.train_step(input.data(), expected.data(), it, nullptr));
   run.placement = session.model_op_placement();
   return run;
+}
+
+// Five steps of the embedding model (test_util.h: int32 ids through GATHER) on fixed ids, the
+// losses and the table after them; ids 9 and 10 are never read.
+struct EmbeddingRun {
+  Run run;
+  std::vector<float> table_before, table_after;
+  bool has_squares = false;  // the graph has Adam's sum of squared rows for the table
+};
+
+std::optional<EmbeddingRun> train_embedding(bool with_opencl, int32_t optimizer, std::string* why) {
+  auto backends = open_backends(with_opencl, why);
+  if (!backends) return std::nullopt;
+  TrainOptions options;
+  options.optimizer = optimizer;
+  options.learning_rate = 0.05f;
+  TrainingGraph graph = build_training_graph(test::embedding_model(), options);
+  int32_t table = -1;
+  EmbeddingRun r;
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    const std::string name = graph.name_of(static_cast<int32_t>(t));
+    if (name == "embedding/table") table = static_cast<int32_t>(t);
+    if (name == "gradsq/embedding/table") r.has_squares = true;
+  }
+  if (table < 0) {
+    *why = "no embedding/table in the graph";
+    return std::nullopt;
+  }
+  EXPECT_EQ(graph.tensors[static_cast<size_t>(graph.input)].dtype, CLTRAIN_INT32);
+  Session session(std::move(graph), std::move(*backends));
+  session.prepare();
+  const std::vector<int32_t> ids = {3, 1, 4, 1, 5, 0, 2, 6, 5, 3};  // 1, 3, 5 twice; 7 and 8 once below
+  std::vector<float> input(ids.size()), expected(session.prediction_elements(), 0.0f);
+  expected[0] = expected[3 + 2] = 1.0f;
+  r.table_before = session.read_persistent(table);
+  for (int64_t it = 1; it <= 5; ++it) {
+    std::vector<int32_t> step_ids = ids;
+    step_ids[static_cast<size_t>(it) % ids.size()] = it % 2 ? 7 : 8;
+    std::memcpy(input.data(), step_ids.data(), step_ids.size() * sizeof(int32_t));  // the ids' bits
+    r.run.losses.push_back(session.train_step(input.data(), expected.data(), it, nullptr));
+  }
+  r.table_after = session.read_persistent(table);
+  r.run.placement = session.model_op_placement();
+  return r;
+}
+
+// Token ids through GATHER train on OpenCL as on the CPU, bit for bit on POCL; the rows no id
+// reads keep their bits (SGD: a zero gradient; Adam: zero moments), the others move; Adam's v
+// takes the sum of squared rows (as Keras), SGD needs none.
+TEST(TrainEmbedding, OpenclMatchesCpuAndUnreadRowsStay) {
+  for (int32_t opt : {CLTRAIN_OP_UPDATE_SGD, CLTRAIN_OP_UPDATE_ADAM}) {
+    SCOPED_TRACE(opt == CLTRAIN_OP_UPDATE_SGD ? "sgd" : "adam");
+    std::string why;
+    auto cpu = train_embedding(false, opt, &why);
+    ASSERT_TRUE(cpu) << why;
+    auto cl = train_embedding(true, opt, &why);
+    ASSERT_TRUE(cl) << why;
+    EXPECT_EQ(cpu->has_squares, opt == CLTRAIN_OP_UPDATE_ADAM);
+    for (size_t i = 0; i < cl->run.placement.size(); ++i) EXPECT_EQ(cl->run.placement[i], "opencl") << "operator " << i;
+    EXPECT_LT(cpu->run.losses.back(), cpu->run.losses.front());
+    for (size_t i = 0; i < cl->run.losses.size(); ++i)
+      EXPECT_EQ(cl->run.losses[i], cpu->run.losses[i]) << "step " << i + 1;
+    EXPECT_TRUE(cl->table_after == cpu->table_after);
+    const size_t width = 4;
+    for (size_t row = 0; row < 11; ++row) {
+      bool same = true;
+      for (size_t j = 0; j < width; ++j)
+        same = same && cpu->table_after[row * width + j] == cpu->table_before[row * width + j];
+      EXPECT_EQ(same, row >= 9) << "row " << row;
+    }
+  }
 }
 
 // Every op trained together, each on OpenCL, gives the CPU's losses: bit for bit on POCL.

@@ -58,9 +58,12 @@ std::string sgd_run(const StepView& s, const cltrain_run_args& args) {
 }
 
 std::string adam_check(const StepView& s) {
-  if (std::string e = require_slots(s, 1, 3); !e.empty()) return e;
+  const bool squares = s.step->op == CLTRAIN_OP_UPDATE_ADAM_SQUARES;
+  if (std::string e = require_slots(s, squares ? 2 : 1, 3); !e.empty()) return e;
   if (std::string e = require(s.in[0], "grad"); !e.empty()) return e;
   const uint64_t n = s.in[0].elements;
+  if (squares)
+    if (std::string e = require_elements(s.in[1], n, "gsq"); !e.empty()) return e;
   if (std::string e = require_elements(s.out[0], n, "W"); !e.empty()) return e;
   if (std::string e = range_check(s, n); !e.empty()) return e;
   const uint64_t count = update_range(s, n).count;
@@ -74,7 +77,8 @@ std::string adam_check(const StepView& s) {
 }
 
 // step = (float)(lr * sqrt(1 - b2^t) / (1 - b1^t)) in double; m = b1 m + (1 - b1) g;
-// v = b2 v + (1 - b2) (g g); W = W - (step m) / (sqrt(v) + eps); 1 - b1 and 1 - b2 in float.
+// v = b2 v + (1 - b2) (g g) (gsq in place of g g where given); W = W - (step m) / (sqrt(v) + eps); 1 - b1 and 1 - b2 in
+// float.
 std::string adam_run(const StepView& s, const cltrain_run_args& args) {
   if (args.iteration < 1) return "iteration " + std::to_string(args.iteration) + " is not a 1-based iteration";
   const cltrain_op_params& p = s.params();
@@ -86,12 +90,13 @@ std::string adam_run(const StepView& s, const cltrain_run_args& args) {
   const float c1 = 1.0f - b1, c2 = 1.0f - b2;
   const Range r = update_range(s, s.in[0].elements);
   const float* g = s.in[0].data + r.first;
+  const float* gsq = s.in[1].data ? s.in[1].data + r.first : nullptr;  // GATHER's dsq, else g * g
   float* w = s.out[0].data + r.first;
   float* m = s.out[1].data;
   float* v = s.out[2].data;
   for (uint64_t i = 0; i < r.count; ++i) {
     const float mi = b1 * m[i] + c1 * g[i];
-    const float vi = b2 * v[i] + c2 * (g[i] * g[i]);
+    const float vi = b2 * v[i] + c2 * (gsq ? gsq[i] : g[i] * g[i]);
     m[i] = mi;
     v[i] = vi;
     w[i] = w[i] - (step * mi) / (std::sqrt(vi) + eps);
@@ -103,6 +108,7 @@ std::string adam_run(const StepView& s, const cltrain_run_args& args) {
 
 extern const CpuOp kCpuOp_UPDATE_SGD = {{{}, {}, {sgd_check, sgd_run}}};
 extern const CpuOp kCpuOp_UPDATE_ADAM = {{{}, {}, {adam_check, adam_run}}};
+extern const CpuOp kCpuOp_UPDATE_ADAM_SQUARES = {{{}, {}, {adam_check, adam_run}}};
 
 }  // namespace cpu
 }  // namespace cltrain

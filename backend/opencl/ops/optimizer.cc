@@ -46,10 +46,12 @@ std::string check_update(const StepView& s) {
   const uint64_t n = s.count(s.in(0));
   if (!(why = require_count(s, s.out(0), "weight", n)).empty()) return why;
   if (!(why = check_range(s.step.params, n)).empty()) return why;
-  if (s.step.op == CLTRAIN_OP_UPDATE_ADAM) {
+  if (s.step.op == CLTRAIN_OP_UPDATE_ADAM || s.step.op == CLTRAIN_OP_UPDATE_ADAM_SQUARES) {
     const uint64_t count = update_range(s.step.params, n).count;
     if (!(why = require_count(s, s.out(1), "Adam m", count)).empty()) return why;
     if (!(why = require_count(s, s.out(2), "Adam v", count)).empty()) return why;
+    if (s.step.op == CLTRAIN_OP_UPDATE_ADAM_SQUARES && !(why = require_count(s, s.in(1), "Adam gsq", n)).empty())
+      return why;
     const cltrain_op_params& p = s.step.params;
     if (!(p.beta1 >= 0.0f && p.beta1 < 1.0f) || !(p.beta2 >= 0.0f && p.beta2 < 1.0f))
       return "beta1 " + std::to_string(p.beta1) + " and beta2 " + std::to_string(p.beta2) + " must lie in [0, 1)";
@@ -83,8 +85,12 @@ StepRun prepare_adam(const OpContext& c) {
   const cl_uint first = static_cast<cl_uint>(r.first);
   Defines d;
   d.set("COUNT", count).set_float("BETA1", p.beta1).set_float("BETA2", p.beta2).set_float("EPSILON", p.epsilon);
+  const bool gsq = s.step.op == CLTRAIN_OP_UPDATE_ADAM_SQUARES;
+  if (gsq) d.set("GSQ", 1);
   Kernel k = c.kernel(kFamily, d, "adam_update");
   set_args(k, c.pool(), c.offset(s.in(0)) + first, c.offset(s.out(0)) + first, c.offset(s.out(1)), c.offset(s.out(2)));
+  const cl_uint q_off = gsq ? c.offset(s.in(1)) + first : cl_uint{0};
+  set_arg(k, 6, sizeof q_off, &q_off);
   const cltrain_step_desc step = s.step;
   const std::string what = s.what();
   return [k, count, step, what](const Queue& q, const cltrain_run_args* args) {
@@ -102,5 +108,6 @@ StepRun prepare_adam(const OpContext& c) {
 
 const OpFamily kOp_UPDATE_SGD = {check_update, prepare_sgd};
 const OpFamily kOp_UPDATE_ADAM = {check_update, prepare_adam};
+const OpFamily kOp_UPDATE_ADAM_SQUARES = {check_update, prepare_adam};
 
 }  // namespace cltrain::ocl

@@ -151,6 +151,16 @@ CLTRAIN_API cltrain_status cltrain_get_shape(cltrain_session* session, int32_t* 
  * copied, for the next train step. */
 CLTRAIN_API cltrain_status cltrain_set_input(cltrain_session* session, const float* data, uint64_t count);
 CLTRAIN_API cltrain_status cltrain_set_expected(cltrain_session* session, const float* data, uint64_t count);
+/* A model whose input is int32 (token ids, as a converted Keras Embedding takes them) takes its
+ * batch here, and its predictions from cltrain_predict_int32; cltrain_set_input and
+ * cltrain_predict refuse such a model (CLTRAIN_INVALID_ARGUMENT), and these a float32 input.
+ * *dtype: CLTRAIN_INPUT_FLOAT32 or CLTRAIN_INPUT_INT32 (after prepare). */
+#define CLTRAIN_INPUT_FLOAT32 0
+#define CLTRAIN_INPUT_INT32 1
+CLTRAIN_API cltrain_status cltrain_get_input_type(cltrain_session* session, int32_t* dtype);
+CLTRAIN_API cltrain_status cltrain_set_input_int32(cltrain_session* session, const int32_t* data, uint64_t count);
+CLTRAIN_API cltrain_status cltrain_predict_int32(cltrain_session* session, const int32_t* input, uint64_t input_count,
+                                                 float* output, uint64_t output_count);
 /* One optimizer step on the batch set; *loss its loss (before the update). CLTRAIN_ERROR when
  * the loss is not finite. The _outputs form also gives the model's outputs of the step
  * (output_count = batch * output_size floats; outputs NULL with count 0 for none). */

@@ -415,11 +415,12 @@ static inline cltrain_step_desc cltrain_graph_step(const cltrain_graph_desc* g, 
 }
 
 /* The dtype a step's slot holds: UINT8 for MAX_POOL_2D's argmax (forward output 1, backward
- * input 2), FLOAT32 everywhere else. */
+ * input 2), INT32 for GATHER's ids (input 1 of both steps), FLOAT32 everywhere else. */
 static inline int32_t cltrain_slot_dtype(const cltrain_step_desc* step, int output, int slot) {
   if (step->op == CLTRAIN_OP_MAX_POOL_2D && ((step->phase == CLTRAIN_PHASE_FORWARD && output && slot == 1) ||
                                              (step->phase == CLTRAIN_PHASE_BACKWARD && !output && slot == 2)))
     return CLTRAIN_UINT8;
+  if (step->op == CLTRAIN_OP_GATHER && !output && slot == 1) return CLTRAIN_INT32;
   return CLTRAIN_FLOAT32;
 }
 

@@ -60,6 +60,14 @@
  * PAD  fwd in [x] out [y] (zeros around, params.pad_before/pad_after); bwd in [dy] out [dx] (the crop).
  * TRANSPOSE  fwd in [x] out [y]: y's axis d is x's axis params.perm[d] (rank <= 6); bwd in [dy] out
  *     [dx], the inverse permutation of dy. Copies only: exact.
+ * GATHER  fwd in [table, ids] out [y]: table [V, ...] float32, ids INT32 of any shape, y = ids' shape
+ *     followed by table's dims after the first: y[i, ...] = table[r(ids[i]), ...] with r(k) = k < 0 ? k + V
+ *     : k (negative ids count from the end, as the index guard of Keras' Embedding does); an id with
+ *     r(k) outside [0, V) gives a row of NaN (TensorFlow fails there; the host then stops at the loss).
+ *     bwd in [dy, ids] out [dtable, dsq]: dsq (optional) the sum of the squared rows, for Adam's v as
+ *     Keras takes an Embedding's gradient (per-id rows, IndexedSlices). numerics: dtable[r, j] = sum
+ *     over i in increasing order of the dy[i, j] with r(ids[i]) = r (s = 0; s = s + dy, only for
+ *     those i); dsq[r, j] the same sum of (dy[i, j] * dy[i, j]); 0 for rows no id reads.
  * ADD, SUB, MUL, DIV  fwd in [a, b] out [y]: y = act(a op b), numpy broadcasting (a, b, y of equal
  *     rank; a size-1 dimension broadcasts). bwd in [a, b, y, dy] out [da, db]: a and b are -1 where
  *     not read (ADD, SUB read neither; MUL reads both; DIV reads b, and a for db); y is -1 when the
@@ -95,13 +103,19 @@
  *     out [dpred]. Reduction: SUM_OVER_BATCH_SIZE divides the sum over samples by the batch N
  *     (dims[0] of pred), SUM does not; the backward includes the same scale.
  *     numerics: CCE l = sum over all elements, batch-major, of (-e * clt_log(pc)) with
- *     pc = min(max(p, 1e-7), 1 - 1e-7) as selects (NaN stays NaN); loss = l / N or l; dpred = (-e / pc) / N or (-e /
- * pc), 0 where p != pc. MSE per sample of K elements: q = sum of (d * d) with d = p - e; then l = sum over samples of
- * (q / K); loss = l / N or l; dpred = (2 * d) / K, then / N. ACCUMULATE  bwd in [a] out [acc]: acc += a (acc is read
- * and written). UPDATE_SGD  update in [grad] out [W]: W = W - lr * g. UPDATE_ADAM  update in [grad] out [W, m, v] (t =
- * run_args.iteration). numerics: step = (float)((double)lr * sqrt(1 - b2^t) / (1 - b1^t)) computed in double; m = b1 *
- * m + (1 - b1) * g; v = b2 * v + (1 - b2) * (g * g) (with (1 - b1), (1 - b2) rounded to float first); W = W - (step *
- * m) / (sqrt(v) + eps). Both updates: when params.update_count > 0 only elements [update_offset, update_offset +
+ *     pc = min(max(p, 1e-7), 1 - 1e-7) as selects (NaN stays NaN); loss = l / N or l;
+ *     dpred = (-e / pc) / N or (-e / pc), 0 where p != pc. MSE per sample of K elements:
+ *     q = sum of (d * d) with d = p - e; then l = sum over samples of (q / K); loss = l / N or l;
+ *     dpred = (2 * d) / K, then / N.
+ * ACCUMULATE  bwd in [a] out [acc]: acc += a (acc is read and written).
+ * UPDATE_SGD  update in [grad] out [W]: W = W - lr * g.
+ * UPDATE_ADAM  update in [grad] out [W, m, v] (t = run_args.iteration).
+ *     UPDATE_ADAM_SQUARES  update in [grad, gsq] out [W, m, v]: Adam with GATHER's dsq in place of
+ *     g * g in v (an embedding table, as Keras updates it).
+ *     numerics: step = (float)((double)lr * sqrt(1 - b2^t) / (1 - b1^t)) computed in double;
+ *     m = b1 * m + (1 - b1) * g; v = b2 * v + (1 - b2) * (g * g) (with (1 - b1), (1 - b2) rounded
+ *     to float first); W = W - (step * m) / (sqrt(v) + eps).
+ *     Both updates: when params.update_count > 0 only elements [update_offset, update_offset +
  *     update_count) of W (and of grad) are updated; Adam's m and v then have update_count elements.
  */
 #ifndef CLTRAIN_OPS_H
@@ -140,7 +154,9 @@
   X(NEG, "Neg", 59, CLTRAIN_KIND_MODEL)                              \
   X(RSQRT, "Rsqrt", 76, CLTRAIN_KIND_MODEL)                          \
   X(SQUARED_DIFFERENCE, "SquaredDifference", 99, CLTRAIN_KIND_MODEL) \
-  X(TRANSPOSE, "Transpose", 39, CLTRAIN_KIND_MODEL)
+  X(TRANSPOSE, "Transpose", 39, CLTRAIN_KIND_MODEL)                  \
+  X(GATHER, "Gather", 36, CLTRAIN_KIND_MODEL)                        \
+  X(UPDATE_ADAM_SQUARES, "AdamSquares", -1, CLTRAIN_KIND_UPDATE)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,
