@@ -47,7 +47,10 @@ inline Model every_op_model() {
   const int a = b.add(mu, m, CLTRAIN_ACT_TANH, "add");
   const int r6 = b.relu6(b.div(a, l, CLTRAIN_ACT_RELU6, "div"), "relu6");
   const int t = b.transpose(r6, {0, 3, -3, 2}, "transpose");  // [2,12,2,3]
-  int y = b.reshape(t, {2, -1}, "flat");                      // [2,72]
+  // Attention's product of two activations: t t^T per leading index.
+  const int bm = b.op(CLTRAIN_OP_BATCH_MATMUL, {t, b.transpose(t, {0, 1, 3, 2}, "transpose_t")}, {},
+                      "batch_matmul");     // [2,12,2,2]
+  int y = b.reshape(bm, {2, -1}, "flat");  // [2,48]
   y = b.fully_connected(y, 5, CLTRAIN_ACT_TANH, true, "fc");
   y = b.relu(y, "relu");
   // A LayerNormalization's ops: the squared difference from the row mean, NEG, RSQRT of a

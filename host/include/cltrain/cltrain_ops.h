@@ -68,6 +68,11 @@
  *     Keras takes an Embedding's gradient (per-id rows, IndexedSlices). numerics: dtable[r, j] = sum
  *     over i in increasing order of the dy[i, j] with r(ids[i]) = r (s = 0; s = s + dy, only for
  *     those i); dsq[r, j] the same sum of (dy[i, j] * dy[i, j]); 0 for rows no id reads.
+ * BATCH_MATMUL  fwd in [x, y] out [z]: x [..., M, K], y [..., K, N] with the same leading dims,
+ *     z [..., M, N] (no adjoints). bwd in [x, y, dz] out [dx, dy]: x is -1 when dy is -1, y -1 when
+ *     dx is -1; dx, dy may each be -1. numerics: z[.., m, n] = dot over k of x[.., m, k] * y[.., k, n];
+ *     dx[.., m, k] = dot over n of dz[.., m, n] * y[.., k, n]; dy[.., k, n] = dot over m of
+ *     x[.., m, k] * dz[.., m, n].
  * ADD, SUB, MUL, DIV  fwd in [a, b] out [y]: y = act(a op b), numpy broadcasting (a, b, y of equal
  *     rank; a size-1 dimension broadcasts). bwd in [a, b, y, dy] out [da, db]: a and b are -1 where
  *     not read (ADD, SUB read neither; MUL reads both; DIV reads b, and a for db); y is -1 when the
@@ -156,7 +161,8 @@
   X(SQUARED_DIFFERENCE, "SquaredDifference", 99, CLTRAIN_KIND_MODEL) \
   X(TRANSPOSE, "Transpose", 39, CLTRAIN_KIND_MODEL)                  \
   X(GATHER, "Gather", 36, CLTRAIN_KIND_MODEL)                        \
-  X(UPDATE_ADAM_SQUARES, "AdamSquares", -1, CLTRAIN_KIND_UPDATE)
+  X(UPDATE_ADAM_SQUARES, "AdamSquares", -1, CLTRAIN_KIND_UPDATE)     \
+  X(BATCH_MATMUL, "BatchMatMul", 126, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,
