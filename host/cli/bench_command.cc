@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -116,12 +117,20 @@ int run_bench(const Options& o) {
   check_output_paths(o);
   const PreparedSession p = load_and_prepare(o);
   Session& session = p.session();
-  // One fixed batch: inputs uniform in [0, 1), one-hot expected outputs of random classes.
+  // One fixed batch: inputs uniform in [0, 1) (token ids uniform over the table's rows), one-hot
+  // expected outputs of random classes.
   std::mt19937 rng(o.seed);
   std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
   const uint64_t b = static_cast<uint64_t>(p.batch);
   std::vector<float> input(b * p.input_size), expected(b * p.output_size, 0.0f);
-  for (float& v : input) v = uniform(rng);
+  for (float& v : input) {
+    if (!p.int32_input) {
+      v = uniform(rng);
+      continue;
+    }
+    const int32_t id = static_cast<int32_t>(rng() % static_cast<uint64_t>(std::max<int64_t>(p.id_rows, 1)));
+    std::memcpy(&v, &id, 4);  // the ids' bits, as --load_input:raw reads them
+  }
   for (uint64_t i = 0; i < b; ++i) expected[i * p.output_size + rng() % p.output_size] = 1.0f;
 
   std::printf("bench %s: batch %d, %s, %s, backends %s\n", o.model.c_str(), p.batch,

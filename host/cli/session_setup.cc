@@ -73,6 +73,7 @@ PreparedSession load_and_prepare(const Options& o) {
   int32_t input_type = CLTRAIN_INPUT_FLOAT32;
   p.api->check(cltrain_get_input_type(s, &input_type));
   p.int32_input = input_type == CLTRAIN_INPUT_INT32;
+  if (p.int32_input) p.id_rows = engine_of(s)->id_rows();
   int32_t n = 0;
   p.api->check(cltrain_num_backends(s, &n));
   std::vector<std::string> names, devices;

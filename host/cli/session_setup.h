@@ -19,6 +19,7 @@ struct PreparedSession {
   int32_t batch = 0;
   uint64_t input_size = 0, output_size = 0;  // values per sample
   bool int32_input = false;                  // the model takes token ids (cltrain_set_input_int32)
+  int64_t id_rows = -1;                      // ids valid below this (the fewest table rows), -1: any
   double ms_load = 0, ms_prepare = 0;
   std::string backend_names, device_names;  // the backends that run steps, and their devices
 

@@ -99,13 +99,13 @@ std::vector<uint8_t> export_with_weights(const Model& m, const std::map<int32_t,
 
 namespace {
 
-// op's inputs as the file writes them: where the file had a folded guard's output and op reads
-// the ids it guards instead, the guard's output.
+// op's inputs as the file writes them: where the file had a folded operator's output and op reads
+// another tensor instead (the ids a guard guards, a Tensordot's input), the file's tensor.
 std::vector<int32_t> written_inputs(const Model& m, const Operator& op, const flatbuffers::Vector<int32_t>* file_in) {
   std::vector<int32_t> in = op.inputs;
   for (size_t k = 0; file_in && k < in.size() && k < file_in->size(); ++k) {
-    const auto g = m.guarded_ids.find(file_in->Get(static_cast<flatbuffers::uoffset_t>(k)));
-    if (g != m.guarded_ids.end() && g->second == in[k]) in[k] = g->first;
+    const auto g = m.reads_instead.find(file_in->Get(static_cast<flatbuffers::uoffset_t>(k)));
+    if (g != m.reads_instead.end() && g->second == in[k]) in[k] = g->first;
   }
   return in;
 }

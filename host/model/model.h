@@ -68,12 +68,13 @@ struct Model {
   std::vector<Tensor> tensors;
   std::vector<Operator> operators;
   std::vector<ShapeOperator> shape_ops;  // folded on the host (model/shape_ops.h), in file order
-  // File indices of operators folded into others at load (Keras' embedding index guard, see
-  // loader.cc), in increasing order; the file keeps them.
+  // File indices of operators folded into others at load (Keras' embedding index guard, the
+  // reshapes around a Tensordot's FULLY_CONNECTED, see loader.cc), in increasing order; the file
+  // keeps them.
   std::vector<int32_t> folded_ops;
-  // What a folded guard gave: its output tensor -> the tensor the operators read instead (the
-  // guarded ids); export writes the guard's output back where the file had it.
-  std::map<int32_t, int32_t> guarded_ids;
+  // What a folded operator gave: its output tensor -> the tensor the operators read instead (the
+  // guarded ids, the Tensordot's input); export writes the file's tensor back where it had it.
+  std::map<int32_t, int32_t> reads_instead;
   std::vector<int32_t> inputs;   // subgraph inputs
   std::vector<int32_t> outputs;  // subgraph outputs
   std::vector<uint8_t> file;     // the file as loaded (for export with new weights)

@@ -266,14 +266,18 @@ void Engine::set_input(const float* data, uint64_t count) {
   have_input_ = true;
 }
 
-void Engine::check_ids(const int32_t* data, uint64_t count, const char* what) const {
-  // The fewest rows of the tables the input's ids are read from (GATHERs reading the input).
+int64_t Engine::id_rows() const {
   int64_t rows = -1;
   for (const Operator& op : model_.operators)
     if (op.op == CLTRAIN_OP_GATHER && op.inputs.size() == 2 && op.inputs[1] == model_.inputs.at(0)) {
       const int64_t r = model_.tensors[static_cast<size_t>(op.inputs[0])].shape.at(0);
       rows = rows < 0 ? r : std::min(rows, r);
     }
+  return rows;
+}
+
+void Engine::check_ids(const int32_t* data, uint64_t count, const char* what) const {
+  const int64_t rows = id_rows();
   if (rows < 0 || !data) return;
   for (uint64_t i = 0; i < count; ++i)
     if (data[i] < -rows || data[i] >= rows)

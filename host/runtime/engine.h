@@ -86,6 +86,9 @@ class Engine {
   // these calls a float32 input), naming the other call.
   void set_input_int32(const int32_t* data, uint64_t count);
   int32_t input_dtype() const;  // CLTRAIN_FLOAT32 or CLTRAIN_INT32
+  // The fewest rows of the tables the input's ids are read from (GATHERs reading the input), or
+  // -1 where none reads it.
+  int64_t id_rows() const;
   void set_expected(const float* data, uint64_t count);
   // One optimizer step on the inputs set; the loss (TrainingError where it is not finite).
   // prediction (batch() * output_size() floats) may be NULL.

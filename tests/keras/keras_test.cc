@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -71,8 +72,8 @@ class MatchesKeras : public ::testing::TestWithParam<KerasCase> {};
 
 // From the weights in the file, 5 steps at batch 8 with categorical cross-entropy: the losses
 // within 1e-5 (SGD, lr 0.01) / 1e-4 (Adam, lr 1e-3) relative of Keras's, and the exported
-// weights within 1e-5 / 1e-4 absolute, with add_missing_biases for the biases the converter
-// dropped and the merged ones untied.
+// weights within 1e-5 / 1e-4 absolute (of a large weight, every stride-th value the reference
+// keeps), with add_missing_biases for the biases the converter dropped and the merged ones untied.
 TEST_P(MatchesKeras, FiveSteps) {
   const KerasCase& k = GetParam();
   const nlohmann::json ref = read_json(kData + "/" + k.model + ".json");
@@ -81,7 +82,8 @@ TEST_P(MatchesKeras, FiveSteps) {
   const int32_t batch = ref["batch"];
   auto e = Engine::from_file(kData + "/" + ref["model"].get<std::string>());
   Settings s = settings(k.optimizer, run["learning_rate"].get<float>(), k.backend, batch);
-  s.add_missing_biases = true;
+  // The biases the converter dropped (none where a layer's bias is an ADD's, as EinsumDense's).
+  s.add_missing_biases = ref.value("add_missing_biases", true);
   e->set_settings(s);
   e->prepare();
   expect_on(*e, k.backend);
@@ -112,12 +114,16 @@ TEST_P(MatchesKeras, FiveSteps) {
     const size_t slot = std::stoul(key.substr(key.find(':') + 1));
     const Tensor* t = operand(exported, op, slot);
     ASSERT_NE(t, nullptr) << key << ": the exported model has no such operand";
-    const std::vector<float> want_w = values;
-    ASSERT_EQ(t->elements(), want_w.size()) << key;
-    std::vector<float> got(want_w.size());
+    // All the values, or of a large weight every stride-th ({"stride", "size", "values"}).
+    const bool sampled = values.is_object();
+    const std::vector<float> want_w = sampled ? values["values"] : values;
+    const uint64_t stride = sampled ? values["stride"].get<uint64_t>() : 1;
+    ASSERT_EQ(t->elements(), sampled ? values["size"].get<uint64_t>() : want_w.size()) << key;
+    std::vector<float> got(t->elements());
     std::memcpy(got.data(), t->data.data(), got.size() * 4);
+    ASSERT_EQ(want_w.size(), (got.size() + stride - 1) / stride) << key;
     double worst = 0;
-    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - want_w[i]));
+    for (size_t i = 0; i < want_w.size(); ++i) worst = std::max(worst, std::fabs(double(got[i * stride]) - want_w[i]));
     EXPECT_LE(worst, weight_tol) << key << " (" << t->name << ")";
     worst_weight = std::max(worst_weight, worst);
   }
@@ -128,8 +134,8 @@ TEST_P(MatchesKeras, FiveSteps) {
 
 std::vector<KerasCase> keras_cases() {
   std::vector<KerasCase> cases;
-  for (const char* m :
-       {"mlp_flatten", "cnn_pools", "dw_block", "dense_layernorm", "shared_dense", "permute_conv", "embedding_pool"})
+  for (const char* m : {"mlp_flatten", "cnn_pools", "dw_block", "dense_layernorm", "shared_dense", "permute_conv",
+                        "embedding_pool", "transformer"})
     for (const char* o : {"sgd", "adam"})
       for (const char* b : {"cpu", "opencl"}) cases.push_back({m, o, b});
   return cases;
@@ -187,6 +193,48 @@ TEST(Converted, OpenBatchTakesAnyBatch) {
     set_batch_size(m, batch);
     EXPECT_EQ(m.tensors[static_cast<size_t>(m.outputs[0])].shape, (std::vector<int32_t>{batch, 10}));
   }
+}
+
+// The transformer's feed-forward Dense layers convert as Tensordot: RESHAPE to [batch*32, 64],
+// FULLY_CONNECTED, RESHAPE back, both targets computed by shape operators. The two reshapes fold
+// away at load (the FULLY_CONNECTED reads and writes rank 3, the batch stays first), so any batch
+// sets; the file's operators all count, and export writes the file's graph back.
+TEST(Converted, TensordotReshapesFoldAndExportAsTheFileHadThem) {
+  const std::string file = kData + "/transformer.tflite";
+  Model m = load_model(file);
+  EXPECT_EQ(file_operator_count(m), 142u);
+  EXPECT_EQ(m.folded_ops.size(), 3u + 4 * 2);  // the index guard's 3, two reshapes per Tensordot
+  int tensordots = 0;
+  for (const Operator& op : m.operators) {
+    if (op.op == CLTRAIN_OP_RESHAPE)
+      EXPECT_NE(m.tensors[static_cast<size_t>(op.outputs[0])].shape.size(), 2u)
+          << "a reshape to rank 2 is left: operator " << op.file_index;
+    if (op.op != CLTRAIN_OP_FULLY_CONNECTED) continue;
+    const Tensor& x = m.tensors[static_cast<size_t>(op.inputs[0])];
+    const Tensor& y = m.tensors[static_cast<size_t>(op.outputs[0])];
+    if (op.file_index == 140) continue;  // the classifier, on the pooled [batch, 64]
+    EXPECT_EQ(x.shape.size(), 3u) << "operator " << op.file_index;
+    EXPECT_EQ(y.shape.size(), 3u) << "operator " << op.file_index;
+    tensordots += y.shape.back() == 128 || x.shape.back() == 128;
+  }
+  EXPECT_EQ(tensordots, 4);
+  for (int32_t batch : {3, 8}) {
+    set_batch_size(m, batch);
+    EXPECT_EQ(m.tensors[static_cast<size_t>(m.outputs[0])].shape, (std::vector<int32_t>{batch, 4}));
+  }
+  auto e = Engine::from_file(file);
+  e->set_settings(settings("sgd", 0.01f, "cpu", 2));
+  e->prepare();
+  const std::string path = temp_path("transformer.tflite");
+  e->export_circle(path);
+  std::ifstream a(file, std::ios::binary), b(path, std::ios::binary);
+  const std::vector<char> original((std::istreambuf_iterator<char>(a)), {}),
+      exported((std::istreambuf_iterator<char>(b)), {});
+  EXPECT_EQ(original.size(), exported.size());  // nothing rebuilt: the same graph, the weights in place
+  const Model r = load_model(path);
+  EXPECT_EQ(file_operator_count(r), 142u);
+  EXPECT_EQ(r.folded_ops, m.folded_ops);
+  std::remove(path.c_str());
 }
 
 std::vector<uint8_t> gunzip(const std::string& path) {

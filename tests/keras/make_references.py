@@ -88,20 +88,61 @@ def embedding_pool():
     return keras.Model(x, L.Dense(4, activation="softmax")(h))
 
 
+class PosEmbedding(L.Layer):
+    """Token embedding plus a learned position embedding (the converter folds the positions'
+    GATHER into a constant table that an ADD reads)."""
+
+    def __init__(self, vocab, length, dim, **kw):
+        super().__init__(**kw)
+        self.tok = L.Embedding(vocab, dim)
+        self.pos = L.Embedding(length, dim)
+        self.length = length
+
+    def call(self, x):
+        return self.tok(x) + self.pos(keras.ops.arange(0, self.length, 1))
+
+
+def transformer():
+    # A 2-layer encoder: d_model 64, 4 heads, sequence 32, LayerNormalization, a Dense
+    # classifier (vocabulary 100 to keep the file small). Biases, betas and gammas start apart from
+    # 0 and 1, each its own: the converter drops a zero bias together with its ADD (and Keras would
+    # then train a weight the file does not have), and equal weights cannot be told apart in the
+    # file. The attention's Dense layers convert as FULLY_CONNECTED (no bias) + ADD, the
+    # feed-forward ones as Tensordot (RESHAPE, FULLY_CONNECTED, RESHAPE, shapes computed).
+    def init(mean=0.0):  # a new initializer per layer: each draws its own values
+        return keras.initializers.RandomNormal(mean=mean, stddev=0.05)
+
+    def norm():
+        return L.LayerNormalization(beta_initializer=init(), gamma_initializer=init(1.0))
+
+    x = keras.Input((32,), dtype="int32")
+    h = PosEmbedding(100, 32, 64)(x)
+    for _ in range(2):
+        a = L.MultiHeadAttention(num_heads=4, key_dim=16, bias_initializer=init())(h, h)
+        h = norm()(L.Add()([h, a]))
+        f = L.Dense(128, activation="relu", bias_initializer=init())(h)
+        f = L.Dense(64, bias_initializer=init())(f)
+        h = norm()(L.Add()([h, f]))
+    h = L.GlobalAveragePooling1D()(h)
+    return keras.Model(x, L.Dense(4, activation="softmax", bias_initializer=init())(h))
+
+
 SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_block,
          "dense_layernorm": dense_layernorm, "shared_dense": shared_dense, "permute_conv": permute_conv,
-         "embedding_pool": embedding_pool}
+         "embedding_pool": embedding_pool, "transformer": transformer}
 
 
 def convert(model):
     return bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
 
 
-def tflite_layout(var_value, op_name):
-    """A Keras weight in the layout the converter stores it for op_name."""
+def tflite_layout(var_value, op_name, form=0):
+    """A Keras weight in the layout the converter stores it for op_name. An EinsumDense kernel
+    (MultiHeadAttention's) has more than 2 dimensions: [K, heads, dim] (form 0) or [heads, dim, N]
+    (form 1) as a FULLY_CONNECTED's [N, K]."""
     v = np.asarray(var_value, dtype=np.float32)
-    if op_name == "FULLY_CONNECTED" and v.ndim == 2:
-        return v.T
+    if op_name == "FULLY_CONNECTED" and v.ndim >= 2:
+        return (v.reshape(v.shape[0], -1) if form == 0 else v.reshape(-1, v.shape[-1])).T
     if op_name == "CONV_2D" and v.ndim == 4:
         return v.transpose(3, 0, 1, 2)
     if op_name == "DEPTHWISE_CONV_2D" and v.ndim == 4:
@@ -121,7 +162,7 @@ def weight_map(tfl, model):
         idx = [i for i, v in enumerate(variables) if any(v is w for w in layer.weights)]
         for i in idx:
             layer_of[i] = idx
-    out = {}
+    out, dropped = {}, []
     for op_index, op in enumerate(sg.operators):
         code = m.operatorCodes[op.opcodeIndex]
         name = OPS.get(max(code.builtinCode, code.deprecatedBuiltinCode))
@@ -137,24 +178,50 @@ def weight_map(tfl, model):
             data = np.frombuffer(bytes(buf), dtype=np.float32).reshape(tensor.shape)
             if data.size == 1:
                 continue  # a fixed constant of its layer (epsilon): not a weight
-            found = [i for i, v in enumerate(variables) if tflite_layout(v.numpy(), name).size == data.size and
-                     np.array_equal(tflite_layout(v.numpy(), name).ravel(), data.ravel())]
-            if name in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") and slot == 2 and kernel_var is not None:
-                found = [i for i in layer_of[kernel_var] if variables[i].path.endswith("bias")]
+            found = [(i, form) for i, v in enumerate(variables) for form in (0, 1)
+                     if tflite_layout(v.numpy(), name, form).size == data.size and
+                     np.array_equal(tflite_layout(v.numpy(), name, form).ravel(), data.ravel())]
+            found = sorted(set(found), key=lambda f: f[1])[:1] if len({i for i, _ in found}) == 1 else found
+            if name in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") and slot == 2 and kernel_var is not None \
+                    and len(found) != 1:  # a zero bias matches every zero weight: take the layer's
+                found = [(i, 0) for i in layer_of[kernel_var] if variables[i].path.endswith("bias")]
             if len(found) != 1:
                 sys.exit("operator %d (%s) input %d: %d Keras weights match" % (op_index, name, slot, len(found)))
-            out["%d:%d" % (op_index, slot)] = (found[0], name)
+            out["%d:%d" % (op_index, slot)] = (found[0][0], name, found[0][1])
             if slot == 1:
-                kernel_var = found[0]
+                kernel_var = found[0][0]
         if name in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") and (len(inputs) < 3 or inputs[2] < 0):
-            bias = [i for i in layer_of[kernel_var] if variables[i].path.endswith("bias")]
-            out["%d:2" % op_index] = (bias[0], name)
+            dropped.append((op_index, kernel_var, name))
+    # A weight op without a bias in the file: the converter dropped its zero bias (cltrain trains
+    # one with add_missing_biases), unless the layer's bias is an ADD's constant (EinsumDense).
+    mapped = {v[0] for v in out.values()}
+    for op_index, kernel_var, name in dropped:
+        bias = [i for i in layer_of[kernel_var] if variables[i].path.endswith("bias") and i not in mapped]
+        if len(bias) == 1 and len([i for i in layer_of[kernel_var] if variables[i].path.endswith("bias")]) == 1:
+            out["%d:2" % op_index] = (bias[0], name, 0)
     return out
 
 
 def floats(a):
     """float32 values as the shortest decimals that read back as the same float32."""
     return [float(str(v)) for v in np.asarray(a, dtype=np.float32).ravel()]
+
+
+def sampled(a, most=256):
+    """A weight's values, or for a large one every stride-th (stride chosen so that at most `most`
+    remain), which keeps the reference of a bigger model small."""
+    v = floats(a)
+    if len(v) <= most:
+        return v
+    stride = -(-len(v) // most)
+    return {"stride": stride, "size": len(v), "values": v[::stride]}
+
+
+def has_input(tfl, key):
+    """Whether the file's operator has the input slot of a "<op>:<slot>" key."""
+    op, slot = (int(p) for p in key.split(":"))
+    o = flatbuffer_utils.convert_bytearray_to_object(tfl).subgraphs[0].operators[op]
+    return slot < len(o.inputs) and o.inputs[slot] >= 0
 
 
 def small(name, make):
@@ -168,12 +235,15 @@ def small(name, make):
     in_shape = (BATCH * STEPS,) + tuple(model.input_shape[1:])
     classes = model.output_shape[-1]
     if model.inputs[0].dtype == "int32":  # token ids: every id of the table, some repeated
-        x = rng.integers(0, model.layers[1].input_dim, in_shape).astype(np.int32)
+        vocab = [la for la in model._flatten_layers() if isinstance(la, L.Embedding)][0].input_dim
+        x = rng.integers(0, vocab, in_shape).astype(np.int32)
     else:
         x = rng.random(in_shape, dtype=np.float32)
     y = np.eye(classes, dtype=np.float32)[rng.integers(0, classes, BATCH * STEPS)]
     initial = [w.numpy() for w in model.weights]
-    ref = {"model": name + ".tflite", "batch": BATCH, "steps": STEPS,
+    missing = any(mapping[k][1] in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") and k.endswith(":2") and
+                  not has_input(tfl, k) for k in mapping)
+    ref = {"model": name + ".tflite", "batch": BATCH, "steps": STEPS, "add_missing_biases": missing,
            "x": [int(v) for v in x.ravel()] if x.dtype == np.int32 else floats(x), "x_int32": x.dtype == np.int32,
            "y": floats(y), "runs": {}}
     for opt, lr in (("sgd", 0.01), ("adam", 0.001)):
@@ -182,7 +252,8 @@ def small(name, make):
         model.compile(optimizer=optimizer, loss=keras.losses.CategoricalCrossentropy())
         losses = [float(model.train_on_batch(x[i * BATCH:(i + 1) * BATCH], y[i * BATCH:(i + 1) * BATCH]))
                   for i in range(STEPS)]
-        weights = {key: floats(tflite_layout(model.weights[i].numpy(), op)) for key, (i, op) in mapping.items()}
+        weights = {key: sampled(tflite_layout(model.weights[i].numpy(), op, form))
+                   for key, (i, op, form) in mapping.items()}
         ref["runs"][opt] = {"learning_rate": lr, "losses": losses, "weights": weights}
     with open(os.path.join(OUT, name + ".json"), "w") as f:
         json.dump(ref, f)
