@@ -182,6 +182,13 @@ int ModelBuilder::pad(int x, std::vector<std::array<int32_t, 2>> paddings, std::
   return op(CLTRAIN_OP_PAD, {x, pt}, {}, name);
 }
 
+int ModelBuilder::slice(int x, std::vector<int32_t> begin, std::vector<int32_t> size, std::string name) {
+  name = auto_name(name, "slice");
+  const int bt = int32_tensor(name + "/begin", {static_cast<int32_t>(begin.size())}, begin);
+  const int st = int32_tensor(name + "/size", {static_cast<int32_t>(size.size())}, size);
+  return op(CLTRAIN_OP_SLICE, {x, bt, st}, {}, name);
+}
+
 int ModelBuilder::transpose(int x, std::vector<int32_t> perm, std::string name) {
   name = auto_name(name, "transpose");
   const int pt = int32_tensor(name + "/perm", {static_cast<int32_t>(perm.size())}, perm);

@@ -61,6 +61,10 @@ class ModelBuilder {
   // constant [rank,2] operand NAME/paddings. ("padK")
   int pad(int x, std::vector<std::array<int32_t, 2>> paddings, std::string name = "");
 
+  // The box of x from begin, size elements along each axis (-1: to the end), written as INT32
+  // constant [rank] operands NAME/begin and NAME/size. ("sliceK")
+  int slice(int x, std::vector<int32_t> begin, std::vector<int32_t> size, std::string name = "");
+
   // y's axis d is x's axis perm[d], written as an INT32 constant [rank] operand NAME/perm.
   // ("transposeK")
   int transpose(int x, std::vector<int32_t> perm, std::string name = "");

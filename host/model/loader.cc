@@ -17,6 +17,7 @@
 #include "model/model.h"
 #include "model/model_internal.h"
 #include "model/shape_ops.h"
+#include "model/slices.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {
@@ -474,6 +475,7 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
         continue;
       }
     }
+    if (load_slices(m, *fo, code, static_cast<int32_t>(i), what, label)) continue;
     const OpDescriptor* d = find_builtin(code);
     if (!d) {
       unsupported.add(code == kBuiltinCustom
@@ -530,7 +532,7 @@ std::vector<int32_t> model_operator_index(const Model& m) {
   std::vector<int32_t> index(file_operator_count(m), -1);
   for (size_t i = 0; i < m.operators.size(); ++i) {
     const size_t f = static_cast<size_t>(file_operator_index(m, i));
-    if (f < index.size()) index[f] = static_cast<int32_t>(i);
+    if (f < index.size() && index[f] < 0) index[f] = static_cast<int32_t>(i);
   }
   return index;
 }

@@ -43,6 +43,9 @@ struct Operator {
   // Its index among the file's operators (which also counts shape_ops), for messages; -1 in a
   // model built in memory, where it is the index in Model::operators.
   int32_t file_index = -1;
+  // One of the operators the file's operator file_index became at load (a SPLIT's outputs as one
+  // SLICE each): export keeps the file's operator as it was.
+  bool part = false;
 };
 
 // An integer operator over shapes (model/shape_ops.h), evaluated on the host.
@@ -85,12 +88,17 @@ struct Model {
   std::string source;                   // the path or name the loader was given (for messages)
 };
 
-// The operators of the file (Model::operators and Model::shape_ops together), which the indices of
-// training info, train configs and messages count.
+// The operators of the file (Model::operators, the parts of one counted once, Model::shape_ops
+// and the folded ones), which the indices of training info, train configs and messages count.
 inline size_t file_operator_count(const Model& m) {
-  return m.operators.size() + m.shape_ops.size() + m.folded_ops.size();
+  size_t n = m.shape_ops.size() + m.folded_ops.size();
+  for (size_t i = 0; i < m.operators.size(); ++i)
+    n += !m.operators[i].part || i == 0 || !m.operators[i - 1].part ||
+         m.operators[i - 1].file_index != m.operators[i].file_index;
+  return n;
 }
-// Per file operator index, its index in Model::operators, or -1 for a shape or folded operator.
+// Per file operator index, its index in Model::operators (of a part, the first), or -1 for a
+// shape or folded operator.
 std::vector<int32_t> model_operator_index(const Model& m);
 // The file index of Model::operators[i].
 inline int32_t file_operator_index(const Model& m, size_t i) {

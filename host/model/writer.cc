@@ -58,6 +58,24 @@ std::vector<uint8_t> write_model(const Model& m, const std::string& format) {
       contents[static_cast<size_t>(t.buffer)] = &t.data;
     }
   }
+  // The int32 operands ops write beyond the model's tensors (OpDescriptor::written_operands):
+  // tensors after the model's, each with its own buffer.
+  std::vector<std::vector<int32_t>> extra_inputs(m.operators.size());
+  std::vector<std::vector<int32_t>> extra_values;
+  std::vector<std::vector<uint8_t>> extra_bytes;
+  for (size_t i = 0; i < m.operators.size(); ++i) {
+    const OpDescriptor* d = find_op(m.operators[i].op);
+    if (!d || !d->written_operands) continue;
+    for (std::vector<int32_t>& v : d->written_operands(m, m.operators[i])) {
+      extra_inputs[i].push_back(static_cast<int32_t>(m.tensors.size() + extra_values.size()));
+      std::vector<uint8_t> bytes(v.size() * 4);
+      if (!v.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());
+      extra_bytes.push_back(std::move(bytes));
+      extra_values.push_back(std::move(v));
+    }
+  }
+  const size_t first_extra_buffer = contents.size();
+  for (const std::vector<uint8_t>& b : extra_bytes) contents.push_back(&b);
   std::vector<Offset<fb::Buffer>> buffers;
   for (const auto* c : contents)
     buffers.push_back(c ? fb::CreateBuffer(fbb, data_vector(fbb, *c)) : fb::CreateBuffer(fbb));
@@ -68,6 +86,12 @@ std::vector<uint8_t> write_model(const Model& m, const std::string& format) {
     const auto name = fbb.CreateString(t.name);
     const auto shape = fbb.CreateVector(t.shape);
     tensors.push_back(fb::CreateTensor(fbb, shape, to_tensor_type(t.dtype), tensor_buffer[i], name));
+  }
+  for (size_t k = 0; k < extra_values.size(); ++k) {
+    const auto name = fbb.CreateString("operand" + std::to_string(k));
+    const auto shape = fbb.CreateVector(std::vector<int32_t>{static_cast<int32_t>(extra_values[k].size())});
+    tensors.push_back(
+        fb::CreateTensor(fbb, shape, fb::TensorType::INT32, static_cast<uint32_t>(first_extra_buffer + k), name));
   }
 
   std::map<int32_t, uint32_t> code_index;  // builtin code -> index in operator_codes
@@ -88,7 +112,9 @@ std::vector<uint8_t> write_model(const Model& m, const std::string& format) {
     }
     auto [type, opts] = d->write_options ? d->write_options(fbb, m, op) : WrittenOptions{fb::BuiltinOptions::NONE, 0};
     const auto outputs = fbb.CreateVector(op.outputs);
-    const auto inputs = fbb.CreateVector(op.inputs);
+    std::vector<int32_t> in = op.inputs;
+    in.insert(in.end(), extra_inputs[i].begin(), extra_inputs[i].end());
+    const auto inputs = fbb.CreateVector(in);
     ops.push_back(fb::CreateOperator(fbb, it->second, inputs, outputs, type, opts));
   }
 

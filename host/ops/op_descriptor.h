@@ -81,6 +81,10 @@ struct OpDescriptor {
   bool options_required = false;
   void (*read_options)(const fb::Operator& op, OptionReader& r, cltrain_op_params& p) = nullptr;
   WrittenOptions (*write_options)(flatbuffers::FlatBufferBuilder& fbb, const Model& m, const Operator& op) = nullptr;
+  // Int32 constant operands the writer appends to the operator's inputs (1-D each), for an op
+  // whose params the format keeps in operands the model operator does not have (SLICE's begin
+  // and size).
+  std::vector<std::vector<int32_t>> (*written_operands)(const Model& m, const Operator& op) = nullptr;
 
   // Checks operand types and shapes, completes params that come from operands, and gives the
   // output shape (c.expect_output): the graph check compares it with the declared one, the model

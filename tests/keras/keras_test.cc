@@ -135,7 +135,7 @@ TEST_P(MatchesKeras, FiveSteps) {
 std::vector<KerasCase> keras_cases() {
   std::vector<KerasCase> cases;
   for (const char* m : {"mlp_flatten", "cnn_pools", "dw_block", "dense_layernorm", "shared_dense", "permute_conv",
-                        "embedding_pool", "transformer"})
+                        "embedding_pool", "transformer", "gated_slices"})
     for (const char* o : {"sgd", "adam"})
       for (const char* b : {"cpu", "opencl"}) cases.push_back({m, o, b});
   return cases;
@@ -235,6 +235,56 @@ TEST(Converted, TensordotReshapesFoldAndExportAsTheFileHadThem) {
   EXPECT_EQ(file_operator_count(r), 142u);
   EXPECT_EQ(r.folded_ops, m.folded_ops);
   std::remove(path.c_str());
+}
+
+// SPLIT, STRIDED_SLICE and UNPACK of gated_slices load as one SLICE per output, parts of their
+// file operators: the file's operators all count, and export writes them back as they were.
+// Cuts the batch change could not follow, or strides, are one line each.
+TEST(Converted, SlicesLoadAsPartsAndExportAsTheFileHadThem) {
+  const std::string file = kData + "/gated_slices.tflite";
+  const Model m = load_model(file);
+  EXPECT_EQ(file_operator_count(m), 20u);
+  std::map<int32_t, int> parts;  // file operator -> its SLICEs
+  for (const Operator& op : m.operators)
+    if (op.op == CLTRAIN_OP_SLICE) {
+      EXPECT_TRUE(op.part);
+      ++parts[op.file_index];
+    }
+  EXPECT_EQ(parts, (std::map<int32_t, int>{{10, 2}, {13, 1}, {14, 4}}));  // SPLIT, STRIDED_SLICE, UNPACK
+  auto e = Engine::from_file(file);
+  e->set_settings(settings("adam", 0.001f, "cpu", 3));
+  e->prepare();
+  const std::string path = temp_path("gated.tflite");
+  e->export_circle(path);
+  std::ifstream a(file, std::ios::binary), b(path, std::ios::binary);
+  const std::vector<char> original((std::istreambuf_iterator<char>(a)), {}),
+      exported((std::istreambuf_iterator<char>(b)), {});
+  EXPECT_EQ(original.size(), exported.size());  // nothing rebuilt
+  EXPECT_EQ(file_operator_count(load_model(path)), 20u);
+  std::remove(path.c_str());
+
+  // The same file with one constant changed: its bytes found by value in the file.
+  auto with = [&](const std::vector<int32_t>& from, const std::vector<int32_t>& to) {
+    std::string bytes(original.begin(), original.end());
+    const std::string f(reinterpret_cast<const char*>(from.data()), from.size() * 4);
+    const size_t at = bytes.find(f);
+    EXPECT_NE(at, std::string::npos);
+    if (at != std::string::npos) bytes.replace(at, f.size(), std::string(reinterpret_cast<const char*>(to.data()), 12));
+    return std::vector<uint8_t>(bytes.begin(), bytes.end());
+  };
+  auto fails_with = [&](const std::vector<uint8_t>& bytes, const std::string& want) {
+    try {
+      load_model_from_memory(bytes, "g.tflite");
+      ADD_FAILURE() << "loaded; wanted: " << want;
+    } catch (const ModelError& err) {
+      EXPECT_NE(std::string(err.what()).find(want), std::string::npos) << err.what();
+      EXPECT_EQ(std::string(err.what()).find('\n'), std::string::npos) << err.what();
+    }
+  };
+  // STRIDED_SLICE's strides [1, 1, 1], the one such constant of the file.
+  fails_with(with({1, 1, 1}, {1, 2, 1}), "operator 13 (STRIDED_SLICE): stride 2 is not supported (only 1)");
+  // Its end [0, 5, 0] past the 6 time steps of axis 1, then before its begin 1.
+  fails_with(with({0, 5, 0}, {0, 0, 0}), "operator 13 (STRIDED_SLICE): slice of axis 1 is empty");
 }
 
 std::vector<uint8_t> gunzip(const std::string& path) {

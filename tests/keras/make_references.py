@@ -88,6 +88,19 @@ def embedding_pool():
     return keras.Model(x, L.Dense(4, activation="softmax")(h))
 
 
+def gated_slices():
+    # The cuts recurrent layers convert to, on their own: SPLIT (a gated linear unit's two
+    # halves), STRIDED_SLICE (time steps 1 to 4 of 6) and UNPACK (each of them, summed).
+    x = keras.Input((6, 5))
+    h = L.Dense(8)(x)
+    a, b = L.Lambda(lambda t: keras.ops.split(t, 2, axis=-1))(h)
+    h = L.Multiply()([a, L.Activation("sigmoid")(b)])
+    h = L.Lambda(lambda t: t[:, 1:5, :])(h)
+    steps = L.Lambda(lambda t: keras.ops.unstack(t, axis=1))(h)
+    h = L.Concatenate()([steps[0], L.Add()([steps[1], steps[3]]), L.Activation("tanh")(steps[2])])
+    return keras.Model(x, L.Dense(4, activation="softmax")(h))
+
+
 class PosEmbedding(L.Layer):
     """Token embedding plus a learned position embedding (the converter folds the positions'
     GATHER into a constant table that an ADD reads)."""
@@ -129,7 +142,8 @@ def transformer():
 
 SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_block,
          "dense_layernorm": dense_layernorm, "shared_dense": shared_dense, "permute_conv": permute_conv,
-         "embedding_pool": embedding_pool, "transformer": transformer}
+         "embedding_pool": embedding_pool, "transformer": transformer,
+         "gated_slices": gated_slices}
 
 
 def convert(model):

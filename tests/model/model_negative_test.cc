@@ -122,13 +122,13 @@ TEST(ModelLoad, neg_OneUnsupportedOperator) {
 TEST(ModelLoad, neg_EveryUnsupportedOperatorIsNamedWithItsCount) {
   const std::vector<uint8_t> b = edit_raw(mlp_bytes(), [&](fb::ModelT& m) {
     for (auto& code : m.operator_codes) {
-      const int32_t c = code->builtin_code == 9 ? 77 : 45;  // FULLY_CONNECTED -> SHAPE, the other -> STRIDED_SLICE
+      const int32_t c = code->builtin_code == 9 ? 77 : 92;  // FULLY_CONNECTED -> SHAPE, the other -> SQUARE
       code->deprecated_builtin_code = static_cast<int8_t>(c);
       code->builtin_code = c;
     }
   });
   EXPECT_LOAD_ERROR(b,
-                    "3 operators are not supported: SHAPE (builtin 77) x2, STRIDED_SLICE (builtin 45) x1 "
+                    "3 operators are not supported: SHAPE (builtin 77) x2, SQUARE (builtin 92) x1 "
                     "(the first is operator 0)");
 }
 

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include "model/builtin_names.h"
@@ -12,6 +13,12 @@ namespace cltrain {
 namespace {
 
 using test::floats;
+
+std::vector<int32_t> int32_values(const Tensor& t) {
+  std::vector<int32_t> v(t.data.size() / 4);
+  if (!v.empty()) std::memcpy(v.data(), t.data.data(), v.size() * 4);
+  return v;
+}
 
 void expect_same_model(const Model& a, const Model& b) {
   ASSERT_EQ(a.tensors.size(), b.tensors.size());
@@ -84,6 +91,46 @@ TEST_P(RoundTrip, EveryOp) {
     if (find_op(op)->kind == CLTRAIN_KIND_MODEL) {
       EXPECT_TRUE(seen[static_cast<size_t>(op)]) << cltrain_op_name(op);
     }
+}
+
+// A SLICE with its cuts in params only (what a SPLIT's output loads as) is written as the
+// format's SLICE with a begin and size it makes; it reloads with the same cuts. One that cuts the
+// batch axis loads, but fixes the batch.
+TEST_P(RoundTrip, SlicePartsWriteTheirBeginAndSize) {
+  for (const bool batch_cut : {false, true}) {
+    ModelBuilder b(3);
+    const int x = b.input({2, 6, 4});
+    cltrain_op_params cut{};
+    cut.pad_before[1] = 2, cut.pad_after[1] = 1, cut.pad_after[2] = 1, cut.pad_before[0] = batch_cut ? 1 : 0;
+    b.output(b.op(CLTRAIN_OP_SLICE, {x}, cut, "part"));
+    const Model built = b.build();
+    ASSERT_EQ(built.operators[0].inputs.size(), 1u);
+    EXPECT_EQ(built.tensors[static_cast<size_t>(built.outputs[0])].shape,
+              (std::vector<int32_t>{batch_cut ? 1 : 2, 3, 3}));
+    Model loaded = load_model_from_memory(write_model(built, GetParam()), "s");
+    ASSERT_EQ(loaded.operators.size(), 1u);
+    const Operator& op = loaded.operators[0];
+    ASSERT_EQ(op.inputs.size(), 3u);  // x, begin, size
+    EXPECT_EQ(int32_values(loaded.tensors[static_cast<size_t>(op.inputs[1])]),
+              (std::vector<int32_t>{batch_cut ? 1 : 0, 2, 0}));
+    EXPECT_EQ(int32_values(loaded.tensors[static_cast<size_t>(op.inputs[2])]),
+              (std::vector<int32_t>{batch_cut ? 1 : -1, 3, 3}));  // all of the batch: -1
+    EXPECT_EQ(0, std::memcmp(&op.params, &built.operators[0].params, sizeof(cltrain_op_params)));
+    if (!batch_cut) {
+      set_batch_size(loaded, 5);
+      EXPECT_EQ(loaded.tensors[static_cast<size_t>(loaded.outputs[0])].shape, (std::vector<int32_t>{5, 3, 3}));
+      continue;
+    }
+    try {
+      set_batch_size(loaded, 5);
+      ADD_FAILURE() << "a slice of the batch axis took another batch";
+    } catch (const ModelError& e) {
+      EXPECT_NE(
+          std::string(e.what()).find("operator 0 (Slice): slices the batch axis, so the batch size cannot change"),
+          std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST_P(RoundTrip, NamedModels) {

@@ -51,7 +51,8 @@ inline Model every_op_model() {
   const int bm = b.op(CLTRAIN_OP_BATCH_MATMUL, {t, b.transpose(t, {0, 1, 3, 2}, "transpose_t")}, {},
                       "batch_matmul");     // [2,12,2,2]
   int y = b.reshape(bm, {2, -1}, "flat");  // [2,48]
-  y = b.fully_connected(y, 5, CLTRAIN_ACT_TANH, true, "fc");
+  y = b.fully_connected(y, 6, CLTRAIN_ACT_TANH, true, "fc");
+  y = b.slice(y, {0, 1}, {-1, 5}, "slice");  // [2,5]: a gate of an LSTM's SPLIT
   y = b.relu(y, "relu");
   // A LayerNormalization's ops: the squared difference from the row mean, NEG, RSQRT of a
   // positive value.
@@ -61,7 +62,7 @@ inline Model every_op_model() {
   // Every other element-wise op without options, once each: an op added to the list is in here.
   for (const OpDescriptor* op : all_ops()) {
     const bool used = op->op == CLTRAIN_OP_RELU || op->op == CLTRAIN_OP_RELU6 || op->op == CLTRAIN_OP_TANH ||
-                      op->op == CLTRAIN_OP_LOGISTIC || op->op == CLTRAIN_OP_RSQRT;
+                      op->op == CLTRAIN_OP_LOGISTIC || op->op == CLTRAIN_OP_RSQRT || op->op == CLTRAIN_OP_SLICE;
     if (op->kind == CLTRAIN_KIND_MODEL && op->max_inputs == 1 && op->options == fb::BuiltinOptions::NONE && !used)
       y = b.op(op->op, {y});
   }

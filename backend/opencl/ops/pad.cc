@@ -1,8 +1,10 @@
-// PAD with zeros, params.pad_before / pad_after per axis (kernels/pad.cl).
-//   forward:  in [x]   out [y]    pad_forward, one work-item per element of y
-//   backward: in [dy]  out [dx]   pad_backward (the crop), one work-item per element of dx
-// An axis without padding is merged into the padded axis outside it (its coordinate then only
-// scales the outer one's), so NHWC padded in H and W runs as three dims.
+// PAD with zeros and SLICE, one the other's inverse (kernels/pad.cl): the small tensor (PAD's x,
+// SLICE's y) is the box of the big one (PAD's y, SLICE's x) that params.pad_before / pad_after
+// leave around each axis.
+//   PAD forward, SLICE backward:  pad_forward, one work-item per element of the big tensor
+//   PAD backward, SLICE forward:  pad_backward (the crop), one work-item per element of the box
+// An axis without cuts is merged into the cut axis outside it (its coordinate then only scales
+// the outer one's), so NHWC padded in H and W runs as three dims.
 #include <algorithm>
 
 #include "ops/dims.h"
@@ -13,29 +15,55 @@ namespace {
 
 constexpr const char* kFamily = "pad.cl";
 
-std::string check(const StepView& s) {
-  int32_t x, y;
-  std::vector<uint64_t> xd, yd;
-  if (std::string why = same_rank_pair(s, &x, &y, &xd, &yd); !why.empty()) return why;
+bool is_slice(const StepView& s) { return s.step.op == CLTRAIN_OP_SLICE; }
+
+// The big and small tensors of the step.
+void roles(const StepView& s, int32_t* big, int32_t* small) {
+  const bool fwd = s.step.phase == CLTRAIN_PHASE_FORWARD;
+  *big = is_slice(s) == fwd ? s.in(0) : s.out(0);
+  *small = is_slice(s) == fwd ? s.out(0) : s.in(0);
+}
+
+// The box's dims: the big tensor's less the cuts; "" or what is wrong.
+std::string box_of(const StepView& s, std::vector<uint64_t>* box) {
+  if (s.step.num_inputs != 1 || s.step.num_outputs != 1 || s.in(0) < 0 || s.out(0) < 0)
+    return "needs one input and one output";
+  int32_t big, small;
+  roles(s, &big, &small);
+  const std::vector<uint64_t> bd = dims_of(s.tensor(big)), sd = dims_of(s.tensor(small));
   const cltrain_op_params& p = s.step.params;
-  for (size_t d = 0; d < xd.size(); ++d) {
+  box->clear();
+  for (size_t d = 0; d < bd.size(); ++d) {
     if (p.pad_before[d] < 0 || p.pad_after[d] < 0) return "negative padding is not supported";
-    if (xd[d] == 0) return "input " + dims_string(xd) + " is empty";
-    if (yd[d] != xd[d] + static_cast<uint64_t>(p.pad_before[d]) + static_cast<uint64_t>(p.pad_after[d]))
-      return "output " + dims_string(yd) + " is not input " + dims_string(xd) + " with the padding of axis " +
-             std::to_string(d);
+    const uint64_t cut = static_cast<uint64_t>(p.pad_before[d]) + static_cast<uint64_t>(p.pad_after[d]);
+    if (bd[d] <= cut) return "cuts of axis " + std::to_string(d) + " leave nothing of " + dims_string(bd);
+    box->push_back(bd[d] - cut);
   }
-  if (s.count(y) > UINT32_MAX) return "is too large for 32-bit indexing";
+  std::vector<uint64_t> want, have;
+  for (uint64_t n : *box)
+    if (n != 1 || !is_slice(s)) want.push_back(n);
+  for (uint64_t n : sd)
+    if (n != 1 || !is_slice(s)) have.push_back(n);
+  if (want != have)
+    return "tensor " + dims_string(sd) + " is not the box " + dims_string(*box) + " of " + dims_string(bd);
+  if (s.count(big) > UINT32_MAX) return "is too large for 32-bit indexing";
   return {};
+}
+
+std::string check(const StepView& s) {
+  std::vector<uint64_t> box;
+  return box_of(s, &box);
 }
 
 StepRun prepare(const OpContext& c) {
   const StepView& s = c.s;
-  const bool fwd = s.step.phase == CLTRAIN_PHASE_FORWARD;
-  const int32_t x = fwd ? s.in(0) : s.out(0), y = fwd ? s.out(0) : s.in(0);
-  const std::vector<uint64_t> xd = dims_of(s.tensor(x));
+  int32_t big, small;
+  roles(s, &big, &small);
+  std::vector<uint64_t> xd;
+  box_of(s, &xd);
+  const bool spread = is_slice(s) != (s.step.phase == CLTRAIN_PHASE_FORWARD);  // into the big one
   const cltrain_op_params& p = s.step.params;
-  // Outermost first: an unpadded axis folds into the previous one (coordinate c_prev * n + c).
+  // Outermost first: an uncut axis folds into the previous one (coordinate c_prev * n + c).
   std::vector<uint64_t> xs, pb, pa;
   for (size_t d = 0; d < xd.size(); ++d) {
     const uint64_t before = static_cast<uint64_t>(p.pad_before[d]), after = static_cast<uint64_t>(p.pad_after[d]);
@@ -69,16 +97,15 @@ StepRun prepare(const OpContext& c) {
   define_view(d, "XS", XS);
   define_view(d, "YS", YS);
   d.set("XCOUNT", static_cast<long long>(xn)).set("YCOUNT", static_cast<long long>(yn));
-  Kernel k = c.kernel(kFamily, d, fwd ? "pad_forward" : "pad_backward");
-  if (fwd)
-    set_args(k, c.pool(), c.offset(x), c.offset(y));
-  else
-    set_args(k, c.pool(), c.offset(y), c.offset(x));
-  return row_launch(c, k, fwd ? Y : X);
+  // In the kernels' words X is the small tensor and Y the big one.
+  Kernel k = c.kernel(kFamily, d, spread ? "pad_forward" : "pad_backward");
+  set_args(k, c.pool(), c.offset(spread ? small : big), c.offset(spread ? big : small));
+  return row_launch(c, k, spread ? Y : X);
 }
 
 }  // namespace
 
 const OpFamily kOp_PAD = {check, prepare};
+const OpFamily kOp_SLICE = {check, prepare};
 
 }  // namespace cltrain::ocl

@@ -112,6 +112,11 @@
  *     dpred = (-e / pc) / N or (-e / pc), 0 where p != pc. MSE per sample of K elements:
  *     q = sum of (d * d) with d = p - e; then l = sum over samples of (q / K); loss = l / N or l;
  *     dpred = (2 * d) / K, then / N.
+ * SLICE  fwd in [x] out [y]: y = x less params.pad_before[d] elements at the start and
+ *     pad_after[d] at the end of each axis d (PAD's inverse), y's dims those of the crop with any
+ *     of its size-1 axes dropped (same element order); bwd in [dy] out [dx]: dx = dy where x was
+ *     kept, 0 elsewhere. Copies only: exact. (Loaded from SLICE, STRIDED_SLICE with unit strides,
+ *     SPLIT and UNPACK: one SLICE per output.)
  * ACCUMULATE  bwd in [a] out [acc]: acc += a (acc is read and written).
  * UPDATE_SGD  update in [grad] out [W]: W = W - lr * g.
  * UPDATE_ADAM  update in [grad] out [W, m, v] (t = run_args.iteration).
@@ -162,7 +167,8 @@
   X(TRANSPOSE, "Transpose", 39, CLTRAIN_KIND_MODEL)                  \
   X(GATHER, "Gather", 36, CLTRAIN_KIND_MODEL)                        \
   X(UPDATE_ADAM_SQUARES, "AdamSquares", -1, CLTRAIN_KIND_UPDATE)     \
-  X(BATCH_MATMUL, "BatchMatMul", 126, CLTRAIN_KIND_MODEL)
+  X(BATCH_MATMUL, "BatchMatMul", 126, CLTRAIN_KIND_MODEL)            \
+  X(SLICE, "Slice", 65, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

@@ -1,0 +1,147 @@
+// SLICE, STRIDED_SLICE, SPLIT and UNPACK as SLICE model operators (slices.h).
+#include "model/slices.h"
+
+#include <cstring>
+#include <vector>
+
+#include "circle_generated.h"
+#include "model/builtin_names.h"
+#include "model/model_internal.h"
+
+namespace cltrain {
+namespace {
+
+constexpr int32_t kStridedSlice = 45, kSplit = 49, kUnpack = 88;
+
+struct Loader {
+  Model& m;
+  const std::string& what;
+  const std::string& label;
+
+  [[noreturn]] void fail(const std::string& why) const { detail::fail(what, label + ": " + why); }
+
+  const Tensor& tensor(int32_t t) const {
+    if (t < 0 || static_cast<size_t>(t) >= m.tensors.size()) fail("operand tensor " + std::to_string(t) + " is absent");
+    return m.tensors[static_cast<size_t>(t)];
+  }
+  // The values of a constant int32 operand.
+  std::vector<int32_t> values(int32_t t, const char* name) const {
+    const Tensor& c = tensor(t);
+    if (c.dtype != CLTRAIN_INT32 || !c.is_constant())
+      fail(std::string(name) + " " + detail::tensor_label(m, t) + " is not a constant int32 tensor");
+    std::vector<int32_t> v(c.data.size() / 4);
+    if (!v.empty()) std::memcpy(v.data(), c.data.data(), v.size() * 4);
+    return v;
+  }
+  int32_t axis(int32_t a, size_t rank) const {
+    const int32_t r = static_cast<int32_t>(rank);
+    if (a < -r || a >= r) fail("axis " + std::to_string(a) + " is outside rank " + std::to_string(r));
+    return a < 0 ? a + r : a;
+  }
+  // One SLICE: x less `before` and `after` elements along each axis, written into `out`.
+  void add(int32_t x, int32_t out, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+           int32_t file_index) const {
+    const Tensor& t = tensor(x);
+    if (before[0] != 0 || after[0] != 0)
+      fail("slices the batch axis (only slices that keep every sample of the batch are supported)");
+    Operator op;
+    op.op = CLTRAIN_OP_SLICE;
+    op.inputs = {x};
+    op.outputs = {out};
+    op.file_index = file_index;
+    op.part = true;
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      op.params.pad_before[d] = static_cast<int32_t>(before[d]);
+      op.params.pad_after[d] = static_cast<int32_t>(after[d]);
+    }
+    m.operators.push_back(op);
+  }
+};
+
+std::vector<int32_t> list(const flatbuffers::Vector<int32_t>* v) {
+  return v ? std::vector<int32_t>(v->begin(), v->end()) : std::vector<int32_t>{};
+}
+
+}  // namespace
+
+bool load_slices(Model& m, const fb::Operator& fo, int32_t code, int32_t file_index, const std::string& what,
+                 const std::string& label) {
+  // The format's SLICE loads as it is (ops/slice.cc).
+  if (code != kStridedSlice && code != kSplit && code != kUnpack) return false;
+  const std::vector<int32_t> in = list(fo.inputs()), out = list(fo.outputs());
+  const size_t data_slot = code == kSplit ? 1 : 0;
+  if (in.size() <= data_slot || in[data_slot] < 0 || static_cast<size_t>(in[data_slot]) >= m.tensors.size() ||
+      m.tensors[static_cast<size_t>(in[data_slot])].dtype != CLTRAIN_FLOAT32)
+    return false;
+  const std::string named = label + " (" + builtin_op_name(code) + ")";  // one of the three: named
+  const Loader l{m, what, named};
+  const int32_t x = in[data_slot];
+  const std::vector<int32_t>& shape = m.tensors[static_cast<size_t>(x)].shape;
+  const size_t rank = shape.size();
+  if (rank == 0) l.fail("input is a scalar");
+  for (int32_t t : out) l.tensor(t);
+  std::vector<int64_t> before(rank, 0), after(rank, 0);
+  auto need = [&](size_t inputs, size_t outputs) {
+    if (in.size() != inputs || out.size() != outputs)
+      l.fail("has " + std::to_string(in.size()) + " inputs and " + std::to_string(out.size()) + " outputs, not " +
+             std::to_string(inputs) + " and " + std::to_string(outputs));
+  };
+  if (code == kStridedSlice) {
+    need(4, 1);
+    const auto* o = fo.builtin_options_as_StridedSliceOptions();
+    const int32_t begin_mask = o ? o->begin_mask() : 0, end_mask = o ? o->end_mask() : 0;
+    if (o && (o->ellipsis_mask() != 0 || o->new_axis_mask() != 0 || o->offset()))
+      l.fail("ellipsis, new-axis masks and offset are not supported");
+    const int32_t shrink = o ? o->shrink_axis_mask() : 0;
+    const std::vector<int32_t> begin = l.values(in[1], "begin"), end = l.values(in[2], "end"),
+                               strides = l.values(in[3], "strides");
+    if (begin.size() > rank || end.size() != begin.size() || strides.size() != begin.size())
+      l.fail("begin, end and strides do not have one value per sliced axis");
+    for (size_t d = 0; d < begin.size(); ++d) {
+      if (strides[d] != 1) l.fail("stride " + std::to_string(strides[d]) + " is not supported (only 1)");
+      const int64_t n = shape[d];
+      auto at = [&](int64_t v) { return std::min<int64_t>(std::max<int64_t>(v < 0 ? v + n : v, 0), n); };
+      int64_t b = begin_mask >> d & 1 ? 0 : at(begin[d]);
+      int64_t e = end_mask >> d & 1 ? n : at(end[d]);
+      if (shrink >> d & 1) {
+        b = begin[d] < 0 ? begin[d] + n : begin[d];
+        if (b < 0 || b >= n)
+          l.fail("index " + std::to_string(begin[d]) + " of axis " + std::to_string(d) + " is outside it");
+        e = b + 1;
+      }
+      // The batch axis: only all of it, which a mask (or 0 to the end) says; a range over the
+      // stored batch would not follow a batch change.
+      if (d == 0 && !((begin_mask & 1 || begin[0] == 0) && end_mask & 1) && !(shrink & 1))
+        l.fail("slices the batch axis (only slices that keep every sample of the batch are supported)");
+      if (e <= b) l.fail("slice of axis " + std::to_string(d) + " is empty");
+      before[d] = b, after[d] = n - e;
+    }
+    l.add(x, out[0], before, after, file_index);
+    return true;
+  }
+  int32_t a = 0;
+  if (code == kSplit) {
+    if (in.size() != 2) l.fail("has " + std::to_string(in.size()) + " inputs, not 2 (axis, input)");
+    const std::vector<int32_t> v = l.values(in[0], "axis");
+    if (v.size() != 1) l.fail("axis is not one value");
+    a = l.axis(v[0], rank);
+  } else {
+    if (in.size() != 1) l.fail("has " + std::to_string(in.size()) + " inputs, not 1");
+    const auto* o = fo.builtin_options_as_UnpackOptions();
+    a = l.axis(o ? o->axis() : 0, rank);
+  }
+  const size_t d = static_cast<size_t>(a);
+  const int64_t n = static_cast<int64_t>(out.size());
+  if (n < 1 || shape[d] % n != 0 || (code == kUnpack && shape[d] != n))
+    l.fail(std::to_string(n) + " outputs do not divide axis " + std::to_string(a) + " of " + detail::shape_str(shape) +
+           " evenly");
+  if (d == 0) l.fail("splits the batch axis (only slices that keep every sample of the batch are supported)");
+  const int64_t w = shape[d] / n;
+  for (int64_t k = 0; k < n; ++k) {
+    before[d] = k * w, after[d] = shape[d] - (k + 1) * w;
+    l.add(x, out[static_cast<size_t>(k)], before, after, file_index);
+  }
+  return true;
+}
+
+}  // namespace cltrain

@@ -1,0 +1,24 @@
+// The file's STRIDED_SLICE (unit strides), SPLIT and UNPACK of a float tensor load as one SLICE
+// model operator per output (ops/slice.cc: the cuts at either end of each axis), each
+// marked as a part of the file's operator, which export keeps as it was. What GRU and LSTM layers
+// convert to cut their gate pre-activations this way.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model/model.h"
+
+namespace cltrain {
+
+namespace fb {
+struct Operator;
+}
+
+// Appends the SLICEs of file operator `file_index` (builtin `code`) to m.operators and returns
+// true, or returns false for an operator that is not one of those three on a float input. Throws
+// ModelError naming the operator (label) for one it cannot load.
+bool load_slices(Model& m, const fb::Operator& fo, int32_t code, int32_t file_index, const std::string& what,
+                 const std::string& label);
+
+}  // namespace cltrain

@@ -1,0 +1,64 @@
+// SLICE (a box of x, params.pad_before / pad_after cut at either end of each axis; y may drop the
+// box's size-1 axes): forward in [x] out [y], backward in [dy] out [dx] (dy in the box, zeros
+// around); copies, exact. The shapes are those SPLIT, UNPACK and STRIDED_SLICE load as.
+#include "case_common.h"
+
+namespace cltrain {
+namespace optest {
+namespace {
+
+// ydims: the box with its size-1 axes kept, or dropped (squeeze).
+OpCase slice_case(const std::string& tag, std::vector<int32_t> xdims, std::vector<int32_t> before,
+                  std::vector<int32_t> after, bool squeeze = false) {
+  cltrain_op_params p{};
+  std::vector<int32_t> box = xdims, ydims;
+  for (size_t d = 0; d < xdims.size(); ++d) {
+    p.pad_before[d] = before[d];
+    p.pad_after[d] = after[d];
+    box[d] -= before[d] + after[d];
+    if (!squeeze || box[d] != 1) ydims.push_back(box[d]);
+  }
+  OpCase c = unary_case(CLTRAIN_OP_SLICE, "Slice_" + tag, xdims, ydims, p);
+  std::vector<uint64_t> xstride(xdims.size());
+  uint64_t s = 1;
+  for (size_t d = xdims.size(); d-- > 0;) {
+    xstride[d] = s;
+    s *= static_cast<uint64_t>(xdims[d]);
+  }
+  const std::vector<uint64_t> src = y_index(box, xstride, before);  // x's index of each y element
+  const uint64_t x_count = s;
+  c.tol.vs_cpu = 0.0;
+  c.tol.vs_reference = 0.0;
+  const auto ref = [=](const auto& in) {
+    const int32_t x = 0, y = 1, dy = 2, dx = 3;
+    using T = typename std::decay_t<decltype(in.at(x))>::value_type;
+    std::vector<T> yv(src.size()), dxv(x_count, T(0));
+    for (size_t i = 0; i < src.size(); ++i) {
+      yv[i] = in.at(x)[src[i]];
+      dxv[src[i]] = in.at(dy)[i];
+    }
+    return std::decay_t<decltype(in)>{{y, yv}, {dx, dxv}};
+  };
+  c.reference = ref;
+  c.exact = ref;
+  return c;
+}
+
+std::vector<OpCase> make_cases() {
+  return {
+      // An LSTM's SPLIT of [B, 4*64] into its gates: the third of four.
+      slice_case("split_gate_n2_x16", {2, 16}, {0, 8}, {0, 4}),
+      // GRU's STRIDED_SLICE [0,64]:[0,128] of the recurrent projection, here on [2, 9].
+      slice_case("middle_n2_x9", {2, 9}, {0, 3}, {0, 3}),
+      // UNPACK along the time axis of [B, T, D]: step 2 of 5, the axis dropped.
+      slice_case("unpack_step_n2_t5_d3", {2, 5, 3}, {0, 2, 0}, {0, 2, 0}, true),
+      // A box in three axes of a rank-4 tensor, 70 wide in the last (more than a work-group row).
+      slice_case("box_n2_h4w3_c70", {2, 4, 3, 70}, {0, 1, 0, 3}, {0, 1, 2, 0}),
+  };
+}
+
+const RegisterCases kCases(make_cases);
+
+}  // namespace
+}  // namespace optest
+}  // namespace cltrain
