@@ -189,6 +189,15 @@ int ModelBuilder::slice(int x, std::vector<int32_t> begin, std::vector<int32_t> 
   return op(CLTRAIN_OP_SLICE, {x, bt, st}, {}, name);
 }
 
+int ModelBuilder::fill(std::vector<int32_t> dims, float value, std::string name) {
+  name = auto_name(name, "fill");
+  const int dt = int32_tensor(name + "/dims", {static_cast<int32_t>(dims.size())}, dims);
+  const int vt = add_tensor(name + "/value", {});
+  model_.tensors[static_cast<size_t>(vt)].data.resize(sizeof(float));
+  std::memcpy(model_.tensors[static_cast<size_t>(vt)].data.data(), &value, sizeof(float));
+  return op(CLTRAIN_OP_FILL, {dt, vt}, {}, name);
+}
+
 int ModelBuilder::transpose(int x, std::vector<int32_t> perm, std::string name) {
   name = auto_name(name, "transpose");
   const int pt = int32_tensor(name + "/perm", {static_cast<int32_t>(perm.size())}, perm);

@@ -65,6 +65,10 @@ class ModelBuilder {
   // constant [rank] operands NAME/begin and NAME/size. ("sliceK")
   int slice(int x, std::vector<int32_t> begin, std::vector<int32_t> size, std::string name = "");
 
+  // A tensor of shape dims (the batch first), every element value: NAME/dims (INT32 [rank]) and
+  // NAME/value (a FLOAT32 scalar) as its constant operands. ("fillK")
+  int fill(std::vector<int32_t> dims, float value, std::string name = "");
+
   // y's axis d is x's axis perm[d], written as an INT32 constant [rank] operand NAME/perm.
   // ("transposeK")
   int transpose(int x, std::vector<int32_t> perm, std::string name = "");

@@ -518,6 +518,7 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
 
   fold_shape_ops(m, what);
   fold_row_reshapes(m);
+  fold_transposed_unpacks(m);
   align_broadcast_ranks(m);
   detail::check_graph(m, what);
   m.file = std::move(bytes);

@@ -1,6 +1,7 @@
 // SLICE, STRIDED_SLICE, SPLIT and UNPACK as SLICE model operators (slices.h).
 #include "model/slices.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -39,11 +40,11 @@ struct Loader {
     return a < 0 ? a + r : a;
   }
   // One SLICE: x less `before` and `after` elements along each axis, written into `out`.
+  // A cut of the batch axis (a SPLIT's or UNPACK's, exact at the file's batch) fixes the batch
+  // (ops/slice.cc), unless fold_transposed_unpacks moves it off that axis.
   void add(int32_t x, int32_t out, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
            int32_t file_index) const {
     const Tensor& t = tensor(x);
-    if (before[0] != 0 || after[0] != 0)
-      fail("slices the batch axis (only slices that keep every sample of the batch are supported)");
     Operator op;
     op.op = CLTRAIN_OP_SLICE;
     op.inputs = {x};
@@ -135,13 +136,85 @@ bool load_slices(Model& m, const fb::Operator& fo, int32_t code, int32_t file_in
   if (n < 1 || shape[d] % n != 0 || (code == kUnpack && shape[d] != n))
     l.fail(std::to_string(n) + " outputs do not divide axis " + std::to_string(a) + " of " + detail::shape_str(shape) +
            " evenly");
-  if (d == 0) l.fail("splits the batch axis (only slices that keep every sample of the batch are supported)");
   const int64_t w = shape[d] / n;
   for (int64_t k = 0; k < n; ++k) {
     before[d] = k * w, after[d] = shape[d] - (k + 1) * w;
     l.add(x, out[static_cast<size_t>(k)], before, after, file_index);
   }
   return true;
+}
+
+void fold_transposed_unpacks(Model& m) {
+  const size_t nt = m.tensors.size();
+  std::vector<std::vector<size_t>> readers(nt);
+  std::vector<bool> other(nt, false);  // read by a shape operator or a model output
+  for (size_t i = 0; i < m.operators.size(); ++i)
+    for (int32_t t : m.operators[i].inputs)
+      if (t >= 0) readers[static_cast<size_t>(t)].push_back(i);
+  for (const ShapeOperator& op : m.shape_ops)
+    for (int32_t t : op.inputs)
+      if (t >= 0) other[static_cast<size_t>(t)] = true;
+  for (int32_t t : m.outputs) other[static_cast<size_t>(t)] = true;
+  std::vector<bool> drop(m.operators.size(), false);
+  for (size_t i = 0; i < m.operators.size(); ++i) {
+    const Operator& tr = m.operators[i];
+    if (tr.op != CLTRAIN_OP_TRANSPOSE || tr.inputs.size() != 2 || tr.inputs[1] < 0 || tr.outputs.size() != 1) continue;
+    const int32_t x = tr.inputs[0], t = tr.outputs[0];
+    const Tensor& p = m.tensors[static_cast<size_t>(tr.inputs[1])];
+    const std::vector<int32_t>& ts = m.tensors[static_cast<size_t>(t)].shape;
+    const size_t rank = ts.size();
+    if (x < 0 || other[static_cast<size_t>(t)] || p.dtype != CLTRAIN_INT32 || !p.is_constant() ||
+        p.data.size() != rank * 4 || readers[static_cast<size_t>(t)].empty())
+      continue;
+    std::vector<int32_t> perm(rank);
+    std::memcpy(perm.data(), p.data.data(), rank * 4);
+    // A permutation of x's axes (the graph check, later, names one that is not).
+    std::vector<int32_t> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    bool permutation = m.tensors[static_cast<size_t>(x)].shape.size() == rank;
+    for (size_t d = 0; permutation && d < rank; ++d) permutation = sorted[d] == static_cast<int32_t>(d);
+    if (!permutation) continue;
+    // Every reader a part of one UNPACK: each keeps one element of axis a, all of the others.
+    const std::vector<size_t>& r = readers[static_cast<size_t>(t)];
+    const int32_t file_op = m.operators[r[0]].file_index;
+    int axis = -1;
+    bool ok = rank > 0;
+    for (size_t k = 0; ok && k < r.size(); ++k) {
+      const Operator& s = m.operators[r[k]];
+      ok = s.op == CLTRAIN_OP_SLICE && s.part && s.file_index == file_op && s.inputs.size() == 1;
+      for (size_t d = 0; ok && d < rank; ++d) {
+        const int32_t cut = s.params.pad_before[d] + s.params.pad_after[d];
+        if (cut == 0) continue;
+        ok = cut == ts[d] - 1 && (axis < 0 || axis == static_cast<int>(d));
+        axis = static_cast<int>(d);
+      }
+    }
+    if (!ok || axis < 0 || static_cast<int64_t>(r.size()) != ts[static_cast<size_t>(axis)]) continue;
+    // The other axes must keep their order: then part k is x's axis perm[a] at k.
+    const int32_t from = perm[static_cast<size_t>(axis)];
+    int32_t last = -1;
+    for (size_t d = 0; ok && d < rank; ++d)
+      if (static_cast<int>(d) != axis) ok = perm[d] > last, last = perm[d];
+    if (!ok) continue;
+    for (size_t reader : r) {
+      Operator& s = m.operators[reader];
+      const int32_t k = s.params.pad_before[static_cast<size_t>(axis)];
+      for (size_t d = 0; d < CLTRAIN_MAX_RANK; ++d) s.params.pad_before[d] = s.params.pad_after[d] = 0;
+      s.params.pad_before[static_cast<size_t>(from)] = k;
+      s.params.pad_after[static_cast<size_t>(from)] = ts[static_cast<size_t>(axis)] - 1 - k;
+      s.inputs[0] = x;
+    }
+    drop[i] = true;
+  }
+  std::vector<Operator> kept;
+  for (size_t i = 0; i < m.operators.size(); ++i) {
+    if (drop[i])
+      m.folded_ops.push_back(m.operators[i].file_index);
+    else
+      kept.push_back(std::move(m.operators[i]));
+  }
+  m.operators = std::move(kept);
+  std::sort(m.folded_ops.begin(), m.folded_ops.end());
 }
 
 }  // namespace cltrain

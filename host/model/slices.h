@@ -21,4 +21,10 @@ struct Operator;
 bool load_slices(Model& m, const fb::Operator& fo, int32_t code, int32_t file_index, const std::string& what,
                  const std::string& label);
 
+// A TRANSPOSE whose output only an UNPACK reads, the other axes in their order (an LSTM's
+// [1,0,2] to step through time, then UNPACK on axis 0): the UNPACK's parts slice the TRANSPOSE's
+// input along the axis it moved instead, and the TRANSPOSE is folded (Model::folded_ops). The
+// batch then stays the first axis.
+void fold_transposed_unpacks(Model& m);
+
 }  // namespace cltrain

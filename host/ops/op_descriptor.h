@@ -70,6 +70,8 @@ struct OpDescriptor {
   // operand of lower rank (a scalar, a per-channel vector) leading 1s, as numpy aligns it.
   bool broadcasts = false;
   FusedActivation fused_activation = FusedActivation::kNone;
+  // Its float constants are fixed values, never trained (FILL's value).
+  bool fixed_constants = false;
   // Every backend's kernels take float16 storage (CLTRAIN_FLOAT16) for the op's activation and
   // back-prop tensors, rounding each output element once (cltrain_backend.h, Numerics): the host
   // stores a tensor as float16 under --storage fp16 only where all its steps' ops say so.

@@ -323,7 +323,7 @@ void GraphBuilder::select_trainable() {
       // A single value that an element-wise operator reads (a LayerNormalization's epsilon, a
       // Rescaling's scale, hard-sigmoid's 3 and 1/6) is a fixed constant of its layer, as the
       // framework has it: not trained (docs/training-rules.md).
-      if (d.broadcasts && tensor.elements() == 1) continue;
+      if ((d.broadcasts && tensor.elements() == 1) || d.fixed_constants) continue;
       const bool is_bias = static_cast<int>(k) == d.bias_slot;
       if (rank == kRankAll || (rank == kRankOnlyBias && is_bias)) trainable_[static_cast<size_t>(t)] = true;
       if (rank == kRankUpperHalf || rank == kRankLowerHalf) {

@@ -101,6 +101,27 @@ def gated_slices():
     return keras.Model(x, L.Dense(4, activation="softmax")(h))
 
 
+def text_rnn(cell):
+    # Embedding -> LSTM(64) or GRU(64) -> Dense, unrolled (with an open batch the converter needs
+    # unroll=True: plain operators per time step). Biases start non-zero, so that the converter
+    # drops none (a zero GRU bias would be, and Keras would train it).
+    def init():
+        return keras.initializers.RandomNormal(stddev=0.05)
+
+    x = keras.Input((32,), dtype="int32")
+    h = L.Embedding(100, 32)(x)
+    h = cell(64, unroll=True, bias_initializer=init())(h)
+    return keras.Model(x, L.Dense(4, activation="softmax", bias_initializer=init())(h))
+
+
+def text_lstm():
+    return text_rnn(L.LSTM)
+
+
+def text_gru():
+    return text_rnn(L.GRU)
+
+
 class PosEmbedding(L.Layer):
     """Token embedding plus a learned position embedding (the converter folds the positions'
     GATHER into a constant table that an ADD reads)."""
@@ -143,7 +164,7 @@ def transformer():
 SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_block,
          "dense_layernorm": dense_layernorm, "shared_dense": shared_dense, "permute_conv": permute_conv,
          "embedding_pool": embedding_pool, "transformer": transformer,
-         "gated_slices": gated_slices}
+         "gated_slices": gated_slices, "text_lstm": text_lstm, "text_gru": text_gru}
 
 
 def convert(model):
@@ -155,6 +176,8 @@ def tflite_layout(var_value, op_name, form=0):
     (MultiHeadAttention's) has more than 2 dimensions: [K, heads, dim] (form 0) or [heads, dim, N]
     (form 1) as a FULLY_CONNECTED's [N, K]."""
     v = np.asarray(var_value, dtype=np.float32)
+    if form >= 2:  # one row of a GRU's bias [2, 3*units] (input and recurrent), each a tensor of its own
+        return v[form - 2] if v.ndim == 2 and v.shape[0] == 2 else np.zeros(0, np.float32)
     if op_name == "FULLY_CONNECTED" and v.ndim >= 2:
         return (v.reshape(v.shape[0], -1) if form == 0 else v.reshape(-1, v.shape[-1])).T
     if op_name == "CONV_2D" and v.ndim == 4:
@@ -192,7 +215,7 @@ def weight_map(tfl, model):
             data = np.frombuffer(bytes(buf), dtype=np.float32).reshape(tensor.shape)
             if data.size == 1:
                 continue  # a fixed constant of its layer (epsilon): not a weight
-            found = [(i, form) for i, v in enumerate(variables) for form in (0, 1)
+            found = [(i, form) for i, v in enumerate(variables) for form in (0, 1, 2, 3)
                      if tflite_layout(v.numpy(), name, form).size == data.size and
                      np.array_equal(tflite_layout(v.numpy(), name, form).ravel(), data.ravel())]
             found = sorted(set(found), key=lambda f: f[1])[:1] if len({i for i, _ in found}) == 1 else found
@@ -266,8 +289,12 @@ def small(name, make):
         model.compile(optimizer=optimizer, loss=keras.losses.CategoricalCrossentropy())
         losses = [float(model.train_on_batch(x[i * BATCH:(i + 1) * BATCH], y[i * BATCH:(i + 1) * BATCH]))
                   for i in range(STEPS)]
+        # One key per Keras weight (a weight the unrolled steps share is one tensor of the file).
+        first = {}
+        for key, (i, op, form) in sorted(mapping.items(), key=lambda kv: tuple(int(p) for p in kv[0].split(":"))):
+            first.setdefault((i, form), (key, op))
         weights = {key: sampled(tflite_layout(model.weights[i].numpy(), op, form))
-                   for key, (i, op, form) in mapping.items()}
+                   for (i, form), (key, op) in first.items()}
         ref["runs"][opt] = {"learning_rate": lr, "losses": losses, "weights": weights}
     with open(os.path.join(OUT, name + ".json"), "w") as f:
         json.dump(ref, f)

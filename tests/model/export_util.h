@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/export.h"
+#include "ops/op_descriptor.h"
 #include "test_util.h"
 
 namespace cltrain {
@@ -22,12 +23,18 @@ inline std::vector<std::pair<std::string, Model>> models() {
   return {{"every-op", test::every_op_model()}, {"mlp", make_named_model("mlp", 2)}};
 }
 
-// New values for every float constant: old * -0.5 + k / 1024 (exact in float), all different.
+// New values for every float constant that may be a weight (not FILL's value, a fixed one): old
+// * -0.5 + k / 1024 (exact in float), all different.
 inline std::map<int32_t, std::vector<float>> new_weights(const Model& m) {
+  std::vector<bool> fixed(m.tensors.size(), false);
+  for (const Operator& op : m.operators)
+    if (find_op(op.op)->fixed_constants)
+      for (int32_t t : op.inputs)
+        if (t >= 0) fixed[static_cast<size_t>(t)] = true;
   std::map<int32_t, std::vector<float>> w;
   for (size_t t = 0; t < m.tensors.size(); ++t) {
     const Tensor& x = m.tensors[t];
-    if (!x.is_constant() || x.dtype != CLTRAIN_FLOAT32) continue;
+    if (!x.is_constant() || x.dtype != CLTRAIN_FLOAT32 || fixed[t]) continue;
     std::vector<float> v = test::floats(x);
     for (size_t k = 0; k < v.size(); ++k) v[k] = v[k] * -0.5f + static_cast<float>(k % 4096) / 1024.0f;
     w[static_cast<int32_t>(t)] = std::move(v);

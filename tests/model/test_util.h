@@ -52,7 +52,8 @@ inline Model every_op_model() {
                       "batch_matmul");     // [2,12,2,2]
   int y = b.reshape(bm, {2, -1}, "flat");  // [2,48]
   y = b.fully_connected(y, 6, CLTRAIN_ACT_TANH, true, "fc");
-  y = b.slice(y, {0, 1}, {-1, 5}, "slice");  // [2,5]: a gate of an LSTM's SPLIT
+  y = b.slice(y, {0, 1}, {-1, 5}, "slice");     // [2,5]: a gate of an LSTM's SPLIT
+  y = b.add(y, b.fill({2, 5}, 0.25f, "fill"));  // an RNN's initial state, here not zero
   y = b.relu(y, "relu");
   // A LayerNormalization's ops: the squared difference from the row mean, NEG, RSQRT of a
   // positive value.

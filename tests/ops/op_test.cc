@@ -147,7 +147,11 @@ TEST(OpCoverage, CasesHaveTheStepsOfTheirKind) {
     ASSERT_LT(c.op, CLTRAIN_OP_COUNT);
     ASSERT_FALSE(c.steps.empty()) << c.name;
     const int kind = kinds[c.op];
-    if (kind == CLTRAIN_KIND_MODEL || kind == CLTRAIN_KIND_LOSS) {
+    if (c.op == CLTRAIN_OP_FILL) {  // forward only: its operands are constants
+      ASSERT_EQ(c.steps.size(), 1u) << c.name;
+      EXPECT_EQ(c.steps[0].phase, CLTRAIN_PHASE_FORWARD) << c.name;
+      EXPECT_TRUE(c.grads.empty()) << c.name;
+    } else if (kind == CLTRAIN_KIND_MODEL || kind == CLTRAIN_KIND_LOSS) {
       EXPECT_FALSE(c.stateful) << c.name;
       ASSERT_EQ(c.steps.size(), 2u) << c.name;
       EXPECT_EQ(c.steps[0].phase, CLTRAIN_PHASE_FORWARD) << c.name;

@@ -117,6 +117,8 @@
  *     of its size-1 axes dropped (same element order); bwd in [dy] out [dx]: dx = dy where x was
  *     kept, 0 elsewhere. Copies only: exact. (Loaded from SLICE, STRIDED_SLICE with unit strides,
  *     SPLIT and UNPACK: one SLICE per output.)
+ * FILL  fwd in [] out [y]: every element params.fill_value (an RNN's zero state, of the shape
+ *     the batch gives). No backward: its operands (the dims, the value) are constants.
  * ACCUMULATE  bwd in [a] out [acc]: acc += a (acc is read and written).
  * UPDATE_SGD  update in [grad] out [W]: W = W - lr * g.
  * UPDATE_ADAM  update in [grad] out [W, m, v] (t = run_args.iteration).
@@ -168,7 +170,8 @@
   X(GATHER, "Gather", 36, CLTRAIN_KIND_MODEL)                        \
   X(UPDATE_ADAM_SQUARES, "AdamSquares", -1, CLTRAIN_KIND_UPDATE)     \
   X(BATCH_MATMUL, "BatchMatMul", 126, CLTRAIN_KIND_MODEL)            \
-  X(SLICE, "Slice", 65, CLTRAIN_KIND_MODEL)
+  X(SLICE, "Slice", 65, CLTRAIN_KIND_MODEL)                          \
+  X(FILL, "Fill", 94, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,
