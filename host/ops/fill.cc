@@ -1,5 +1,7 @@
 // FILL: a tensor of the shape its dims operand gives (computed by shape operators from the batch,
 // an RNN's zero state), every element its constant value.
+#include <cstring>
+
 #include "model/model_internal.h"
 #include "ops/op_descriptor.h"
 
