@@ -112,7 +112,7 @@ bool load_slices(Model& m, const fb::Operator& fo, int32_t code, int32_t file_in
       }
       // The batch axis: only all of it, which a mask (or 0 to the end) says; a range over the
       // stored batch would not follow a batch change.
-      if (d == 0 && !((begin_mask & 1 || begin[0] == 0) && end_mask & 1) && !(shrink & 1))
+      if (d == 0 && (!((begin_mask & 1 || begin[0] == 0) && end_mask & 1) || shrink & 1))
         l.fail("slices the batch axis (only slices that keep every sample of the batch are supported)");
       if (e <= b) l.fail("slice of axis " + std::to_string(d) + " is empty");
       before[d] = b, after[d] = n - e;
