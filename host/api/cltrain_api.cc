@@ -1,6 +1,7 @@
 // The C API (cltrain.h) over the Engine: each call catches every exception into a status and the
 // session's last error.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -149,6 +150,8 @@ cltrain_settings current_settings(cltrain_session& s, const Engine& e) {
   c.add_missing_biases = st.add_missing_biases ? 1 : 0;
   c.memory_budget = st.memory_budget;
   c.storage = st.half_storage ? 1 : 0;
+  c.lora_rank = st.lora_rank;
+  c.lora_alpha = st.lora_alpha;
   s.backends = join_commas(st.backends);
   c.backends = s.backends.c_str();
   s.cache_dir = st.cache_dir ? *st.cache_dir : std::string();
@@ -241,6 +244,12 @@ cltrain_status cltrain_set_settings(cltrain_session* s, const cltrain_settings* 
     if (given.storage != 0 && given.storage != 1)
       throw std::invalid_argument("storage is " + std::to_string(given.storage) + "; it takes 0 (float32) or 1 (fp16)");
     st.half_storage = given.storage == 1;
+    if (given.lora_rank < 0 || !(given.lora_alpha >= 0) || !std::isfinite(given.lora_alpha))
+      throw std::invalid_argument("lora_rank " + std::to_string(given.lora_rank) + " / lora_alpha " +
+                                  std::to_string(given.lora_alpha) +
+                                  ": the rank takes 0 (none) or more, alpha 0 or more");
+    st.lora_rank = given.lora_rank;
+    st.lora_alpha = given.lora_alpha;
     if (given.backends) st.backends = split_commas(given.backends);
     st.cache_dir = given.cache_dir ? std::optional<std::string>(given.cache_dir) : std::nullopt;
     const std::string train_config = given.train_config ? given.train_config : "";

@@ -122,6 +122,8 @@ const char* train_usage() {
          "                            steps are recomputed during backward to fit, with the same results\n"
          "  --storage fp16|float32    fp16: activations and back-prop tensors stored as float16 (half the\n"
          "                            bytes; float32 arithmetic, weights and optimizer state)\n"
+         "  --lora RANK[:ALPHA]       LoRA adapters on the FullyConnected operators --num_of_trainable_ops or\n"
+         "                            --train_config choose; only they train, exports merge them (ALPHA: RANK)\n"
          "  --no-shuffle              train on the samples in their order (default: reshuffled each epoch)\n"
          "other commands:\n"
          "  cltrain devices                           list OpenCL platforms and devices\n"
@@ -223,6 +225,15 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       const std::string v = next();
       if (v != "fp16" && v != "float32") throw UsageError("--storage takes fp16 or float32, not '" + v + "'");
       o.half_storage = v == "fp16";
+    } else if (a == "--lora") {
+      const std::string v = next();
+      const size_t colon = v.find(':');
+      o.lora_rank = to_int(a, v.substr(0, colon));
+      if (o.lora_rank < 1) throw UsageError("--lora takes a rank of 1 or more, not '" + v + "'");
+      if (colon != std::string::npos) {
+        o.lora_alpha = to_float(a, v.substr(colon + 1));
+        if (!(o.lora_alpha > 0)) throw UsageError("--lora's alpha must be positive, not '" + v + "'");
+      }
     } else if (a == "--add_missing_biases") {
       o.add_missing_biases = true;
     } else if (a == "--no-shuffle") {

@@ -44,6 +44,8 @@ struct Options {
   bool add_missing_biases = false;
   uint64_t memory_budget = 0;
   bool half_storage = false;  // --storage fp16
+  int32_t lora_rank = 0;      // --lora RANK[:ALPHA]
+  float lora_alpha = 0.0f;
   // cltrain bench
   int32_t steps = 10;
   int32_t warmup = 1;

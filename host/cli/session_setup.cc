@@ -40,6 +40,7 @@ void apply_options(const Options& o, cltrain_settings& c, const std::string& bac
   if (o.add_missing_biases) c.add_missing_biases = 1;
   c.memory_budget = o.memory_budget;
   c.storage = o.half_storage ? 1 : 0;
+  if (o.lora_rank > 0) c.lora_rank = o.lora_rank, c.lora_alpha = o.lora_alpha;
   c.cache_dir = o.cache_dir ? o.cache_dir->c_str() : nullptr;
 }
 

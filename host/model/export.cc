@@ -115,7 +115,7 @@ bool structure_changed(const Model& m) {
   if (m.file_tensor_count >= 0 && m.tensors.size() > static_cast<size_t>(m.file_tensor_count)) return true;
   const fb::SubGraph* sg = fb::GetModel(m.file.data())->subgraphs()->Get(0);
   for (const Operator& op : m.operators) {
-    if (op.file_index < 0 || op.part) continue;  // a part: the file's operator stays as it was
+    if (op.file_index < 0 || op.part || op.added) continue;  // the file's operator stays as it was
     const auto* in = sg->operators()->Get(static_cast<flatbuffers::uoffset_t>(op.file_index))->inputs();
     const std::vector<int32_t> written = written_inputs(m, op, in);
     if (!in || !std::equal(written.begin(), written.end(), in->begin(), in->end())) return true;
@@ -171,7 +171,7 @@ std::vector<uint8_t> rebuild(const std::vector<uint8_t>& base, const Model& m,
   }
   const fb::SubGraph* file_sg = fb::GetModel(base.data())->subgraphs()->Get(0);
   for (const Operator& op : m.operators)
-    if (op.file_index >= 0 && !op.part && static_cast<size_t>(op.file_index) < sg.operators.size())
+    if (op.file_index >= 0 && !op.part && !op.added && static_cast<size_t>(op.file_index) < sg.operators.size())
       sg.operators[static_cast<size_t>(op.file_index)]->inputs = written_inputs(
           m, op, file_sg->operators()->Get(static_cast<flatbuffers::uoffset_t>(op.file_index))->inputs());
 

@@ -46,6 +46,9 @@ struct Operator {
   // One of the operators the file's operator file_index became at load (a SPLIT's outputs as one
   // SLICE each): export keeps the file's operator as it was.
   bool part = false;
+  // Added by the runtime after the file's operators (LoRA's adapters, model/model_edits.h):
+  // file_index is the operator it adapts; not a file operator, export leaves it out.
+  bool added = false;
 };
 
 // An integer operator over shapes (model/shape_ops.h), evaluated on the host.
@@ -93,8 +96,8 @@ struct Model {
 inline size_t file_operator_count(const Model& m) {
   size_t n = m.shape_ops.size() + m.folded_ops.size();
   for (size_t i = 0; i < m.operators.size(); ++i)
-    n += !m.operators[i].part || i == 0 || !m.operators[i - 1].part ||
-         m.operators[i - 1].file_index != m.operators[i].file_index;
+    n += !m.operators[i].added && (!m.operators[i].part || i == 0 || !m.operators[i - 1].part ||
+                                   m.operators[i - 1].file_index != m.operators[i].file_index);
   return n;
 }
 // Per file operator index, its index in Model::operators (of a part, the first), or -1 for a

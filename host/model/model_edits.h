@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "model/model.h"
 
@@ -23,5 +24,22 @@ int32_t count_missing_biases(const Model& m);
 // Gives each of them a zero bias (one per output channel) to train; operators that share their
 // kernel share it. Returns how many operators got one.
 int32_t add_missing_biases(Model& m);
+
+// LoRA: for each chosen FULLY_CONNECTED (chosen[i] for Model::operators[i]) with the weight W
+// [M, K], adapters A [rank, K] (uniform in +-1/sqrt(K), from a fixed seed) and B [M, rank]
+// (zero) after the model's tensors, shared by every operator that shares W, and after the
+// operator, marked Operator::added: h = FC(x, A), u = FC(h, B), s = u * (alpha / rank), and
+// y = act(z + s) where the base FC now writes z without its activation. The base weights are
+// meant to stay frozen (the caller trains only the adapters' operators).
+struct LoraAdapter {
+  int32_t weight = -1, a = -1, b = -1;  // W and its adapters (tensor indices)
+  float scale = 0.0f;                   // alpha / rank
+};
+std::vector<LoraAdapter> add_lora(Model& m, int32_t rank, float alpha, const std::vector<bool>& chosen);
+
+// W + scale * B A, in double, rounded once.
+std::vector<float> merged_lora_weight(const std::vector<float>& w, const std::vector<float>& a,
+                                      const std::vector<float>& b, int32_t rows, int32_t cols, int32_t rank,
+                                      float scale);
 
 }  // namespace cltrain

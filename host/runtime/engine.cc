@@ -166,6 +166,27 @@ void Engine::prepare() {
                         (n == 1 ? "it trains" : "they train") +
                         " without one; add_missing_biases (--add_missing_biases) gives them a trained zero bias");
   }
+  if (settings_.lora_rank > 0) {
+    // The operators the trainable choice covers get adapters; then only the adapters train.
+    const int32_t n = static_cast<int32_t>(edited.operators.size());
+    std::vector<int32_t> ranks = settings_.op_ranks;
+    if (settings_.num_trainable_ops != -2) {
+      const int32_t first = settings_.num_trainable_ops < 0 ? 0 : std::max(0, n - settings_.num_trainable_ops);
+      ranks.assign(static_cast<size_t>(n), kRankNone);
+      for (int32_t i = first; i < n; ++i) ranks[static_cast<size_t>(i)] = kRankAll;
+    }
+    std::vector<bool> chosen(static_cast<size_t>(n), false);
+    for (size_t i = 0; i < chosen.size() && i < ranks.size(); ++i) chosen[i] = ranks[i] != kRankNone;
+    base_model_ = edited;
+    const float alpha = settings_.lora_alpha > 0 ? settings_.lora_alpha : static_cast<float>(settings_.lora_rank);
+    lora_ = add_lora(edited, settings_.lora_rank, alpha, chosen);
+    if (lora_.empty())
+      throw ModelError(model_.source + ": --lora: none of the trainable operators is a FullyConnected");
+    settings_.op_ranks.clear();
+    for (const Operator& op : edited.operators)
+      settings_.op_ranks.push_back(op.added && op.op == CLTRAIN_OP_FULLY_CONNECTED ? kRankAll : kRankNone);
+    settings_.num_trainable_ops = -2;
+  }
   model_ = std::move(edited);
   const auto& in_shape = model_.tensors[static_cast<size_t>(model_.inputs.at(0))].shape;
   set_batch_size(model_, settings_.batch_size > 0 ? settings_.batch_size : (in_shape.empty() ? 1 : in_shape[0]));
@@ -436,7 +457,24 @@ std::vector<uint8_t> Engine::model_bytes(const std::string& path, const Weights&
                              : ends_with(".circle")  ? "circle"
                              : model_.format.empty() ? "circle"
                                                      : model_.format;
+  if (!lora_.empty()) return export_model(base_model_, merged_lora(weights), format);
   return export_model(model_, weights, format);
+}
+
+Engine::Weights Engine::merged_lora(const Weights& trained) const {
+  Weights out = trained;
+  for (const LoraAdapter& ad : lora_) {
+    const Tensor& w = model_.tensors[static_cast<size_t>(ad.weight)];
+    std::vector<float> base(w.data.size() / 4);
+    std::memcpy(base.data(), w.data.data(), w.data.size());
+    const int32_t rank = model_.tensors[static_cast<size_t>(ad.a)].shape[0];
+    out[ad.weight] =
+        merged_lora_weight(base, trained.at(ad.a), trained.at(ad.b), w.shape[0], w.shape[1], rank, ad.scale);
+  }
+  // The adapters and the tensors they added are not the base model's.
+  for (auto it = out.begin(); it != out.end();)
+    it = static_cast<size_t>(it->first) >= base_model_.tensors.size() ? out.erase(it) : std::next(it);
+  return out;
 }
 
 std::vector<uint8_t> Engine::circleplus_bytes(const Weights& weights) {
@@ -456,6 +494,7 @@ std::vector<uint8_t> Engine::circleplus_bytes(const Weights& weights) {
     for (size_t i = 0; i < ranks.size(); ++i)
       if (ranks[i] != kRankNone) info.trainable_ops.push_back(file_operator_index(model_, i));
   }
+  if (!lora_.empty()) return cltrain::export_circleplus(base_model_, merged_lora(weights), info);
   return cltrain::export_circleplus(model_, weights, info);
 }
 

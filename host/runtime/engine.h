@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "model/model_edits.h"
 #include "session.h"
 #include "training_graph.h"
 
@@ -40,6 +41,11 @@ struct Settings {
   // Activations and back-prop tensors stored as float16 where every op touching one allows it
   // (--storage fp16; float32 arithmetic, weights and optimizer state).
   bool half_storage = false;
+  // LoRA (--lora RANK[:ALPHA]): adapters of this rank on the FullyConnected operators the
+  // trainable choice above covers, which alone train (model/model_edits.h); 0: none. alpha 0:
+  // the rank (a scale of 1). Exports merge W + (alpha / rank) B A into W.
+  int32_t lora_rank = 0;
+  float lora_alpha = 0.0f;
   std::vector<std::string> backends = {"opencl"};  // in order of preference; the CPU is always last
   int32_t device = -1;                             // OpenCL device index, -1: the default
   // Where backends keep saved plans and kernel binaries; "": none; nullopt: $CLTRAIN_CACHE_DIR,
@@ -141,6 +147,11 @@ class Engine {
   std::vector<uint8_t> checkpoint_bytes();
 
   Model model_;
+  // With LoRA: the model before the adapters (what exports write, with the adapters merged), and
+  // the adapters.
+  Model base_model_;
+  std::vector<LoraAdapter> lora_;
+  Weights merged_lora(const Weights& trained) const;
   Settings settings_;
   std::unique_ptr<Session> session_;
   std::vector<float> input_, expected_;

@@ -39,6 +39,16 @@ def _library():
     return _lib
 
 
+def _lora_settings(lora):
+    """compile()'s lora= as the settings' lora_rank and lora_alpha."""
+    if lora is None:
+        return {}
+    rank, alpha = (lora, 0.0) if not isinstance(lora, (tuple, list)) else (tuple(lora) + (0.0,))[:2]
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+        raise ValueError("lora: a rank of 1 or more, or (rank, alpha), not %r" % (lora,))
+    return {"lora_rank": rank, "lora_alpha": float(alpha)}
+
+
 class CltrainError(RuntimeError):
     """A failed call of the C API; str() is its one line, .status its cltrain_status."""
 
@@ -149,7 +159,7 @@ class Session:
 
     def compile(self, optimizer=None, learning_rate=None, loss=None, reduction=None, beta_1=None, beta_2=None,
                 epsilon=None, trainable_ops=None, train_config=None, epochs=None, add_missing_biases=None,
-                memory_budget=None, storage=None):
+                memory_budget=None, storage=None, lora=None):
         """Sets what is given (the rest stays as the model or the defaults say) and prepares: builds
         the training graph, plans memory and builds kernels. Once per session.
 
@@ -160,7 +170,9 @@ class Session:
         memory_budget: bytes the device memory pools may take (forward steps are recomputed during
         backward to fit; the results do not change), 0 or None: no limit;
         storage: "fp16" (activations and back-prop tensors stored as float16: about half their bytes,
-        float32 arithmetic, weights and optimizer state) or "float32" (the default).
+        float32 arithmetic, weights and optimizer state) or "float32" (the default);
+        lora: a rank, or (rank, alpha): LoRA adapters on the Dense (FullyConnected) layers the
+        trainable choice covers, which alone train; exports merge them into the weights.
         """
         if self._shape is not None:
             raise CltrainError("invalid call: compile() was already called (once per session)", _capi.INVALID)
@@ -173,7 +185,8 @@ class Session:
             train_config=None if train_config is None else os.fspath(train_config), epochs=epochs,
             add_missing_biases=None if add_missing_biases is None else int(bool(add_missing_biases)),
             memory_budget=None if memory_budget is None else int(memory_budget),
-            storage=None if storage is None else _name(storage, _STORAGES, "storage"))
+            storage=None if storage is None else _name(storage, _STORAGES, "storage"),
+            **_lora_settings(lora))
         self._check(self._lib.cltrain_prepare(self._s))
         b, i, o = ctypes.c_int32(), ctypes.c_uint64(), ctypes.c_uint64()
         self._check(self._lib.cltrain_get_shape(self._s, ctypes.byref(b), ctypes.byref(i), ctypes.byref(o)))

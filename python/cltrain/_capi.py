@@ -35,6 +35,8 @@ class Settings(ctypes.Structure):
         ("add_missing_biases", ctypes.c_int32),
         ("memory_budget", ctypes.c_uint64),
         ("storage", ctypes.c_int32),
+        ("lora_rank", ctypes.c_int32),
+        ("lora_alpha", ctypes.c_float),
     ]
 
 

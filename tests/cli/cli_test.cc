@@ -71,6 +71,18 @@ TEST_F(Cli, TrainsOnInt32Ids) {
   EXPECT_EQ(b.err.find("nan"), std::string::npos) << b.err;
 }
 
+// --lora RANK[:ALPHA]: the adapters train (bench's loss is finite); a rank below 1 or an alpha
+// that is not positive is one usage line.
+TEST_F(Cli, LoraTrainsAndBadRanksAreOneLine) {
+  const std::string m = model_file(test::embedding_model(), "emb_lora.circle");
+  const Result b = run_cli_stdout("bench " + m + " --batch_size 2 --steps 2 --backends cpu --lora 2:4");
+  EXPECT_EQ(b.code, 0) << b.err;
+  EXPECT_NE(b.err.find("step 2 - loss: "), std::string::npos) << b.err;
+  EXPECT_EQ(b.err.find("nan"), std::string::npos) << b.err;
+  expect_one_line_failure(run_cli("bench " + m + " --lora 0"), "--lora takes a rank of 1 or more, not '0'");
+  expect_one_line_failure(run_cli("bench " + m + " --lora 2:-1"), "--lora's alpha must be positive, not '2:-1'");
+}
+
 TEST_F(Cli, neg_TruncatedFile) {
   auto bytes = write_model(make_named_model("mlp", 2), "circle");
   bytes.resize(bytes.size() / 3);

@@ -287,6 +287,77 @@ TEST(Converted, SlicesLoadAsPartsAndExportAsTheFileHadThem) {
   fails_with(with({0, 5, 0}, {0, 0, 0}), "operator 13 (STRIDED_SLICE): slice of axis 1 is empty");
 }
 
+uint64_t pool_bytes(Engine& e) {
+  uint64_t n = 0;
+  for (const BackendMemory& m : e.session().memory()) n += m.report.pool_bytes;
+  return n;
+}
+
+// LoRA rank 4 on the transformer's FullyConnected operators: only the adapters train (the file's
+// weights keep their bits), the loss falls over 50 Adam steps, the plan is smaller than full
+// fine-tuning's at the same batch, and the merged export predicts what base + adapters predict.
+class Lora : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Lora, TrainsTheAdaptersAndExportsThemMerged) {
+  const std::string backend = GetParam();
+  const std::string file = kData + "/transformer.tflite";
+  const nlohmann::json ref = read_json(kData + "/transformer.json");
+  const std::vector<int32_t> ids = ref["x"];
+  const std::vector<float> y = ref["y"];
+  const int32_t batch = 8;
+  auto full = Engine::from_file(file);
+  full->set_settings(settings("adam", 0.001f, backend, batch));
+  full->prepare();
+  auto e = Engine::from_file(file);
+  Settings s = settings("adam", 0.01f, backend, batch);
+  s.lora_rank = 4;
+  e->set_settings(s);
+  e->prepare();
+  expect_on(*e, backend);
+  const std::vector<std::string> trained = e->trained_weight_names();
+  ASSERT_EQ(trained.size(), 2u * 13);  // A and B of each of the 13 FullyConnected weights
+  for (const std::string& n : trained) EXPECT_NE(n.find("/lora_"), std::string::npos) << n;
+  const uint64_t lora_pool = pool_bytes(*e), full_pool = pool_bytes(*full);
+  std::printf("planned pool at batch %d: LoRA rank 4 %llu B, full fine-tuning %llu B (%.1f%%)\n", batch,
+              static_cast<unsigned long long>(lora_pool), static_cast<unsigned long long>(full_pool),
+              100.0 * static_cast<double>(lora_pool) / static_cast<double>(full_pool));
+  EXPECT_LT(lora_pool, full_pool);
+  const uint64_t in = e->input_size() * batch, out = e->output_size() * batch;
+  std::vector<double> losses;
+  for (int step = 0; step < 50; ++step) {
+    e->set_input_int32(ids.data(), in);
+    e->set_expected(y.data(), out);
+    losses.push_back(e->train_step());
+  }
+  std::printf("LoRA losses: step 1 %.6f, step 50 %.6f\n", losses.front(), losses.back());
+  EXPECT_LT(losses.back(), 0.5 * losses.front());
+  // The file's weights are as they were; the merged export predicts base + adapters.
+  const Model& m = e->model();
+  for (size_t t = 0; t < static_cast<size_t>(m.file_tensor_count); ++t)
+    if (m.tensors[t].is_constant() && m.tensors[t].dtype == CLTRAIN_FLOAT32 && m.tensors[t].elements() > 1)
+      EXPECT_EQ(e->weight(m.tensors[t].name), [&] {
+        std::vector<float> v(m.tensors[t].elements());
+        std::memcpy(v.data(), m.tensors[t].data.data(), v.size() * 4);
+        return v;
+      }()) << m.tensors[t].name;
+  std::vector<float> want(out), got(out);
+  e->predict_int32(ids.data(), in, want.data(), out);
+  const std::string path = temp_path("lora_merged_" + backend + ".tflite");
+  e->export_circle(path);
+  auto merged = Engine::from_file(path);
+  merged->set_settings(settings("sgd", 0.01f, "cpu", batch));
+  merged->prepare();
+  merged->predict_int32(ids.data(), in, got.data(), out);
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - want[i]));
+  std::printf("merged export vs base + adapters: outputs within %.2e\n", worst);
+  EXPECT_LE(worst, 1e-6);
+  EXPECT_EQ(file_operator_count(load_model(path)), 142u);
+  std::remove(path.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Converted, Lora, ::testing::Values("cpu", "opencl"));
+
 std::vector<uint8_t> gunzip(const std::string& path) {
   gzFile f = gzopen(path.c_str(), "rb");
   EXPECT_NE(f, nullptr) << path;

@@ -271,3 +271,30 @@ def test_token_ids_train_as_int32(backend):
     bad[2, 3] = 20
     with pytest.raises(cltrain.CltrainError, match="id 20 at element 15 is outside the embedding table's 20 rows"):
         s.train_step(bad, np.eye(4, dtype=np.float32)[y[:8]])
+
+
+TRANSFORMER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "keras", "data", "transformer.tflite")
+
+
+def test_lora_trains_adapters_only_and_exports_them_merged(tmp_path):
+    """compile(lora=(4, 8.0)): only the adapters train (every trained weight a LoRA A or B), the
+    loss falls, and the exported model predicts what base + adapters predict; a bad rank is
+    refused."""
+    s = session(TRANSFORMER, "cpu", 4, learning_rate=0.01, lora=(4, 8.0))
+    assert s.settings["lora_rank"] == 4 and s.settings["lora_alpha"] == 8.0
+    names = s.trained_weight_names()
+    assert len(names) == 26 and all("/lora_" in n for n in names)
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 100, (4, 32))
+    y = np.eye(4, dtype=np.float32)[rng.integers(0, 4, 4)]
+    first = s.train_step(x, y)
+    for _ in range(20):
+        last = s.train_step(x, y)
+    assert last < 0.5 * first
+    want = s.predict(x)
+    path = str(tmp_path / "merged.tflite")
+    s.export_circle(path)
+    got = session(path, "cpu", 4).predict(x)
+    assert np.abs(got - want).max() <= 1e-6
+    with pytest.raises(ValueError, match="lora"):
+        session(TRANSFORMER, "cpu", 4, lora=0)

@@ -58,7 +58,7 @@ extern "C" {
 
 /* The version of this API: calls and structs added later raise it. 2: cltrain_settings.memory_budget,
  * cltrain_budget_info and cltrain_get_budget; the trained-weight calls and cltrain_reset_optimizer.
- * 3: cltrain_settings.storage. */
+ * 3: cltrain_settings.storage; later (by struct_size) lora_rank and lora_alpha. */
 #define CLTRAIN_API_VERSION 3
 
 typedef struct cltrain_session cltrain_session; /* opaque */
@@ -93,6 +93,11 @@ typedef struct cltrain_settings {
   int32_t storage;            /* 0: float32 everywhere; 1 (fp16): activations and back-prop tensors
                                  stored as float16 where every op touching one allows it, float32
                                  arithmetic, weights and optimizer state (half their bytes) */
+  int32_t lora_rank;          /* > 0: LoRA adapters of this rank on the FullyConnected operators that
+                                 num_trainable_ops / train_config choose, which alone train (the
+                                 model's weights stay frozen); exports merge W + (alpha / rank) B A
+                                 into W. 0: none */
+  float lora_alpha;           /* LoRA's alpha; 0: the rank (a scale of 1) */
 } cltrain_settings;
 
 /* A backend that runs steps, and its planned memory in bytes (roles as in cltrain_backend.h). */
