@@ -21,7 +21,7 @@ void for_each_io(const cltrain_step_desc& s, F f) {  // f(tensor, is_output)
 
 }  // namespace
 
-std::vector<int32_t> recompute_candidates(const TrainingGraph& g) {
+std::vector<int32_t> recompute_candidates(const TrainingGraph& g, bool read_after_loss_only) {
   const size_t nt = g.tensors.size();
   std::vector<int32_t> writers(nt, 0);
   std::vector<bool> read_by_loss(nt, false), read_after_loss(nt, false);
@@ -46,7 +46,7 @@ std::vector<int32_t> recompute_candidates(const TrainingGraph& g) {
            writers[static_cast<size_t>(t)] == 1 && !read_by_loss[static_cast<size_t>(t)];
       needed = needed || read_after_loss[static_cast<size_t>(t)];
     }
-    if (ok && needed) out.push_back(s);
+    if (ok && (needed || !read_after_loss_only)) out.push_back(s);
   }
   return out;
 }
@@ -56,55 +56,54 @@ RecomputedSteps recompute_steps(const TrainingGraph& g, std::vector<int32_t> for
   forward_steps.erase(std::unique(forward_steps.begin(), forward_steps.end()), forward_steps.end());
   RecomputedSteps r;
   const int32_t base = static_cast<int32_t>(g.tensors.size());
-  std::map<int32_t, int32_t> copy;  // original tensor -> its recomputed copy
+  std::vector<int32_t> copy(g.tensors.size(), -1);  // original tensor -> its recomputed copy
   for (int32_t f : forward_steps) {
     const cltrain_step_desc& st = g.steps[static_cast<size_t>(f)];
     for (int32_t i = 0; i < st.num_outputs; ++i)
       if (st.outputs[i] >= 0) {
-        copy[st.outputs[i]] = base + static_cast<int32_t>(r.copies_of.size());
+        copy[static_cast<size_t>(st.outputs[i])] = base + static_cast<int32_t>(r.copies_of.size());
         r.copies_of.push_back(st.outputs[i]);
       }
   }
+  auto copied = [&](int32_t t) { return t >= 0 && copy[static_cast<size_t>(t)] >= 0; };
   // Where each repeat goes: before the first step after the loss reading one of its outputs, or
   // before a later repeat that reads one (those come later in forward order: placed first).
   const int32_t n = static_cast<int32_t>(g.steps.size());
-  std::map<int32_t, int32_t> first_reader;  // original tensor -> first step after the loss reading it
+  std::vector<int32_t> first_reader(g.tensors.size(), n);  // first step after the loss reading it
   for (int32_t s = n - 1; s > g.loss_step; --s)
     for_each_io(g.steps[static_cast<size_t>(s)], [&](int32_t t, bool out) {
-      if (!out && copy.count(t)) first_reader[t] = s;
+      if (!out && copied(t)) first_reader[static_cast<size_t>(t)] = s;
     });
-  std::map<int32_t, int32_t> pos;  // forward step -> the step its repeat goes before
+  std::vector<int32_t> pos(g.steps.size(), n);  // forward step -> the step its repeat goes before
   for (auto it = forward_steps.rbegin(); it != forward_steps.rend(); ++it) {
-    int32_t p = n;
     const cltrain_step_desc& st = g.steps[static_cast<size_t>(*it)];
-    for (int32_t i = 0; i < st.num_outputs; ++i) {
-      const int32_t t = st.outputs[i];
-      if (t >= 0 && first_reader.count(t)) p = std::min(p, first_reader[t]);
-      for (int32_t h : forward_steps) {  // a recomputed consumer's repeat needs this one's first
-        if (h <= *it || t < 0) continue;
-        const cltrain_step_desc& c = g.steps[static_cast<size_t>(h)];
-        for (int32_t k = 0; k < c.num_inputs; ++k)
-          if (c.inputs[k] == t) p = std::min(p, pos[h]);
+    int32_t& p = pos[static_cast<size_t>(*it)];
+    for (int32_t i = 0; i < st.num_outputs; ++i)
+      if (st.outputs[i] >= 0) p = std::min(p, first_reader[static_cast<size_t>(st.outputs[i])]);
+    // A recomputed consumer's repeat needs this one's first: its place, already known, bounds ours.
+    for (int32_t k = 0; k < st.num_inputs; ++k)
+      if (copied(st.inputs[k])) {
+        int32_t& q = first_reader[static_cast<size_t>(st.inputs[k])];
+        q = std::min(q, p);
       }
-    }
-    pos[*it] = p;
   }
   auto rewired = [&](cltrain_step_desc s, bool outputs_too) {
     for (int32_t i = 0; i < s.num_inputs; ++i)
-      if (auto c = copy.find(s.inputs[i]); c != copy.end()) s.inputs[i] = c->second;
+      if (copied(s.inputs[i])) s.inputs[i] = copy[static_cast<size_t>(s.inputs[i])];
     for (int32_t i = 0; outputs_too && i < s.num_outputs; ++i)
-      if (auto c = copy.find(s.outputs[i]); c != copy.end()) s.outputs[i] = c->second;
+      if (copied(s.outputs[i])) s.outputs[i] = copy[static_cast<size_t>(s.outputs[i])];
     return s;
   };
+  std::vector<std::vector<int32_t>> before(static_cast<size_t>(n) + 1);  // step -> repeats placed before it
+  for (int32_t f : forward_steps) before[static_cast<size_t>(pos[static_cast<size_t>(f)])].push_back(f);
   std::vector<int32_t> new_index(static_cast<size_t>(n), -1);
   for (int32_t s = 0; s <= n; ++s) {
-    for (int32_t f : forward_steps)  // in forward order: producers before their consumers
-      if (pos[f] == s) {
-        r.steps.push_back(rewired(g.steps[static_cast<size_t>(f)], true));
-        r.owner_step.push_back(-1);
-        r.recomputes.push_back(f);
-        r.origin.push_back(f);
-      }
+    for (int32_t f : before[static_cast<size_t>(s)]) {  // in forward order: producers before their consumers
+      r.steps.push_back(rewired(g.steps[static_cast<size_t>(f)], true));
+      r.owner_step.push_back(-1);
+      r.recomputes.push_back(f);
+      r.origin.push_back(f);
+    }
     if (s == n) break;
     new_index[static_cast<size_t>(s)] = static_cast<int32_t>(r.steps.size());
     r.steps.push_back(s > g.loss_step ? rewired(g.steps[static_cast<size_t>(s)], false)
@@ -187,6 +186,12 @@ std::vector<uint64_t> live_bytes_per_step(const TrainingGraph& g, const Recomput
 uint64_t choose_recomputation(const TrainingGraph& g, const std::vector<uint64_t>& extra, uint64_t target,
                               std::vector<int32_t>* chosen) {
   const std::vector<int32_t> candidates = recompute_candidates(g);
+  std::map<int32_t, int32_t> writer;  // tensor -> the repeatable step writing it
+  for (int32_t c : recompute_candidates(g, false)) {
+    const cltrain_step_desc& st = g.steps[static_cast<size_t>(c)];
+    for (int32_t i = 0; i < st.num_outputs; ++i)
+      if (st.outputs[i] >= 0) writer[st.outputs[i]] = c;
+  }
   auto excess = [&](const std::vector<uint64_t>& live) {
     uint64_t e = 0;
     for (uint64_t v : live) e += v > target ? v - target : 0;
@@ -194,24 +199,48 @@ uint64_t choose_recomputation(const TrainingGraph& g, const std::vector<uint64_t
   };
   std::vector<uint64_t> live = live_bytes_per_step(g, recompute_steps(g, *chosen), extra);
   uint64_t current = excess(live);
+  // A move is a candidate with the candidates that write its inputs, up to kDepth producers back:
+  // repeating a step alone keeps its inputs alive until its repeat, so a step whose inputs are as
+  // large as its outputs takes bytes off only with its producers (a chain ending at tensors that
+  // are kept anyway, as checkpointing keeps a layer's input and repeats the layer).
+  constexpr int kDepth = 12;
   while (current > 0) {
-    int32_t best = -1;
+    std::vector<int32_t> best;
     double best_gain = 0;
     std::vector<uint64_t> best_live;
     const std::set<int32_t> have(chosen->begin(), chosen->end());
     for (int32_t c : candidates) {
       if (have.count(c)) continue;
-      std::vector<int32_t> trial = *chosen;
-      trial.push_back(c);
-      std::vector<uint64_t> l = live_bytes_per_step(g, recompute_steps(g, trial), extra);
-      const uint64_t e = excess(l);
-      if (e >= current) continue;
-      const double gain = static_cast<double>(current - e) /
-                          (1.0 + static_cast<double>(flops_of_step(g.steps[static_cast<size_t>(c)], g.tensors)));
-      if (gain > best_gain) best = c, best_gain = gain, best_live = std::move(l);
+      std::vector<int32_t> move = {c}, frontier = {c};
+      std::set<int32_t> in_move = {c};
+      uint64_t flops = 0;
+      for (int depth = 0; depth <= kDepth && !frontier.empty(); ++depth) {
+        if (depth > 0) {  // the producers of the last level
+          std::vector<int32_t> next;
+          for (int32_t f : frontier) {
+            const cltrain_step_desc& st = g.steps[static_cast<size_t>(f)];
+            for (int32_t i = 0; i < st.num_inputs; ++i) {
+              const auto w = writer.find(st.inputs[i]);
+              if (w == writer.end() || have.count(w->second) || !in_move.insert(w->second).second) continue;
+              next.push_back(w->second);
+              move.push_back(w->second);
+            }
+          }
+          frontier = std::move(next);
+          if (frontier.empty()) break;
+        }
+        for (int32_t f : frontier) flops += flops_of_step(g.steps[static_cast<size_t>(f)], g.tensors);
+        std::vector<int32_t> trial = *chosen;
+        trial.insert(trial.end(), move.begin(), move.end());
+        std::vector<uint64_t> l = live_bytes_per_step(g, recompute_steps(g, trial), extra);
+        const uint64_t e = excess(l);
+        if (e >= current) continue;
+        const double gain = static_cast<double>(current - e) / (1.0 + static_cast<double>(flops));
+        if (gain > best_gain) best = move, best_gain = gain, best_live = std::move(l);
+      }
     }
-    if (best < 0) break;
-    chosen->push_back(best);
+    if (best.empty()) break;
+    chosen->insert(chosen->end(), best.begin(), best.end());
     live = std::move(best_live);
     current = excess(live);
   }

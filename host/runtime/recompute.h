@@ -14,8 +14,9 @@ namespace cltrain {
 
 // The forward steps whose outputs may be recomputed: a model operator's forward step none of
 // whose outputs is persistent, holds data, is the input, prediction or loss, is read by the loss or
-// written by another step, and some of whose outputs a step after the loss reads.
-std::vector<int32_t> recompute_candidates(const TrainingGraph& g);
+// written by another step, and (read_after_loss_only) some of whose outputs a step after the loss
+// reads. Without that last condition: the steps that may be repeated to feed a candidate's repeat.
+std::vector<int32_t> recompute_candidates(const TrainingGraph& g, bool read_after_loss_only = true);
 
 // The steps of g with the given forward steps (indices into g.steps) recomputed: each repeat goes
 // right before the first step after the loss that reads an output of it (or before a repeat that
@@ -39,8 +40,9 @@ TrainingGraph with_recomputation(const TrainingGraph& base, const std::vector<in
 std::vector<uint64_t> live_bytes_per_step(const TrainingGraph& g, const RecomputedSteps& r,
                                           const std::vector<uint64_t>& extra);
 
-// Adds forward steps to `chosen` (greedily, each time the candidate that takes the most bytes off the
-// steps above target per FLOP it repeats) until no step's live bytes (live_bytes_per_step) exceed
+// Adds forward steps to `chosen` (greedily, each time the move that takes the most bytes off the
+// steps above target per FLOP it repeats: a candidate with the repeatable steps that write its
+// inputs, up to 12 producers back) until no step's live bytes (live_bytes_per_step) exceed
 // target or no candidate takes any off. Returns the largest live bytes of a step with them.
 uint64_t choose_recomputation(const TrainingGraph& g, const std::vector<uint64_t>& extra, uint64_t target,
                               std::vector<int32_t>* chosen);

@@ -272,6 +272,19 @@ void Session::fit_budget(uint64_t budget) {
     target -= std::min(target, std::max<uint64_t>(pool - budget, 4096));
   }
   if (pool > budget) {
+    // The descent from the budget can end in a choice that recomputes more than it saves at the
+    // peak; the least the choice finds comes from aiming at zero live bytes from the start. Use it
+    // where it fits, and name it where nothing does (so that the least named is one that fits).
+    std::vector<int32_t> least;
+    choose_recomputation(base, scratch, 0, &least);
+    graph_ = with_recomputation(base, least);
+    const uint64_t least_pool = dry_plan(nullptr);
+    if (least_pool < pool)
+      pool = least_pool, chosen = std::move(least);
+    else
+      graph_ = with_recomputation(base, chosen);
+  }
+  if (pool > budget) {
     std::ostringstream m;
     m << "memory budget: " << budget << " bytes is below the least this model trains in here, " << pool
       << " bytes (recomputing " << chosen.size() << " forward step" << (chosen.size() == 1 ? "" : "s")

@@ -356,6 +356,62 @@ TEST_P(Lora, TrainsTheAdaptersAndExportsThemMerged) {
   std::remove(path.c_str());
 }
 
+// Under a memory budget the transformer's layers are recomputed as chains (BatchMatMul, Mul,
+// Reshape, Softmax: a step repeated alone would keep its input alive instead of its output):
+// full fine-tuning within 62% of its unbudgeted plan, LoRA within half of full fine-tuning's,
+// each with the losses of its unbudgeted run, bit for bit; the least a refused budget names fits.
+TEST_P(Lora, WithinABudgetRecomputesChainsWithTheSameLosses) {
+  const std::string backend = GetParam();
+  const std::string file = kData + "/transformer.tflite";
+  const nlohmann::json ref = read_json(kData + "/transformer.json");
+  const std::vector<int32_t> ids = ref["x"];
+  const std::vector<float> y = ref["y"];
+  const int32_t batch = 8;
+  auto run = [&](int32_t lora, uint64_t budget, uint64_t* pool) {
+    auto e = Engine::from_file(file);
+    Settings s = settings("adam", 0.01f, backend, batch);
+    s.lora_rank = lora;
+    s.memory_budget = budget;
+    e->set_settings(s);
+    e->prepare();
+    expect_on(*e, backend);
+    *pool = pool_bytes(*e);
+    if (budget > 0) {
+      EXPECT_LE(*pool, budget);
+      EXPECT_FALSE(e->session().budget().recomputed.empty());
+    }
+    std::vector<float> losses;
+    for (int step = 0; step < 3; ++step) {
+      e->set_input_int32(ids.data(), e->input_size() * batch);
+      e->set_expected(y.data(), e->output_size() * batch);
+      losses.push_back(e->train_step());
+    }
+    return losses;
+  };
+  uint64_t full = 0, full_budgeted = 0, lora = 0, lora_budgeted = 0;
+  const std::vector<float> full_losses = run(0, 0, &full);
+  EXPECT_EQ(run(0, full / 100 * 62, &full_budgeted), full_losses);
+  const std::vector<float> lora_losses = run(4, 0, &lora);
+  EXPECT_EQ(run(4, full / 2, &lora_budgeted), lora_losses);
+  std::printf("planned pools at batch %d: full %llu B, within a budget %llu B; LoRA %llu B, within a budget %llu B\n",
+              batch, static_cast<unsigned long long>(full), static_cast<unsigned long long>(full_budgeted),
+              static_cast<unsigned long long>(lora), static_cast<unsigned long long>(lora_budgeted));
+  std::string named;
+  try {
+    uint64_t unused = 0;
+    run(4, 1000, &unused);
+    ADD_FAILURE() << "a budget of 1000 bytes was accepted";
+  } catch (const std::exception& e) {
+    named = e.what();
+  }
+  const size_t at = named.find("trains in here, ");
+  ASSERT_NE(at, std::string::npos) << named;
+  const uint64_t least = std::stoull(named.substr(at + 16));
+  uint64_t at_least = 0;
+  EXPECT_EQ(run(4, least, &at_least), lora_losses);
+  EXPECT_LE(at_least, least);
+}
+
 INSTANTIATE_TEST_SUITE_P(Converted, Lora, ::testing::Values("cpu", "opencl"));
 
 std::vector<uint8_t> gunzip(const std::string& path) {
