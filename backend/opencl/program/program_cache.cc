@@ -1,7 +1,9 @@
 #include "program/program_cache.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -39,6 +41,18 @@ std::string build_log(cl_program program, cl_device_id device) {
   if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, &log[0], nullptr) != CL_SUCCESS) return {};
   while (!log.empty() && log.back() == '\0') log.pop_back();
   return log;
+}
+
+// POCL serializes a program's folder of its own kernel cache into the binary. When another
+// process builds the same program into that shared folder at the same moment, the binary can come
+// out without the folder's program.bc, and POCL then aborts (an assert in
+// pocl_binary_get_kernels_metadata) on the clBuildProgram of that binary in any later process.
+// Such a binary is neither saved nor loaded; other drivers' binaries are taken as they are.
+bool whole_binary(const std::vector<uint8_t>& b) {
+  static const char kPocl[] = "poclbin";
+  static const char kBitcode[] = "program.bc";
+  if (b.size() < sizeof kPocl || std::memcmp(b.data(), kPocl, sizeof kPocl - 1) != 0) return true;
+  return std::search(b.begin(), b.end(), kBitcode, kBitcode + sizeof kBitcode - 1) != b.end();
 }
 
 }  // namespace
@@ -146,6 +160,10 @@ cl_program ProgramCache::load_binary(const std::string& path, const KeyHash& key
     return nullptr;
   }
   if (r != EntryRead::kLoaded) return nullptr;
+  if (!whole_binary(bytes)) {
+    note_rejected(path, "is a POCL binary without its program.bc (a build that raced another process's)");
+    return nullptr;
+  }
   const unsigned char* data = bytes.data();
   const size_t size = bytes.size();
   cl_int status = CL_SUCCESS, err = CL_SUCCESS;
@@ -166,6 +184,11 @@ void ProgramCache::save_binary(cl_program program, const std::string& path, cons
   std::vector<uint8_t> bytes(size);
   unsigned char* ptr = bytes.data();
   if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) != CL_SUCCESS) return;
+  if (!whole_binary(bytes)) {
+    if (trace_)
+      std::fprintf(stderr, "cltrain opencl: %s not saved: POCL's binary lacks its program.bc\n", path.c_str());
+    return;
+  }
   try {
     write_entry(path, kBinaryMagic, key, bytes);
   } catch (const std::exception& e) {
