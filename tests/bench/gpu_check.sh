@@ -76,15 +76,17 @@ if [ -n "$prebuilt" ]; then
   if [ ! -e "$src_root" ]; then mkdir -p "$(dirname "$src_root")" && ln -s "$root" "$src_root"; fi
   mkdir -p "$build" && cp -a "$prebuilt/bin/." "$build/"
   export LD_LIBRARY_PATH="$prebuilt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  if ! ls /etc/OpenCL/vendors/*.icd > /dev/null 2>&1 && [ -z "${OCL_ICD_VENDORS:-}" ]; then
-    nv=$( (ldconfig -p 2>/dev/null | awk '/libnvidia-opencl\.so\.1 /{ print $NF }'; \
-           find /usr/local/nvidia /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/local/cuda -name 'libnvidia-opencl.so.1' \
-             2>/dev/null) | head -n1)
-    if [ -n "$nv" ]; then
-      mkdir -p "$out/vendors" && echo "$nv" > "$out/vendors/nvidia.icd"
-      export OCL_ICD_VENDORS="$out/vendors"
-      say "NOTE  no /etc/OpenCL/vendors: the ICD loader takes $nv"
-    fi
+  # An NVIDIA driver mounted into a container often brings libnvidia-opencl.so.1 without an ICD
+  # entry (the H200 machine lent here: only POCL's pocl.icd in /etc/OpenCL/vendors): the loader
+  # then gets the system's entries plus one for that library.
+  nv=$( (ldconfig -p 2>/dev/null | awk '/libnvidia-opencl\.so\.1 /{ print $NF }'; \
+         find /usr/local/nvidia /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/local/cuda -name 'libnvidia-opencl.so.1' \
+           2>/dev/null) | head -n1)
+  if [ -n "$nv" ] && [ -z "${OCL_ICD_VENDORS:-}" ] && ! grep -qs nvidia /etc/OpenCL/vendors/*.icd; then
+    mkdir -p "$out/vendors" && echo "$nv" > "$out/vendors/nvidia.icd"
+    cp /etc/OpenCL/vendors/*.icd "$out/vendors/" 2> /dev/null || true
+    export OCL_ICD_VENDORS="$out/vendors"
+    say "NOTE  no ICD entry names the NVIDIA driver: the loader also takes $nv"
   fi
   {
     echo "gpu_check $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm), $(nproc 2>/dev/null) CPUs, prebuilt"
@@ -170,7 +172,8 @@ if [ $skip_tests -eq 0 ]; then
   CLTRAIN_OPENCL_POISON=1 stage op_tests_poisoned 300 "$out/op_tests_poisoned.log" "$build/op_tests" \
     --gtest_brief=1 --gtest_filter='*opencl*' --gtest_output="xml:$out/op_tests_poisoned.xml"
   # The converted Keras models (tests/keras/data) against Keras's own steps, every op on this device.
-  stage keras_tests 300 "$out/keras_tests.log" "$build/keras_tests" --gtest_brief=1 --gtest_filter='*opencl*' \
+  # (Not brief: a crash shows which model it was in.)
+  stage keras_tests 300 "$out/keras_tests.log" "$build/keras_tests" --gtest_filter='*opencl*' \
     --gtest_output="xml:$out/keras_tests.xml"
   for t in op_tests op_tests_poisoned opencl_smoke_tests opencl_gemm_tests keras_tests; do
     grep -E '^\[  (PASSED|SKIPPED|FAILED) ' "$out/$t.log" | sed "s/^/      $t: /" | tee -a "$summary"

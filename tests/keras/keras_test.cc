@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <algorithm>
 
 #include <cmath>
 #include <cstdio>
@@ -47,9 +48,20 @@ Settings settings(const std::string& optimizer, float lr, const std::string& bac
   return s;
 }
 
+// Every operator on `backend`; a failure names the first one elsewhere, how many are, and the
+// engine's warnings (a backend that was not available says why there).
 void expect_on(Engine& e, const std::string& backend) {
   const std::vector<std::string> placement = e.session().model_op_placement();
-  for (size_t i = 0; i < placement.size(); ++i) EXPECT_EQ(placement[i], backend) << "operator " << i;
+  const auto elsewhere =
+      std::count_if(placement.begin(), placement.end(), [&](const std::string& b) { return b != backend; });
+  if (elsewhere == 0) return;
+  const size_t first = static_cast<size_t>(
+      std::find_if(placement.begin(), placement.end(), [&](const std::string& b) { return b != backend; }) -
+      placement.begin());
+  std::string warnings;
+  for (const std::string& w : e.warnings()) warnings += "\n  warning: " + w;
+  ADD_FAILURE() << elsewhere << " of " << placement.size() << " operators are not on " << backend << ", the first "
+                << first << " on " << placement[first] << warnings;
 }
 
 // The tensor an operator of the file (by its file index) reads at an input slot.
