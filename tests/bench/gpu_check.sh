@@ -175,6 +175,16 @@ if [ $skip_tests -eq 0 ]; then
   # (Not brief: a crash shows which model it was in.)
   stage keras_tests 300 "$out/keras_tests.log" "$build/keras_tests" --gtest_filter='*opencl*' \
     --gtest_output="xml:$out/keras_tests.xml"
+  # A crash (the H200's first run ended in SIGSEGV): that test again under a debugger, for its stack.
+  if ! grep -q '^\[  PASSED  \]' "$out/keras_tests.log"; then
+    crashed=$(grep '^\[ RUN' "$out/keras_tests.log" | tail -n1 | awk '{ print $4 }')
+    dbg=$(command -v gdb || command -v cuda-gdb || true)
+    if [ -n "$crashed" ] && [ -n "$dbg" ]; then
+      timeout 120 "$dbg" -batch -ex run -ex bt -ex 'info sharedlibrary' --args "$build/keras_tests" \
+        --gtest_filter="$crashed" > "$out/keras_tests_backtrace.log" 2>&1 || true
+      say "NOTE  $crashed again under $(basename "$dbg"): keras_tests_backtrace.log"
+    fi
+  fi
   for t in op_tests op_tests_poisoned opencl_smoke_tests opencl_gemm_tests keras_tests; do
     grep -E '^\[  (PASSED|SKIPPED|FAILED) ' "$out/$t.log" | sed "s/^/      $t: /" | tee -a "$summary"
   done
