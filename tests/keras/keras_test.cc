@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
-#include <algorithm>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -52,12 +52,11 @@ Settings settings(const std::string& optimizer, float lr, const std::string& bac
 // engine's warnings (a backend that was not available says why there).
 void expect_on(Engine& e, const std::string& backend) {
   const std::vector<std::string> placement = e.session().model_op_placement();
-  const auto elsewhere =
-      std::count_if(placement.begin(), placement.end(), [&](const std::string& b) { return b != backend; });
-  if (elsewhere == 0) return;
-  const size_t first = static_cast<size_t>(
-      std::find_if(placement.begin(), placement.end(), [&](const std::string& b) { return b != backend; }) -
-      placement.begin());
+  const auto off = [&](const std::string& b) { return b != backend; };
+  const auto it = std::find_if(placement.begin(), placement.end(), off);
+  if (it == placement.end()) return;
+  const auto elsewhere = std::count_if(it, placement.end(), off);
+  const size_t first = static_cast<size_t>(it - placement.begin());
   std::string warnings;
   for (const std::string& w : e.warnings()) warnings += "\n  warning: " + w;
   ADD_FAILURE() << elsewhere << " of " << placement.size() << " operators are not on " << backend << ", the first "
