@@ -24,12 +24,28 @@
 #ifndef MR
 #define MR 4  // rows of a register tile
 #endif
+#ifndef VW
+#define VW 8  // lanes of the vectors (8 or 16: the device's native float vector width)
+#endif
 #ifndef NV
-#define NV 2  // float8 vectors of a register tile's row: NR = 8 NV columns
+#define NV 2  // vectors of a register tile's row: NR = VW NV columns
 #endif
 // KC (k per packed slice), NB_MAX and MB_MAX (the largest block): from the device's local memory
 // (gemm/gemm_native.cc, native_limits).
-#define NR (8 * NV)
+#define NR (VW * NV)
+#if VW == 16
+#define VEC float16
+#define VLOAD vload16
+#define VSTORE vstore16
+#define WIDENV(v, p) CLT_H2F(convert_uint16(vload16((v), (p))), float16, uint16)
+#define NARROWV(x) convert_ushort16(CLT_F2H(as_uint16(x), float16, uint16))
+#else
+#define VEC float8
+#define VLOAD vload8
+#define VSTORE vstore8
+#define WIDENV(v, p) CLT_H2F(convert_uint8(vload8((v), (p))), float8, uint8)
+#define NARROWV(x) convert_ushort8(CLT_F2H(as_uint8(x), float8, uint8))
+#endif
 // Storage of A, B and C (common.cl): A_H, B_H, C_H 1 for float16. A float16 B is widened as it is
 // packed or loaded, a float16 A as its slice is packed (apack), a float16 C rounded once as it is
 // stored.
@@ -39,14 +55,14 @@
 // 8 float16 values at p (ushort bits), widened.
 #define WIDEN8(p) CLT_H2F(convert_uint8(vload8(0, (p))), float8, uint8)
 #if B_H
-#define B_LOAD8(v, p) CLT_H2F(convert_uint8(vload8((v), (p))), float8, uint8)
+#define B_LOADV WIDENV
 #else
-#define B_LOAD8 vload8
+#define B_LOADV VLOAD
 #endif
 #if C_H
-#define C_STORE8(x, v, p) vstore8(convert_ushort8(CLT_F2H(as_uint8(x), float8, uint8)), (v), (p))
+#define C_STOREV(x, v, p) VSTORE(NARROWV(x), (v), (p))
 #else
-#define C_STORE8 vstore8
+#define C_STOREV VSTORE
 #endif
 
 #if A_KM
@@ -88,12 +104,12 @@
 // A's row r at ar[r][kk ASTEP]; UNROLL: a loop pragma or nothing (unrolling by 2 measured faster
 // in place and slower over packed panels, on POCL); LOAD8: vload8 over packed panels, B_LOAD8 in
 // place.
-#define TILE_K_LOOP(BPTR, BSTRIDE, KN, ASTEP, UNROLL, LOAD8)                                 \
+#define TILE_K_LOOP(BPTR, BSTRIDE, KN, ASTEP, UNROLL, LOADV)                                 \
   UNROLL for (int kk = 0; kk < (KN); ++kk) {                                                 \
-    float8 b[NV];                                                                            \
-    _Pragma("unroll") for (int v = 0; v < NV; ++v) b[v] = LOAD8(v, (BPTR) + kk * (BSTRIDE)); \
+    VEC b[NV];                                                                               \
+    _Pragma("unroll") for (int v = 0; v < NV; ++v) b[v] = LOADV(v, (BPTR) + kk * (BSTRIDE)); \
     _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                         \
-      const float8 a = (float8)(ar[r][kk * (ASTEP)]);                                        \
+      const VEC a = (VEC)(ar[r][kk * (ASTEP)]);                                              \
       _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = fma(a, b[v], acc[r][v]);    \
     }                                                                                        \
   }
@@ -121,13 +137,13 @@
     if (i < M) {                                                                                                       \
       if (!C_T && !EPI && (CS) == (FROM) && (CS) + NR <= nb && beta == 0.0f) {                                         \
         __global CLT_T(C_H)* cr = C + C_AT(i, jb + (CS));                                                              \
-        _Pragma("unroll") for (int v = 0; v < NV; ++v) C_STORE8(alpha* acc[r][v], v, cr);                              \
+        _Pragma("unroll") for (int v = 0; v < NV; ++v) C_STOREV(alpha* acc[r][v], v, cr);                              \
       } else {                                                                                                         \
         _Pragma("unroll") for (int v = 0; v < NV; ++v) {                                                               \
-          float out[8];                                                                                                \
-          vstore8(acc[r][v], 0, out);                                                                                  \
-          _Pragma("unroll 1") for (int l = 0; l < 8; ++l) {                                                            \
-            const int j = (CS) + 8 * v + l;                                                                            \
+          float out[VW];                                                                                               \
+          VSTORE(acc[r][v], 0, out);                                                                                   \
+          _Pragma("unroll 1") for (int l = 0; l < VW; ++l) {                                                           \
+            const int j = (CS) + VW * v + l;                                                                            \
             if (j >= (FROM) && j < nb) {                                                                               \
               __global CLT_T(C_H)* c = C + C_AT(i, jb + j);                                                            \
               CLT_ST(C_H, c, 0,                                                                                        \
@@ -143,8 +159,11 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
                                                                   uint c_off, int M, int N, int K, int lda, int ldb,
                                                                   int ldc, int mb, int nb_max, int direct, float alpha,
                                                                   float beta, uint bias_off) {
-  __local float packed[KC * NB_MAX];
-  __local float8 partial[MB_MAX * NB_MAX / 8];  // the chains between slices, [r][c / 8]
+  // Packed as vectors so that the panels are aligned as the register tiles load them (a float
+  // array may start 8 bytes off a cache line: every vector load then touches two).
+  __local VEC packed_vec[KC * NB_MAX / VW];
+  __local float* packed = (__local float*)packed_vec;
+  __local VEC partial[MB_MAX * NB_MAX / VW];  // the chains between slices, [r][c / VW]
 #if A_H
   __local float apack[MB_MAX * KC];
 #endif
@@ -165,10 +184,10 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
       const __global CLT_T(B_H)* bg = B + B_AT(0, jb + cs);
       for (int r0 = 0; r0 < mb && ib + r0 < M; r0 += MR) {
         ROW_POINTERS(0)
-        float8 acc[MR][NV];
+        VEC acc[MR][NV];
         _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] =
-            (float8)(0.0f);
-        TILE_K_LOOP(bg, ldb, K, A_STEP, _Pragma("unroll 2"), B_LOAD8)
+            (VEC)(0.0f);
+        TILE_K_LOOP(bg, ldb, K, A_STEP, _Pragma("unroll 2"), B_LOADV)
         STORE_TILE(cs, c0)
       }
     }
@@ -198,9 +217,8 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
     for (int kk = 0; kk < kc; ++kk) {
       const __global CLT_T(B_H)* src = B + B_AT(k0 + kk, jb);
       int jj = 0;
-#if B_H  // 8 halves widened at a time, into 8 neighbours of a panel row (NR is a multiple of 8)
-      for (; jj + 8 <= nb; jj += 8) vstore8(WIDEN8(src + jj), 0, packed + PACKED(kk, jj));
-#endif
+      // A vector at a time into a panel's row (NR is a multiple of VW), widened if float16.
+      for (; jj + VW <= nb; jj += VW) VSTORE(B_LOADV(0, src + jj), 0, packed + PACKED(kk, jj));
       for (; jj < nb_up; ++jj) packed[PACKED(kk, jj)] = jj < nb ? CLT_LD(B_H, src, jj) : 0.0f;
     }
 #endif
@@ -228,13 +246,13 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
       const __local float* bq = packed + (c0 / NR) * (KC * NR);
       for (int r0 = 0; r0 < mb && ib + r0 < M; r0 += MR) {
         ROW_POINTERS(k0)
-        float8 acc[MR][NV];
+        VEC acc[MR][NV];
         _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] =
-            first ? (float8)(0.0f) : partial[(r0 + r) * (NB_MAX / 8) + c0 / 8 + v];
-        TILE_K_LOOP(bq, NR, kc, A_SLICE_STEP, , vload8)
+            first ? (VEC)(0.0f) : partial[(r0 + r) * (NB_MAX / VW) + c0 / VW + v];
+        TILE_K_LOOP(bq, NR, kc, A_SLICE_STEP, , VLOAD)
         if (!last) {
           _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v)
-              partial[(r0 + r) * (NB_MAX / 8) + c0 / 8 + v] = acc[r][v];
+              partial[(r0 + r) * (NB_MAX / VW) + c0 / VW + v] = acc[r][v];
           continue;
         }
         STORE_TILE(c0, c0)

@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -89,13 +90,13 @@ CBLAS_ORDER order(const Call& c) { return row_major(c) ? CblasRowMajor : CblasCo
 CBLAS_TRANSPOSE trans(Transpose t) { return t == Transpose::kYes ? CblasTrans : CblasNoTrans; }
 
 // kernels/gemm.cl as the backend builds it (numerics.h and common.cl first), one kernel per
-// orientation, on the device of ctx; CLTRAIN_KERNELS_DIR is the source tree's kernels/.
+// orientation and tile, on the device of ctx; CLTRAIN_KERNELS_DIR is the source tree's kernels/.
 struct NativeGemm {
   cl_context ctx = nullptr;
   cl_device_id device = nullptr;
   size_t compute_units = 1;
   cltrain::ocl::NativeLimits limits;
-  cl_kernel kernels[8] = {};
+  std::map<std::string, cl_kernel> kernels;  // by build options
 
   static std::string read(const std::string& name) {
     std::ifstream f(std::string(CLTRAIN_KERNELS_DIR) + "/" + name);
@@ -105,15 +106,15 @@ struct NativeGemm {
     }
     return std::string(std::istreambuf_iterator<char>(f), {});
   }
-  cl_kernel kernel(const cltrain::ocl::NativeForm& f) {
-    cl_kernel& k = kernels[(f.a_km ? 4 : 0) + (f.b_nk ? 2 : 0) + (f.c_t ? 1 : 0)];
+  cl_kernel kernel(const cltrain::ocl::NativeForm& f, const cltrain::ocl::NativeLimits& call_limits) {
+    const std::string opts = "-cl-std=CL1.2 " + cltrain::ocl::native_defines(f, call_limits);
+    cl_kernel& k = kernels[opts];
     if (k) return k;
     const std::string text = read("numerics.h") + "\n" + read("common.cl") + "\n" + read("gemm.cl");
     const char* src = text.c_str();
     cl_int err = CL_SUCCESS;
     cl_program p = clCreateProgramWithSource(ctx, 1, &src, nullptr, &err);
     CLT_CHECK(err, "clCreateProgramWithSource", "gemm.cl");
-    const std::string opts = "-cl-std=CL1.2 " + cltrain::ocl::native_defines(f, limits);
     if (clBuildProgram(p, 1, &device, opts.c_str(), nullptr, nullptr) != CL_SUCCESS) {
       std::vector<char> log(1 << 16);
       clGetProgramBuildInfo(p, device, CL_PROGRAM_BUILD_LOG, log.size(), log.data(), nullptr);
@@ -127,9 +128,10 @@ struct NativeGemm {
   }
   // c's call on one pool buffer holding A at a0, B at b0 and C at c0 (elements).
   void run(cl_command_queue q, cl_mem pool, const Call& c, size_t a0, size_t b0, size_t c0) {
-    const auto f = cltrain::ocl::native_form(c.layout, c.ta, c.tb, c.m, c.n, c.k, c.lda, c.ldb, c.ldc);
-    const auto blocks = cltrain::ocl::native_blocks(f, compute_units, limits);
-    cl_kernel k = kernel(f);
+    const auto f = cltrain::ocl::native_form(c.layout, c.ta, c.tb, c.m, c.n, c.k, c.lda, c.ldb, c.ldc, limits.tile);
+    const auto call_limits = cltrain::ocl::native_call_limits(limits, f);
+    const auto blocks = cltrain::ocl::native_blocks(f, compute_units, call_limits);
+    cl_kernel k = kernel(f, call_limits);
     const cl_uint a_off = cl_uint(a0 + c.a_off), b_off = cl_uint(b0 + c.b_off), c_off = cl_uint(c0 + c.c_off);
     CLT_CHECK(cltrain::ocl::set_native_args(k, pool, a_off, b_off, c_off, f, blocks, 1.0f, 0.0f, nullptr),
               "clSetKernelArg", "gemm");
@@ -352,7 +354,7 @@ int main(int argc, char** argv) {
     std::string engine_error;
     NativeGemm native_gemm;
     if (choose_gemm_engine(dev.type, dev.local_mem, &engine_error) == GemmKind::kNative) {
-      native_gemm.limits = native_limits(dev.local_mem);
+      native_gemm.limits = native_limits(dev.local_mem, false, native_tile(dev.native_float_width));
       native_gemm.ctx = ctx;
       native_gemm.device = dev.id;
       native_gemm.compute_units = dev.compute_units;
@@ -369,7 +371,11 @@ int main(int argc, char** argv) {
     openblas_set_num_threads(threads);
 
     std::printf("device: %s\n", device_line(dev).c_str());
-    std::printf("cltrain GEMM path: %s\n", native ? "kernels/gemm.cl (gemm_native.h)" : "CLBlast");
+    if (native)
+      std::printf("cltrain GEMM path: kernels/gemm.cl (gemm_native.h), register tiles %zu x %zu x float%zu\n",
+                  native->limits.tile.mr, native->limits.tile.nv, native->limits.tile.vw);
+    else
+      std::printf("cltrain GEMM path: CLBlast\n");
     std::printf("CLBlast parameters: %s\n", applied.empty() ? "CLBlast's own (database or defaults)" : applied.c_str());
     std::printf("GEMM tile %llu, scratch budget %llu bytes; OpenBLAS %d threads; median of %d runs\n",
                 static_cast<unsigned long long>(tile), static_cast<unsigned long long>(budget),

@@ -69,6 +69,7 @@ class NativeGemm : public ::testing::Test {
     ASSERT_EQ(clGetDeviceInfo(device_, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units_, &units_, nullptr), CL_SUCCESS);
     cl_ulong local = 0;
     ASSERT_EQ(clGetDeviceInfo(device_, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, nullptr), CL_SUCCESS);
+    local_ = local;
     limits_ = native_limits(local);
     if (limits_.kc == 0) GTEST_SKIP() << "the device's local memory (" << local << " bytes) is too small for gemm.cl";
   }
@@ -107,7 +108,8 @@ class NativeGemm : public ::testing::Test {
   // Runs c on the device and checks every element of C (and what lies around it) bit for bit.
   void check(const Call& c, const std::string& what) { check(c, what, limits_); }
   void check(const Call& c, const std::string& what, const NativeLimits& limits) {
-    SCOPED_TRACE(what + ", kc " + std::to_string(limits.kc));
+    SCOPED_TRACE(what + ", kc " + std::to_string(limits.kc) + ", tiles " + std::to_string(limits.tile.mr) + "x" +
+                 std::to_string(limits.tile.nv) + "xfloat" + std::to_string(limits.tile.vw));
     const bool row = c.layout == Layout::kRowMajor;
     const bool at = c.ta == Transpose::kYes, bt = c.tb == Transpose::kYes;
     // Stored shapes: op(A) [m, k] is A [k, m] when transposed; row-major lines are rows.
@@ -144,9 +146,10 @@ class NativeGemm : public ::testing::Test {
     cl_int err = CL_SUCCESS;
     cl_mem buf = clCreateBuffer(ctx_, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, pool.size() * 4, pool.data(), &err);
     ASSERT_EQ(err, CL_SUCCESS);
-    const NativeForm f = native_form(c.layout, c.ta, c.tb, c.m, c.n, c.k, lda, ldb, ldc);
-    const NativeBlocks blocks = native_blocks(f, units_, limits);
-    cl_kernel k = kernel(f, limits);
+    const NativeForm f = native_form(c.layout, c.ta, c.tb, c.m, c.n, c.k, lda, ldb, ldc, limits.tile);
+    const NativeLimits call = native_call_limits(limits, f);  // as gemm/gemm.cc: narrower tiles for narrow products
+    const NativeBlocks blocks = native_blocks(f, units_, call);
+    cl_kernel k = kernel(f, call);
     ASSERT_NE(k, nullptr);
     const cl_uint a_off = static_cast<cl_uint>(c.a_off), b_off = static_cast<cl_uint>(na + c.b_off),
                   c_off = static_cast<cl_uint>(na + nb + c.c_off);
@@ -173,6 +176,7 @@ class NativeGemm : public ::testing::Test {
   cl_command_queue queue_ = nullptr;
   cl_uint units_ = 1;
   NativeLimits limits_;
+  cl_ulong local_ = 0;
   std::map<std::string, cl_kernel> kernels_;
 };
 
@@ -185,9 +189,10 @@ TEST_F(NativeGemm, EveryLayoutAndTransposeAtEdgeShapesMatchesTheFmaChainBitForBi
   };
   // 1x1x1; below one register tile; partial tiles and blocks; k over one packed slice (320);
   // few rows and many k (blocks read in place); one narrow side (the product of the transposes);
-  // rows 256 floats apart (an untransposed B packed rather than read in place).
+  // rows 256 floats apart (an untransposed B packed rather than read in place); 25 columns (a
+  // tile half as wide, the last block's panel overlapping).
   const Shape shapes[] = {{1, 1, 1},    {3, 5, 2},     {17, 33, 40}, {70, 150, 9},   {33, 17, 700},
-                          {32, 7, 900}, {64, 58, 350}, {5, 200, 64}, {130, 16, 321}, {300, 256, 330}};
+                          {32, 7, 900}, {64, 58, 350}, {5, 200, 64}, {130, 16, 321}, {300, 256, 330}, {32, 25, 500}};
   for (Layout l : {Layout::kRowMajor, Layout::kColMajor})
     for (Transpose ta : {Transpose::kNo, Transpose::kYes})
       for (Transpose tb : {Transpose::kNo, Transpose::kYes})
@@ -197,9 +202,13 @@ TEST_F(NativeGemm, EveryLayoutAndTransposeAtEdgeShapesMatchesTheFmaChainBitForBi
           c.a_off = 1, c.b_off = 5, c.c_off = 3;
           const std::string what = std::string(name(l)) + name(ta) + name(tb) + " m" + std::to_string(s.m) + " n" +
                                    std::to_string(s.n) + " k" + std::to_string(s.k);
-          check(c, what);
-          // The sizes of a device with 32 KiB of local memory: shorter slices, smaller blocks.
-          check(c, what, native_limits(32 << 10));
+          // Both register tiles (float8 for AVX2-class and other devices, float16 for AVX-512),
+          // whichever this device gets by default; then the sizes of a device with 32 KiB of local
+          // memory: shorter slices, smaller blocks.
+          for (const NativeTile& tile : {NativeTile{4, 2, 8}, NativeTile{8, 2, 16}}) {
+            check(c, what, native_limits(local_, false, tile));
+            check(c, what, native_limits(32 << 10, false, tile));
+          }
           if (HasFailure()) return;
         }
 }
@@ -248,9 +257,27 @@ TEST(NativeGemmPlan, BlocksAndFormsFollowTheShape) {
   EXPECT_EQ(narrow.n, 32u);
   EXPECT_TRUE(narrow.c_t);
   const NativeBlocks nb = native_blocks(narrow, 2, pocl);
-  EXPECT_EQ(nb.mb % kNativeMr, 0u);
-  EXPECT_EQ(nb.nb % kNativeNr, 0u);
+  EXPECT_EQ(nb.mb % pocl.tile.mr, 0u);
+  EXPECT_EQ(nb.nb % pocl.tile.nr(), 0u);
   EXPECT_TRUE(nb.direct);
+  // AVX-512 devices (native float width 16): 8 x 32 tiles of float16, halved in width for a
+  // product narrower than that; 25 columns stay one block (a second of 9 columns would pack B).
+  const NativeTile wide = native_tile(16);
+  EXPECT_EQ(wide.mr, 8u);
+  EXPECT_EQ(wide.nr(), 32u);
+  EXPECT_EQ(native_tile(8).nr(), 16u);
+  const NativeLimits avx512 = native_limits(512 << 10, false, wide);
+  EXPECT_EQ(avx512.nb_max, 128u);
+  EXPECT_EQ(avx512.mb_max, 64u);
+  const NativeForm dw = native_form(Layout::kRowMajor, Transpose::kYes, Transpose::kNo, 32, 25, 25088, 32, 25, 25, wide);
+  EXPECT_EQ(dw.n, 25u);
+  const NativeLimits dw_limits = native_call_limits(avx512, dw);
+  EXPECT_EQ(dw_limits.tile.nr(), 16u);
+  const NativeBlocks dwb = native_blocks(dw, 2, dw_limits);
+  EXPECT_EQ(dwb.groups_n, 1u);
+  EXPECT_EQ(dwb.mb, 8u);
+  EXPECT_TRUE(dwb.direct);
+  EXPECT_EQ(native_call_limits(avx512, big).tile.nr(), 32u);
   for (size_t units : {1, 2, 8, 64}) {
     const NativeBlocks b = native_blocks(big, units, pocl);
     EXPECT_GE(b.groups_m * b.groups_n, std::min<size_t>(4 * units, 8 * 80));

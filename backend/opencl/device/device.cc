@@ -96,6 +96,7 @@ Discovery discover_devices() {
       d.driver = device_string(id, CL_DRIVER_VERSION);
       d.type = device_value<cl_device_type>(id, CL_DEVICE_TYPE);
       d.compute_units = device_value<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS);
+      d.native_float_width = device_value<cl_uint>(id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT);
       d.max_work_group = device_value<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
       d.global_mem = device_value<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE);
       d.local_mem = device_value<cl_ulong>(id, CL_DEVICE_LOCAL_MEM_SIZE);

@@ -16,6 +16,7 @@ struct DeviceInfo {
   std::string platform_name, platform_short, name, version, c_version, driver;
   cl_device_type type = 0;
   cl_uint compute_units = 0;
+  cl_uint native_float_width = 0;  // CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT
   size_t max_work_group = 0;
   cl_ulong global_mem = 0, local_mem = 0, max_alloc = 0;
   cl_uint base_addr_align_bits = 0;          // CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bits

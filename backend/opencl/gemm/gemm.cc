@@ -52,7 +52,7 @@ void GemmEngine::init(const DeviceInfo& device, const Queue& queue) {
   tile_ = gemm_tile(device);
   std::string error;
   native_ = choose_gemm_engine(device.type, device.local_mem, &error) == GemmKind::kNative;
-  limits_ = native_limits(device.local_mem);
+  limits_ = native_limits(device.local_mem, false, native_tile(device.native_float_width));
   if (!error.empty()) fail(CLTRAIN_ERROR, error);
 }
 
@@ -109,9 +109,10 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
   if (g.m == 0 || g.n == 0 || g.k == 0)
     fail(CLTRAIN_INVALID, g.what + ": a matrix product with an empty dimension (m " + std::to_string(g.m) + ", n " +
                               std::to_string(g.n) + ", k " + std::to_string(g.k) + ")");
-  const NativeForm f = native_form(g.layout, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc);
+  const NativeForm f = native_form(g.layout, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, limits_.tile);
   const bool a_half = f.swapped ? g.b_half : g.a_half;  // the form's A
-  const NativeLimits limits = a_half ? native_limits(device_->local_mem, true) : limits_;
+  const NativeLimits limits =
+      native_call_limits(a_half ? native_limits(device_->local_mem, true, limits_.tile) : limits_, f);
   if (limits.kc == 0)
     fail(CLTRAIN_ERROR, g.what +
                             ": the device's local memory is too small for kernels/gemm.cl with a float16 operand; "

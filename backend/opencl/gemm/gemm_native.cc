@@ -1,21 +1,36 @@
 #include "gemm/gemm_native.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <utility>
 
 namespace cltrain::ocl {
 
-NativeLimits native_limits(uint64_t local_mem_bytes, bool pack_a) {
+NativeTile native_tile(cl_uint native_float_width) {
+  NativeTile t;
+  if (native_float_width >= 16) t.mr = 8, t.nv = 2, t.vw = 16;
+  if (const char* env = std::getenv("CLTRAIN_OPENCL_GEMM_TILE"); env && *env) {
+    unsigned mr = 0, nv = 0, vw = 0;
+    char end = 0;
+    if (std::sscanf(env, "%ux%ux%u%c", &mr, &nv, &vw, &end) == 3 && (mr == 2 || mr == 4 || mr == 8 || mr == 16) &&
+        (nv == 1 || nv == 2 || nv == 4) && (vw == 8 || vw == 16) && mr * nv * vw / 8 <= 64)
+      t.mr = mr, t.nv = nv, t.vw = vw;
+  }
+  return t;
+}
+
+NativeLimits native_limits(uint64_t local_mem_bytes, bool pack_a, const NativeTile& tile) {
   const uint64_t usable = local_mem_bytes > 1024 ? local_mem_bytes - 1024 : 0;  // a margin for the compiler's own
   for (size_t nb = 128; nb >= 32; nb /= 2) {
     const size_t mb = nb / 2;
+    if (nb % tile.nr() != 0 || mb % tile.mr != 0) continue;
     const uint64_t partial = uint64_t{mb} * nb * 4;
     if (usable < partial) continue;
     // Per k of a slice: B's packed row (nb floats) and, for a float16 A, A's packed column (mb).
     const uint64_t per_k = (uint64_t{nb} + (pack_a ? mb : 0)) * 4;
     const uint64_t kc = std::min<uint64_t>(320, (usable - partial) / per_k / 8 * 8);
-    if (kc >= 64) return {static_cast<size_t>(kc), nb, mb};
+    if (kc >= 64) return {static_cast<size_t>(kc), nb, mb, tile};
   }
   return {};
 }
@@ -36,7 +51,7 @@ GemmKind choose_gemm_engine(cl_device_type type, uint64_t local_mem_bytes, std::
 }
 
 NativeForm native_form(clblast::Layout layout, clblast::Transpose ta, clblast::Transpose tb, size_t m, size_t n,
-                       size_t k, size_t lda, size_t ldb, size_t ldc) {
+                       size_t k, size_t lda, size_t ldb, size_t ldc, const NativeTile& tile) {
   const bool col = layout == clblast::Layout::kColMajor;
   const bool at = ta != clblast::Transpose::kNo, bt = tb != clblast::Transpose::kNo;
   // The product as given: op(A)(i, k) is A[k lda + i] for a row-major transposed or a
@@ -57,29 +72,38 @@ NativeForm native_form(clblast::Layout layout, clblast::Transpose ta, clblast::T
   t.swapped = true;
   // Work in whole register tiles, dearer where B is packed from a transposed layout and where C
   // is stored element by element.
-  auto cost = [](const NativeForm& f) {
-    const double tiles =
-        double((f.m + kNativeMr - 1) / kNativeMr * kNativeMr) * double((f.n + kNativeNr - 1) / kNativeNr * kNativeNr);
+  const size_t mr = tile.mr, nr = tile.nr();
+  auto cost = [&](const NativeForm& f) {
+    const double tiles = double((f.m + mr - 1) / mr * mr) * double((f.n + nr - 1) / nr * nr);
     return tiles * (1.0 + (f.b_nk ? 0.25 : 0.0) + (f.c_t ? 0.1 : 0.0));
   };
   return cost(t) < cost(given) ? t : given;
 }
 
+NativeLimits native_call_limits(const NativeLimits& device_limits, const NativeForm& f) {
+  NativeLimits l = device_limits;
+  while (l.tile.nv > 1 && f.n < l.tile.nr()) l.tile.nv /= 2;
+  return l;
+}
+
 NativeBlocks native_blocks(const NativeForm& f, size_t compute_units, const NativeLimits& limits) {
-  const size_t m = f.m, n = f.n;
+  const size_t m = f.m, n = f.n, mr = limits.tile.mr, nr = limits.tile.nr();
   auto round_up = [](size_t v, size_t unit) { return (v + unit - 1) / unit * unit; };
   NativeBlocks b;
-  b.mb = std::min(limits.mb_max, round_up(std::max<size_t>(m, 1), kNativeMr));
-  b.nb = std::min(limits.nb_max, round_up(std::max<size_t>(n, 1), kNativeNr));
+  b.mb = std::min(limits.mb_max, round_up(std::max<size_t>(m, 1), mr));
+  b.nb = std::min(limits.nb_max, round_up(std::max<size_t>(n, 1), nr));
   const size_t want = 4 * std::max<size_t>(compute_units, 1);
   auto groups = [&] { return ((m + b.mb - 1) / b.mb) * ((n + b.nb - 1) / b.nb); };
+  // Narrower blocks only where the last one still holds a whole tile: one narrower than a tile
+  // cannot read B in place and packs it, slice by slice, for a single tile.
+  auto last_holds_a_tile = [&](size_t nb) { return n % nb == 0 || n % nb >= nr; };
   while (groups() < want) {
-    if (b.mb > 4 * kNativeMr) {
-      b.mb = round_up(b.mb / 2, kNativeMr);
-    } else if (b.nb > kNativeNr) {
-      b.nb = round_up(b.nb / 2, kNativeNr);
-    } else if (b.mb > kNativeMr) {
-      b.mb = round_up(b.mb / 2, kNativeMr);
+    if (b.mb > 4 * mr) {
+      b.mb = round_up(b.mb / 2, mr);
+    } else if (b.nb > nr && last_holds_a_tile(round_up(b.nb / 2, nr))) {
+      b.nb = round_up(b.nb / 2, nr);
+    } else if (b.mb > mr) {
+      b.mb = round_up(b.mb / 2, mr);
     } else {
       break;
     }
@@ -128,7 +152,9 @@ std::string native_defines(const NativeForm& f, const NativeLimits& limits, bool
   if (f.swapped) std::swap(a_half, b_half);
   std::string d = std::string("-DA_KM=") + (f.a_km ? "1" : "0") + " -DB_NK=" + (f.b_nk ? "1" : "0") +
                   " -DC_T=" + (f.c_t ? "1" : "0") + " -DKC=" + std::to_string(limits.kc) +
-                  " -DNB_MAX=" + std::to_string(limits.nb_max) + " -DMB_MAX=" + std::to_string(limits.mb_max);
+                  " -DNB_MAX=" + std::to_string(limits.nb_max) + " -DMB_MAX=" + std::to_string(limits.mb_max) +
+                  " -DMR=" + std::to_string(limits.tile.mr) + " -DNV=" + std::to_string(limits.tile.nv) +
+                  " -DVW=" + std::to_string(limits.tile.vw);
   if (a_half || b_half || c_half)
     d += std::string(" -DA_H=") + (a_half ? "1" : "0") + " -DB_H=" + (b_half ? "1" : "0") +
          " -DC_H=" + (c_half ? "1" : "0");
