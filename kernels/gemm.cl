@@ -143,7 +143,7 @@
           float out[VW];                                                                                               \
           VSTORE(acc[r][v], 0, out);                                                                                   \
           _Pragma("unroll 1") for (int l = 0; l < VW; ++l) {                                                           \
-            const int j = (CS) + VW * v + l;                                                                            \
+            const int j = (CS) + VW * v + l;                                                                           \
             if (j >= (FROM) && j < nb) {                                                                               \
               __global CLT_T(C_H)* c = C + C_AT(i, jb + j);                                                            \
               CLT_ST(C_H, c, 0,                                                                                        \

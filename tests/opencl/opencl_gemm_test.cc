@@ -191,8 +191,8 @@ TEST_F(NativeGemm, EveryLayoutAndTransposeAtEdgeShapesMatchesTheFmaChainBitForBi
   // few rows and many k (blocks read in place); one narrow side (the product of the transposes);
   // rows 256 floats apart (an untransposed B packed rather than read in place); 25 columns (a
   // tile half as wide, the last block's panel overlapping).
-  const Shape shapes[] = {{1, 1, 1},    {3, 5, 2},     {17, 33, 40}, {70, 150, 9},   {33, 17, 700},
-                          {32, 7, 900}, {64, 58, 350}, {5, 200, 64}, {130, 16, 321}, {300, 256, 330}, {32, 25, 500}};
+  const Shape shapes[] = {{1, 1, 1},     {3, 5, 2},    {17, 33, 40},   {70, 150, 9},    {33, 17, 700}, {32, 7, 900},
+                          {64, 58, 350}, {5, 200, 64}, {130, 16, 321}, {300, 256, 330}, {32, 25, 500}};
   for (Layout l : {Layout::kRowMajor, Layout::kColMajor})
     for (Transpose ta : {Transpose::kNo, Transpose::kYes})
       for (Transpose tb : {Transpose::kNo, Transpose::kYes})
@@ -269,7 +269,8 @@ TEST(NativeGemmPlan, BlocksAndFormsFollowTheShape) {
   const NativeLimits avx512 = native_limits(512 << 10, false, wide);
   EXPECT_EQ(avx512.nb_max, 128u);
   EXPECT_EQ(avx512.mb_max, 64u);
-  const NativeForm dw = native_form(Layout::kRowMajor, Transpose::kYes, Transpose::kNo, 32, 25, 25088, 32, 25, 25, wide);
+  const NativeForm dw =
+      native_form(Layout::kRowMajor, Transpose::kYes, Transpose::kNo, 32, 25, 25088, 32, 25, 25, wide);
   EXPECT_EQ(dw.n, 25u);
   const NativeLimits dw_limits = native_call_limits(avx512, dw);
   EXPECT_EQ(dw_limits.tile.nr(), 16u);
