@@ -58,7 +58,8 @@ __kernel void conv_panel_t(__global float* pool, uint x_off, uint panel_off, uin
 }
 
 // A panel of rows: panel[r, (p - p0) PANEL_CH + (c - c0)] for the output positions row0 + r
-// (the dW GEMM's B as [K, N]). One work-item per (r, tap), copying PANEL_CH channels.
+// (the dW GEMM's B as [K, N]). One work-item per (r, tap), copying PANEL_CH channels VEC at a
+// time (VEC divides PANEL_CH).
 __kernel void conv_panel(__global float* pool, uint x_off, uint panel_off, uint row0, uint rows, uint p0, uint c0) {
   const uint gid = get_global_id(0);
   if (gid >= rows * PANEL_TAPS) return;
@@ -69,14 +70,10 @@ __kernel void conv_panel(__global float* pool, uint x_off, uint panel_off, uint 
   const int iw = (int)(ow * SW + p % KW * DW) - PL;
   __global float* out = pool + panel_off + (r * PANEL_TAPS + t) * PANEL_CH;
   if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
-    for (uint c = 0; c < PANEL_CH; ++c) out[c] = 0.0f;
+    for (uint c = 0; c < PANEL_CH; c += VEC) VSTORE((vfloat)(0.0f), out + c);
   } else {
     __global const CLT_T(X_H)* in = CLT_PTR(X_H) + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC + c0;
-    uint c = 0;
-#if X_H  // 8 halves at a time widened as one vector
-    for (; c + 8 <= PANEL_CH; c += 8) vstore8(CLT_H2F(convert_uint8(vload8(0, in + c)), float8, uint8), 0, out + c);
-#endif
-    for (; c < PANEL_CH; ++c) out[c] = CLT_LD(X_H, in, c);
+    for (uint c = 0; c < PANEL_CH; c += VEC) VSTORE(CLT_VLD(X_H, in + c), out + c);
   }
 }
 

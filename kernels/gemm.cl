@@ -52,6 +52,11 @@
 #ifndef C_H
 #define C_H 0
 #endif
+// B_CONV 1: B is a convolution's im2col panel read from x in place (below, where B is packed),
+// with the geometry CV_H CV_W CV_IC CV_OH CV_OW CV_KW CV_SH CV_SW CV_DH CV_DW CV_PT CV_PL.
+#ifndef B_CONV
+#define B_CONV 0
+#endif
 // 8 float16 values at p (ushort bits), widened.
 #define WIDEN8(p) CLT_H2F(convert_uint8(vload8(0, (p))), float8, uint8)
 #if B_H
@@ -174,7 +179,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
   const int nb = min(nb_max, N - jb);  // columns of this block
   const int nb_up = (nb + NR - 1) / NR * NR;
   const int mrows = min(mb, M - ib);  // rows of this block
-#if !B_NK && !A_H
+#if !B_NK && !A_H && !B_CONV
   if (direct && nb >= NR) {
     // B in place: no packing, so no slicing of k either; each register tile runs over the whole
     // of k. A block's last, partial panel starts at nb - NR, overlapping the one before; it
@@ -211,6 +216,29 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
         for (; kk < kc; ++kk) packed[PACKED(kk, jj)] = CLT_LD(B_H, src, kk);
       } else {
         for (int kk = 0; kk < kc; ++kk) packed[PACKED(kk, jj)] = 0.0f;
+      }
+    }
+#elif B_CONV
+    // B(k, j) of a convolution's filter gradient, read from x in place: the im2col panel's row
+    // for output position k, column j = tap CV_IC + c, zeros outside x (the +0 a panel holds).
+    // CV_IC is a multiple of VW, so each vector lies in one tap.
+    for (int jj = 0; jj < nb_up; jj += VW) {
+      if (jj < nb) {
+        const int col = jb + jj, tap = col / CV_IC, c = col % CV_IC;
+        const int kh = tap / CV_KW, kw = tap % CV_KW;
+        int ow = k0 % CV_OW, oh = k0 / CV_OW % CV_OH, n = k0 / (CV_OW * CV_OH);
+        for (int kk = 0; kk < kc; ++kk) {
+          const int ih = oh * CV_SH + kh * CV_DH - CV_PT, iw = ow * CV_SW + kw * CV_DW - CV_PL;
+          const bool in = ih >= 0 && ih < CV_H && iw >= 0 && iw < CV_W;
+          VSTORE(in ? B_LOADV(0, B + ((n * CV_H + ih) * CV_W + iw) * CV_IC + c) : (VEC)(0.0f), 0,
+                 packed + PACKED(kk, jj));
+          if (++ow == CV_OW) {
+            ow = 0;
+            if (++oh == CV_OH) oh = 0, ++n;
+          }
+        }
+      } else {
+        for (int kk = 0; kk < kc; ++kk) VSTORE((VEC)(0.0f), 0, packed + PACKED(kk, jj));
       }
     }
 #else

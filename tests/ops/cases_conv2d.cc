@@ -57,6 +57,11 @@ std::vector<OpCase> make_cases() {
        1.0f, 32, 1e-2, NONE, "4000"},
       {"chunked_channels_same_k3_n3_h7w6_i5_o4", {3, 7, 6, 5}, 3, 3, 4, SAME, 1, 1, 1, 1, TANH, true, true, true,
        1.0f, 32, 1e-2, NONE, "1000"},
+      // Channels in whole vectors of gemm.cl's tiles (16 and 32): dW's panel read from x in place
+      // (B_CONV) under strides, dilations, VALID and uneven SAME padding.
+      {"implicit_panel_valid_s2x1_dil1x2_k3x2_n2_h9w11_i16_o8", {2, 9, 11, 16}, 3, 2, 8, VALID, 2, 1, 1, 2, RELU},
+      {"implicit_panel_same_s2_k4_n2_h7w8_i32_o5", {2, 7, 8, 32}, 4, 4, 5, SAME, 2, 2, 1, 1, NONE, true, true, true,
+       0.3f, 32, 1e-3},
   };
   // clang-format on
   std::vector<OpCase> cases;

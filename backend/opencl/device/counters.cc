@@ -1,5 +1,9 @@
 #include "device/counters.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
 namespace cltrain::ocl {
 namespace {
 
@@ -64,6 +68,11 @@ void collect_times(Counters& b) {
       if (b.step_times.size() <= index) b.step_times.resize(index + 1);
       b.step_times[index].calls += t.calls;
       b.step_times[index].ns += end > start ? end - start : 0;
+      if (t.kernel && t.step >= 0) {
+        StepTime& k = b.by_kernel[*t.kernel];
+        k.calls += t.calls;
+        k.ns += end > start ? end - start : 0;
+      }
     }
     clReleaseEvent(t.event);
     if (t.start) clReleaseEvent(t.start);
@@ -83,7 +92,29 @@ void release_timed(Counters& c) {
 
 }  // namespace
 
-Counters::~Counters() { release_timed(*this); }
+static const char* kernel_times_path() {
+  const char* p = std::getenv("CLTRAIN_OPENCL_KERNEL_TIMES");
+  return p && *p ? p : nullptr;
+}
+
+// Kernel names live as long as the process: TimedCommand points into this set.
+static const std::string* intern_kernel_name(cl_kernel k) {
+  static std::set<std::string> names;
+  char name[256] = {};
+  if (clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name - 1, name, nullptr) != CL_SUCCESS) return nullptr;
+  return &*names.insert(name).first;
+}
+
+Counters::~Counters() {
+  release_timed(*this);
+  const char* path = kernel_times_path();
+  if (!path || by_kernel.empty()) return;
+  if (FILE* f = std::fopen(path, "a")) {
+    for (const auto& [name, t] : by_kernel)
+      std::fprintf(f, "%s %lld %.3f\n", name.c_str(), static_cast<long long>(t.calls), t.ns / 1e6);
+    std::fclose(f);
+  }
+}
 
 void reset_counters(Counters& c) {
   release_timed(c);
@@ -120,9 +151,13 @@ cl_int __real_clBuildProgram(cl_program, cl_uint, const cl_device_id*, const cha
 cl_int __wrap_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t* offset,
                                      const size_t* global, const size_t* local, cl_uint n, const cl_event* wait,
                                      cl_event* event) {
-  return counted(true, Traffic::kNone, 0, false, event, [&](cl_event* ev) {
+  const cl_int err = counted(true, Traffic::kNone, 0, false, event, [&](cl_event* ev) {
     return __real_clEnqueueNDRangeKernel(q, k, dims, offset, global, local, n, wait, ev);
   });
+  cltrain::ocl::Counters* c = cltrain::ocl::g_active;
+  if (err == CL_SUCCESS && c && c->profiling && !c->timed.empty() && cltrain::ocl::kernel_times_path())
+    c->timed.back().kernel = cltrain::ocl::intern_kernel_name(k);
+  return err;
 }
 
 cl_int __wrap_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t src_offset, size_t dst_offset,

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "cltrain/cltrain_backend.h"
@@ -22,6 +24,7 @@ struct TimedCommand {
   cl_event event;
   cl_event start = nullptr;  // the marker before a GEMM, else none
   int32_t calls = 1;
+  const std::string* kernel = nullptr;  // the kernel's function name (CLTRAIN_OPENCL_KERNEL_TIMES), else none
 };
 
 // Per step (index step + 1): timed commands and their summed device time.
@@ -40,6 +43,9 @@ struct Counters {
   bool profiling = false;            // set_profiling: time every command's events
   std::vector<TimedCommand> timed;   // enqueued, device time not yet collected
   std::vector<StepTime> step_times;  // index step + 1 (0: the host's transfers)
+  // With CLTRAIN_OPENCL_KERNEL_TIMES=FILE (a tuning aid): the timed kernels by function name over the
+  // steps, appended to FILE as "kernel calls ms" lines when the backend is destroyed.
+  std::map<std::string, StepTime> by_kernel;
 
   Counters() = default;
   Counters(const Counters&) = delete;

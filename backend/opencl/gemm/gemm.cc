@@ -109,7 +109,13 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
   if (g.m == 0 || g.n == 0 || g.k == 0)
     fail(CLTRAIN_INVALID, g.what + ": a matrix product with an empty dimension (m " + std::to_string(g.m) + ", n " +
                               std::to_string(g.n) + ", k " + std::to_string(g.k) + ")");
-  const NativeForm f = native_form(g.layout, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, limits_.tile);
+  const bool conv = !g.b_conv.empty();
+  if (conv && (!native_ || g.layout != clblast::Layout::kRowMajor || g.tb != clblast::Transpose::kNo))
+    fail(CLTRAIN_ERROR, g.what +
+                            ": an implicit convolution panel (B_CONV) needs kernels/gemm.cl as the device's GEMM and a "
+                            "row-major, untransposed B");
+  // An implicit panel is packed where gemm.cl packs B, so it stays B: the form as given.
+  const NativeForm f = native_form(g.layout, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, limits_.tile, !conv);
   const bool a_half = f.swapped ? g.b_half : g.a_half;  // the form's A
   const NativeLimits limits =
       native_call_limits(a_half ? native_limits(device_->local_mem, true, limits_.tile) : limits_, f);
@@ -118,8 +124,8 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
                             ": the device's local memory is too small for kernels/gemm.cl with a float16 operand; "
                             "train with float32 storage");
   NativeBlocks blocks = native_blocks(f, device_->compute_units, limits);
-  if (a_half) blocks.direct = false;   // gemm.cl packs a float16 A, slice by slice
-  const uint64_t limit = 0x7fffffffu;  // gemm.cl indexes with int
+  if (a_half || conv) blocks.direct = false;  // gemm.cl packs a float16 A and an implicit B, slice by slice
+  const uint64_t limit = 0x7fffffffu;         // gemm.cl indexes with int
   if ((f.a_km ? f.k : f.m) * f.lda > limit || (f.b_nk ? f.n : f.k) * f.ldb > limit ||
       (f.c_t ? f.n : f.m) * f.ldc > limit)
     fail(CLTRAIN_ERROR, g.what + ": a matrix product over 2^31 elements");
@@ -128,6 +134,7 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
   p.launches = 1;
   Defines d;
   d.append(native_defines(f, limits, g.a_half, g.b_half, g.c_half));
+  if (conv) d.append(g.b_conv);
   if (g.epilogue()) {
     if (g.beta != 0.0f) fail(CLTRAIN_ERROR, g.what + ": an epilogue with beta != 0");
     d.set("EPI", 1).set("EPI_ROWS", f.swapped ? 1 : 0).set("HAS_BIAS", g.bias >= 0 ? 1 : 0).set("ACT", g.act);

@@ -38,6 +38,10 @@ struct Gemm {
   int32_t bias = -1;
   int32_t act = CLTRAIN_ACT_NONE;
   bool epilogue() const { return bias >= 0 || act != CLTRAIN_ACT_NONE; }
+  // gemm.cl only (GemmEngine::native()): B is a convolution's im2col panel read from x (b) in
+  // place, these being gemm.cl's B_CONV definitions of the geometry ("-DB_CONV=1 -DCV_H=28 ...";
+  // conv_gemm_defines in ops/conv2d.cc); ldb is then unused. Empty: B is a matrix.
+  std::string b_conv;
   std::string what;  // for error messages: "step 5 (FullyConnected backward) dW"
 };
 
@@ -61,6 +65,9 @@ class GemmEngine {
   void init(const DeviceInfo& device, const Queue& queue);
 
   bool native() const { return native_; }
+  // gemm.cl's vector width (its register tiles' lanes): a B_CONV product needs channels in
+  // multiples of it.
+  size_t native_vector_width() const { return limits_.tile.vw; }
   // CLBlast's Xgemm tile on this device (gemm_tuning.h): GEMM dimensions that are multiples of
   // it spare CLBlast copies.
   uint64_t tile() const { return tile_; }

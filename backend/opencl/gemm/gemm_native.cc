@@ -51,7 +51,7 @@ GemmKind choose_gemm_engine(cl_device_type type, uint64_t local_mem_bytes, std::
 }
 
 NativeForm native_form(clblast::Layout layout, clblast::Transpose ta, clblast::Transpose tb, size_t m, size_t n,
-                       size_t k, size_t lda, size_t ldb, size_t ldc, const NativeTile& tile) {
+                       size_t k, size_t lda, size_t ldb, size_t ldc, const NativeTile& tile, bool allow_swap) {
   const bool col = layout == clblast::Layout::kColMajor;
   const bool at = ta != clblast::Transpose::kNo, bt = tb != clblast::Transpose::kNo;
   // The product as given: op(A)(i, k) is A[k lda + i] for a row-major transposed or a
@@ -77,7 +77,7 @@ NativeForm native_form(clblast::Layout layout, clblast::Transpose ta, clblast::T
     const double tiles = double((f.m + mr - 1) / mr * mr) * double((f.n + nr - 1) / nr * nr);
     return tiles * (1.0 + (f.b_nk ? 0.25 : 0.0) + (f.c_t ? 0.1 : 0.0));
   };
-  return cost(t) < cost(given) ? t : given;
+  return allow_swap && cost(t) < cost(given) ? t : given;
 }
 
 NativeLimits native_call_limits(const NativeLimits& device_limits, const NativeForm& f) {

@@ -55,7 +55,8 @@ struct NativeForm {
   bool a_km = false, b_nk = false, c_t = false, swapped = false;
 };
 NativeForm native_form(clblast::Layout layout, clblast::Transpose ta, clblast::Transpose tb, size_t m, size_t n,
-                       size_t k, size_t lda, size_t ldb, size_t ldc, const NativeTile& tile = {});
+                       size_t k, size_t lda, size_t ldb, size_t ldc, const NativeTile& tile = {},
+                       bool allow_swap = true);
 
 // The limits for one product in form f: the device's, with a tile half as wide (nv halved, down to
 // one vector) while f has fewer columns than a tile. A product narrower than a tile would be

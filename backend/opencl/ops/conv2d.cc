@@ -13,7 +13,9 @@
 //   dW        per tap (and block of channels, when one tap's panel is over budget): conv_panel
 //             writes x shifted by the tap for all N OH OW positions, [positions, I], and one GEMM
 //             dW[:, tap] = dz^T panel (ldc = KH KW I) makes each dW element one chain over
-//             (n, oh, ow) in order.
+//             (n, oh, ow) in order. On gemm.cl (CPU devices) with I a multiple of its vector
+//             width: one GEMM dW = dz^T panel whose panel gemm.cl reads from x as it packs B
+//             (B_CONV), the same chains, no panel.
 //   db        bias_grad: sequential column sums of dz.
 //   dx        per chunk of whole images: column-major GEMM dcol [rows, KH KW I] = dz W (dot over
 //             o), then conv_gather_dx sums the taps that reach each dx element in (kh, kw) order.
@@ -110,6 +112,16 @@ void plan_forward(const OpContext& c, ConvPlan& p) {
   if (!half_y && (sh.bias >= 0 || sh.activation != CLTRAIN_ACT_NONE)) p.actions.push_back(Action(Action::kBiasAct));
 }
 
+// gemm.cl's B_CONV definitions of sh's geometry (Gemm::b_conv).
+std::string conv_gemm_defines(const ConvShape& sh) {
+  Defines d;
+  d.set("B_CONV", 1).set("CV_H", sh.h.in).set("CV_W", sh.w.in).set("CV_IC", sh.in_ch);
+  d.set("CV_OH", sh.h.out).set("CV_OW", sh.w.out).set("CV_KW", sh.w.filter);
+  d.set("CV_SH", sh.h.stride).set("CV_SW", sh.w.stride).set("CV_DH", sh.h.dilation).set("CV_DW", sh.w.dilation);
+  d.set("CV_PT", sh.h.pad_before).set("CV_PL", sh.w.pad_before);
+  return d.str();
+}
+
 void plan_filter_grad(const OpContext& c, ConvPlan& p) {
   const StepView& s = c.s;
   const ConvShape& sh = p.sh;
@@ -123,6 +135,17 @@ void plan_filter_grad(const OpContext& c, ConvPlan& p) {
     g.n = I;
     g.b = sh.x, g.ldb = I;
     g.what = s.what() + " dW = dz^T x";
+    p.actions.push_back(Action(Action::kGemm, g));
+    return;
+  }
+  // On gemm.cl, with channels in whole vectors of its tiles: one GEMM over every tap, its B the
+  // im2col panel read from x in place as it packs B (no panel, no scratch), each dW element the
+  // same chain over (n, oh, ow) in order.
+  if (c.gemm().native() && I % c.gemm().native_vector_width() == 0) {
+    g.n = K;
+    g.b = sh.x, g.ldb = I;
+    g.b_conv = conv_gemm_defines(sh);
+    g.what = s.what() + " dW = dz^T panel (x in place)";
     p.actions.push_back(Action(Action::kGemm, g));
     return;
   }
@@ -372,7 +395,11 @@ StepRun prepare(const OpContext& c) {
           Defines d = geometry;
           d.set("PANEL_TAPS", a.taps).set("PANEL_CH", a.ch);
           c.storage(d, "X_H", sh.x);
-          k = c.kernel("conv2d.cl", d.set("VEC", 1), a.transposed ? "conv_panel_t" : "conv_panel");
+          // conv_panel copies VEC channels at a time: the widest of 16, 8, 4 that divides them, else 1.
+          long long vec = 1;
+          for (long long v : {16, 8, 4})
+            if (!a.transposed && vec == 1 && a.ch % v == 0) vec = v;
+          k = c.kernel("conv2d.cl", d.set("VEC", vec), a.transposed ? "conv_panel_t" : "conv_panel");
         }
         const cl_uint x_off = c.offset(sh.x), panel_off = c.offset(panel);
         const Kernel kk = k;
