@@ -52,10 +52,16 @@
 #ifndef C_H
 #define C_H 0
 #endif
-// B_CONV 1: B is a convolution's im2col panel read from x in place (below, where B is packed),
-// with the geometry CV_H CV_W CV_IC CV_OH CV_OW CV_KW CV_SH CV_SW CV_DH CV_DW CV_PT CV_PL.
+// B_CONV 1: B is a convolution's filter-gradient im2col panel read from x in place (below, where
+// B is packed), with the geometry CV_H CV_W CV_IC CV_OH CV_OW CV_KW CV_SH CV_SW CV_DH CV_DW CV_PT
+// CV_PL.
 #ifndef B_CONV
 #define B_CONV 0
+#endif
+// A_CONV 1: A is a convolution's forward im2col panel read from x in place (CONV_TILE), x float32,
+// with the same geometry definitions.
+#ifndef A_CONV
+#define A_CONV 0
 #endif
 // 8 float16 values at p (ushort bits), widened.
 #define WIDEN8(p) CLT_H2F(convert_uint8(vload8(0, (p))), float8, uint8)
@@ -118,6 +124,48 @@
       _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = fma(a, b[v], acc[r][v]);    \
     }                                                                                        \
   }
+// A_CONV: the tile's products over the slice [K0, K0 + KN) with A a convolution's im2col panel read
+// from x in place (rows: output positions; k = tap CV_IC + c), B packed at BQ. The slice runs tap
+// by tap: each row's pointer moves to its input pixel of the tap; a row whose pixel lies outside
+// x (padding) reads +0 instead, as a panel holds (fma(+0, w, acc) leaves acc as it is). A tap
+// where every row is inside x runs the plain loop.
+#if A_CONV
+#define CONV_TILE(K0, KN, BQ)                                                                      \
+  {                                                                                                \
+    int ihb[MR], iwb[MR], img[MR];                                                                 \
+    _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                               \
+      const int pos = min(ib + r0 + r, M - 1);                                                     \
+      ihb[r] = pos / CV_OW % CV_OH * CV_SH - CV_PT, iwb[r] = pos % CV_OW * CV_SW - CV_PL;          \
+      img[r] = pos / (CV_OW * CV_OH);                                                              \
+    }                                                                                              \
+    for (int k1 = 0; k1 < (KN);) {                                                                 \
+      const int tap = ((K0) + k1) / CV_IC, c = ((K0) + k1) % CV_IC, run = min((KN)-k1, CV_IC - c); \
+      const int kh = tap / CV_KW, kw = tap % CV_KW;                                                \
+      const __global float* ar[MR];                                                                \
+      int inside[MR], all = 1;                                                                     \
+      _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                             \
+        const int ih = ihb[r] + kh * CV_DH, iw = iwb[r] + kw * CV_DW;                              \
+        inside[r] = ih >= 0 && ih < CV_H && iw >= 0 && iw < CV_W;                                  \
+        all &= inside[r];                                                                          \
+        ar[r] = A + (inside[r] ? ((img[r] * CV_H + ih) * CV_W + iw) * CV_IC + c : 0);              \
+      }                                                                                            \
+      const __local float* bp = (BQ) + k1 * NR;                                                    \
+      if (all) {                                                                                   \
+        TILE_K_LOOP(bp, NR, run, 1, , VLOAD)                                                       \
+      } else {                                                                                     \
+        for (int kk = 0; kk < run; ++kk) {                                                         \
+          VEC b[NV];                                                                               \
+          _Pragma("unroll") for (int v = 0; v < NV; ++v) b[v] = VLOAD(v, bp + kk * NR);            \
+          _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                         \
+            const VEC a = (VEC)(inside[r] ? ar[r][kk] : 0.0f);                                     \
+            _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = fma(a, b[v], acc[r][v]);    \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+      k1 += run;                                                                                   \
+    }                                                                                              \
+  }
+#endif
 // EPI (with beta 0): C = act(alpha acc + b) with the fused ACT and, with HAS_BIAS, the bias at
 // bias_off along the given product's columns (the form's rows where it is the product of the
 // transposes, EPI_ROWS): what bias_act would do after the GEMM, the same operations, without
@@ -179,7 +227,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
   const int nb = min(nb_max, N - jb);  // columns of this block
   const int nb_up = (nb + NR - 1) / NR * NR;
   const int mrows = min(mb, M - ib);  // rows of this block
-#if !B_NK && !A_H && !B_CONV
+#if !B_NK && !A_H && !B_CONV && !A_CONV
   if (direct && nb >= NR) {
     // B in place: no packing, so no slicing of k either; each register tile runs over the whole
     // of k. A block's last, partial panel starts at nb - NR, overlapping the one before; it
@@ -273,11 +321,15 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
     for (int c0 = 0; c0 < nb; c0 += NR) {
       const __local float* bq = packed + (c0 / NR) * (KC * NR);
       for (int r0 = 0; r0 < mb && ib + r0 < M; r0 += MR) {
-        ROW_POINTERS(k0)
         VEC acc[MR][NV];
         _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] =
             first ? (VEC)(0.0f) : partial[(r0 + r) * (NB_MAX / VW) + c0 / VW + v];
+#if A_CONV
+        CONV_TILE(k0, kc, bq)
+#else
+        ROW_POINTERS(k0)
         TILE_K_LOOP(bq, NR, kc, A_SLICE_STEP, , VLOAD)
+#endif
         if (!last) {
           _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v)
               partial[(r0 + r) * (NB_MAX / VW) + c0 / VW + v] = acc[r][v];

@@ -109,12 +109,13 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
   if (g.m == 0 || g.n == 0 || g.k == 0)
     fail(CLTRAIN_INVALID, g.what + ": a matrix product with an empty dimension (m " + std::to_string(g.m) + ", n " +
                               std::to_string(g.n) + ", k " + std::to_string(g.k) + ")");
-  const bool conv = !g.b_conv.empty();
-  if (conv && (!native_ || g.layout != clblast::Layout::kRowMajor || g.tb != clblast::Transpose::kNo))
+  const bool conv = !g.conv.empty();
+  if (conv && (!native_ || g.layout != clblast::Layout::kRowMajor ||
+               (g.conv_a() ? g.ta != clblast::Transpose::kNo || g.a_half : g.tb != clblast::Transpose::kNo)))
     fail(CLTRAIN_ERROR, g.what +
-                            ": an implicit convolution panel (B_CONV) needs kernels/gemm.cl as the device's GEMM and a "
-                            "row-major, untransposed B");
-  // An implicit panel is packed where gemm.cl packs B, so it stays B: the form as given.
+                            ": an implicit convolution panel needs kernels/gemm.cl as the device's GEMM, a row-major "
+                            "product and the panel untransposed (and float32 as A)");
+  // An implicit panel stays the operand gemm.cl reads it as: the form as given.
   const NativeForm f = native_form(g.layout, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, limits_.tile, !conv);
   const bool a_half = f.swapped ? g.b_half : g.a_half;  // the form's A
   const NativeLimits limits =
@@ -134,7 +135,7 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
   p.launches = 1;
   Defines d;
   d.append(native_defines(f, limits, g.a_half, g.b_half, g.c_half));
-  if (conv) d.append(g.b_conv);
+  if (conv) d.append(g.conv);
   if (g.epilogue()) {
     if (g.beta != 0.0f) fail(CLTRAIN_ERROR, g.what + ": an epilogue with beta != 0");
     d.set("EPI", 1).set("EPI_ROWS", f.swapped ? 1 : 0).set("HAS_BIAS", g.bias >= 0 ? 1 : 0).set("ACT", g.act);

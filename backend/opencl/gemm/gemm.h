@@ -38,10 +38,12 @@ struct Gemm {
   int32_t bias = -1;
   int32_t act = CLTRAIN_ACT_NONE;
   bool epilogue() const { return bias >= 0 || act != CLTRAIN_ACT_NONE; }
-  // gemm.cl only (GemmEngine::native()): B is a convolution's im2col panel read from x (b) in
-  // place, these being gemm.cl's B_CONV definitions of the geometry ("-DB_CONV=1 -DCV_H=28 ...";
-  // conv_gemm_defines in ops/conv2d.cc); ldb is then unused. Empty: B is a matrix.
-  std::string b_conv;
+  // gemm.cl only (GemmEngine::native()): A (the forward's) or B (dW's) is a convolution's im2col
+  // panel read from x (a or b) in place, these being gemm.cl's A_CONV or B_CONV definitions of the
+  // geometry ("-DB_CONV=1 -DCV_H=28 ..."; conv_gemm_defines in ops/conv2d.cc); that operand's
+  // leading dimension is then unused. Empty: both are matrices.
+  std::string conv;
+  bool conv_a() const { return conv.find("-DA_CONV=1") != std::string::npos; }
   std::string what;  // for error messages: "step 5 (FullyConnected backward) dW"
 };
 

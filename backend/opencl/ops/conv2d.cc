@@ -74,6 +74,17 @@ uint64_t aligned_chunk(const OpContext& c, uint64_t fit, uint64_t unit_rows, uin
   return count;
 }
 
+// gemm.cl's A_CONV (the forward's panel as A) or B_CONV (dW's as B) definitions of sh's geometry
+// (Gemm::conv).
+std::string conv_gemm_defines(const ConvShape& sh, const char* operand) {
+  Defines d;
+  d.set(operand, 1).set("CV_H", sh.h.in).set("CV_W", sh.w.in).set("CV_IC", sh.in_ch);
+  d.set("CV_OH", sh.h.out).set("CV_OW", sh.w.out).set("CV_KW", sh.w.filter);
+  d.set("CV_SH", sh.h.stride).set("CV_SW", sh.w.stride).set("CV_DH", sh.h.dilation).set("CV_DW", sh.w.dilation);
+  d.set("CV_PT", sh.h.pad_before).set("CV_PL", sh.w.pad_before);
+  return d.str();
+}
+
 void plan_forward(const OpContext& c, ConvPlan& p) {
   const StepView& s = c.s;
   const ConvShape& sh = p.sh;
@@ -90,6 +101,14 @@ void plan_forward(const OpContext& c, ConvPlan& p) {
     g.m = positions;
     g.a = sh.x, g.lda = K;
     g.what = s.what() + " y = x W^T";
+    p.actions.push_back(Action(Action::kGemm, g));
+  } else if (c.gemm().native() && !c.half(sh.x)) {
+    // On gemm.cl: one GEMM over every position, its A the im2col panel read from x in place
+    // (A_CONV), the same chains over (kh, kw, i), no panel.
+    g.m = positions;
+    g.a = sh.x, g.lda = K;
+    g.conv = conv_gemm_defines(sh, "A_CONV");
+    g.what = s.what() + " y = panel W^T (x in place)";
     p.actions.push_back(Action(Action::kGemm, g));
   } else {
     const uint64_t chunk = aligned_chunk(c, p.budget / (K * 4), 1, positions);
@@ -110,16 +129,6 @@ void plan_forward(const OpContext& c, ConvPlan& p) {
     }
   }
   if (!half_y && (sh.bias >= 0 || sh.activation != CLTRAIN_ACT_NONE)) p.actions.push_back(Action(Action::kBiasAct));
-}
-
-// gemm.cl's B_CONV definitions of sh's geometry (Gemm::b_conv).
-std::string conv_gemm_defines(const ConvShape& sh) {
-  Defines d;
-  d.set("B_CONV", 1).set("CV_H", sh.h.in).set("CV_W", sh.w.in).set("CV_IC", sh.in_ch);
-  d.set("CV_OH", sh.h.out).set("CV_OW", sh.w.out).set("CV_KW", sh.w.filter);
-  d.set("CV_SH", sh.h.stride).set("CV_SW", sh.w.stride).set("CV_DH", sh.h.dilation).set("CV_DW", sh.w.dilation);
-  d.set("CV_PT", sh.h.pad_before).set("CV_PL", sh.w.pad_before);
-  return d.str();
 }
 
 void plan_filter_grad(const OpContext& c, ConvPlan& p) {
@@ -144,7 +153,7 @@ void plan_filter_grad(const OpContext& c, ConvPlan& p) {
   if (c.gemm().native() && I % c.gemm().native_vector_width() == 0) {
     g.n = K;
     g.b = sh.x, g.ldb = I;
-    g.b_conv = conv_gemm_defines(sh);
+    g.conv = conv_gemm_defines(sh, "B_CONV");
     g.what = s.what() + " dW = dz^T panel (x in place)";
     p.actions.push_back(Action(Action::kGemm, g));
     return;
