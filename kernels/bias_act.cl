@@ -1,7 +1,8 @@
 // The parts of FullyConnected and Conv2D around their matrix products (which run in CLBlast),
 // on an output viewed as [ROWS, COLS] (COLS = output channels) with the bias along COLS.
 // Definitions: ROWS, COLS; ACT (cltrain_activation); HAS_BIAS (0 or 1); storage (common.cl) of the
-// backward's operands: Y_H for y, DY_H for dy.
+// backward's operands: Y_H for y, DY_H for dy; VEC (bias_grad's lanes: 1, 4, 8 or 16, dividing
+// COLS; bias_vec() in ops/op.h).
 
 // Forward, in place on the GEMM result: y = act(acc + b). (A float16 y takes its bias and
 // activation in the GEMM's epilogue instead, gemm.cl's EPI, so that it is rounded once.)
@@ -24,13 +25,15 @@ __kernel void act_grad(__global float* pool, uint y_off, uint dy_off) {
   CLT_ST(DY_H, CLT_PTR(DY_H) + dy_off, i, clt_act_grad(y, dy));
 }
 
-// Backward: db[c] = sum over rows r, in increasing order, of dz[r, c]. One work-item per column;
-// neighbours read neighbouring addresses.
+// Backward: db[c] = sum over rows r, in increasing order, of dz[r, c]. One work-item per VEC
+// neighbouring columns (VEC divides COLS), each lane its own sum: a pass over the rows reads whole
+// cache lines, where a work-item per column (POCL runs a group's work-items one after another)
+// walked all of dz once per column.
 __kernel void bias_grad(__global float* pool, uint dz_off, uint db_off) {
-  const uint c = get_global_id(0);
+  const uint c = get_global_id(0) * VEC;
   if (c >= COLS) return;
-  __global const CLT_T(DY_H)* dz = CLT_PTR(DY_H) + dz_off;
-  float s = 0.0f;
-  for (uint r = 0; r < ROWS; ++r) s = s + CLT_LD(DY_H, dz, r * COLS + c);
-  pool[db_off + c] = s;
+  __global const CLT_T(DY_H)* dz = CLT_PTR(DY_H) + dz_off + c;
+  vfloat s = 0.0f;
+  for (uint r = 0; r < ROWS; ++r) s = s + CLT_VLD(DY_H, dz + r * COLS);
+  VSTORE(s, pool + db_off + c);
 }

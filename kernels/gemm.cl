@@ -182,15 +182,28 @@
 #define EPI 0
 #define EPI_VALUE(x, i, j) (x)
 #endif
+// EPI_VALUE over the VW neighbouring columns from j of row i (each element as EPI_VALUE has it).
+#if EPI
+static inline VEC epi_vec(VEC x, int i, int j, __global const float* pool, uint bias_off) {
+  float e[VW];
+  VSTORE(x, 0, e);
+  _Pragma("unroll") for (int l = 0; l < VW; ++l) e[l] = EPI_VALUE(e[l], i, j + l);
+  return VLOAD(0, e);
+}
+#define EPI_VEC(x, i, j) epi_vec((x), (i), (j), pool, bias_off)
+#else
+#define EPI_VEC(x, i, j) (x)
+#endif
 // C of the tile whose columns start at block column CS: its columns from FROM (>= CS) to the
 // tile's or the block's end, rows below M. Whole tiles with beta 0 and no EPI store as vectors.
 #define STORE_TILE(CS, FROM)                                                                                           \
   _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                                                     \
     const int i = ib + r0 + r;                                                                                         \
     if (i < M) {                                                                                                       \
-      if (!C_T && !EPI && (CS) == (FROM) && (CS) + NR <= nb && beta == 0.0f) {                                         \
+      if (!C_T && (CS) == (FROM) && (CS) + NR <= nb && beta == 0.0f) {                                                 \
         __global CLT_T(C_H)* cr = C + C_AT(i, jb + (CS));                                                              \
-        _Pragma("unroll") for (int v = 0; v < NV; ++v) C_STOREV(alpha* acc[r][v], v, cr);                              \
+        _Pragma("unroll") for (int v = 0; v < NV; ++v)                                                                 \
+            C_STOREV(EPI_VEC(alpha* acc[r][v], i, jb + (CS) + VW * v), v, cr);                                         \
       } else {                                                                                                         \
         _Pragma("unroll") for (int v = 0; v < NV; ++v) {                                                               \
           float out[VW];                                                                                               \

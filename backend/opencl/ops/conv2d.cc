@@ -95,8 +95,9 @@ void plan_forward(const OpContext& c, ConvPlan& p) {
   g.b = sh.w_t, g.ldb = K;
   g.c = sh.y, g.ldc = O;
   // A float16 y: the bias and activation as the GEMM's epilogue, so that y is rounded once.
-  const bool half_y = c.half(sh.y);
-  if (half_y) g.bias = sh.bias, g.act = sh.activation;
+  // On gemm.cl too: one pass over y fewer (the same operations on the same values: bitwise).
+  const bool fused = c.half(sh.y) || c.gemm().native();
+  if (fused) g.bias = sh.bias, g.act = sh.activation;
   if (p.pointwise) {
     g.m = positions;
     g.a = sh.x, g.lda = K;
@@ -128,7 +129,7 @@ void plan_forward(const OpContext& c, ConvPlan& p) {
       p.actions.push_back(Action(Action::kGemm, g));
     }
   }
-  if (!half_y && (sh.bias >= 0 || sh.activation != CLTRAIN_ACT_NONE)) p.actions.push_back(Action(Action::kBiasAct));
+  if (!fused && (sh.bias >= 0 || sh.activation != CLTRAIN_ACT_NONE)) p.actions.push_back(Action(Action::kBiasAct));
 }
 
 void plan_filter_grad(const OpContext& c, ConvPlan& p) {
@@ -404,11 +405,9 @@ StepRun prepare(const OpContext& c) {
           Defines d = geometry;
           d.set("PANEL_TAPS", a.taps).set("PANEL_CH", a.ch);
           c.storage(d, "X_H", sh.x);
-          // conv_panel copies VEC channels at a time: the widest of 16, 8, 4 that divides them, else 1.
-          long long vec = 1;
-          for (long long v : {16, 8, 4})
-            if (!a.transposed && vec == 1 && a.ch % v == 0) vec = v;
-          k = c.kernel("conv2d.cl", d.set("VEC", vec), a.transposed ? "conv_panel_t" : "conv_panel");
+          // conv_panel copies channel_lanes() channels at a time.
+          k = c.kernel("conv2d.cl", d.set("VEC", a.transposed ? 1 : channel_lanes(a.ch)),
+                       a.transposed ? "conv_panel_t" : "conv_panel");
         }
         const cl_uint x_off = c.offset(sh.x), panel_off = c.offset(panel);
         const Kernel kk = k;
@@ -431,13 +430,8 @@ StepRun prepare(const OpContext& c) {
         break;
       }
       case Action::kGather: {
-        // Channels per work-item: the widest of 16, 8, 4 that divides I, else 1.
-        long long vec = 1;
-        for (long long v : {16, 8, 4})
-          if (sh.in_ch % v == 0 && !a.transposed) {
-            vec = v;
-            break;
-          }
+        // Channels per work-item: channel_lanes(I).
+        const long long vec = a.transposed ? 1 : channel_lanes(sh.in_ch);
         Defines d = geometry;
         d.set("XACT", sh.dx_activation).set("DCOL_T", a.transposed);
         c.storage(c.storage(d, "X_H", sh.x), "DX_H", sh.dx);
@@ -481,6 +475,8 @@ StepRun prepare(const OpContext& c) {
         Defines d;
         d.set("ROWS", static_cast<long long>(s.count(a.kind == Action::kBiasAct ? sh.y : sh.dy) / sh.out_ch));
         d.set("COLS", sh.out_ch).set("HAS_BIAS", sh.bias >= 0).set("ACT", sh.activation);
+        const long long lanes = channel_lanes(sh.out_ch);
+        d.set("VEC", lanes);
         c.storage(c.storage(d, "Y_H", sh.y), "DY_H", sh.dy);
         const char* name = a.kind == Action::kBiasAct   ? "bias_act"
                            : a.kind == Action::kActGrad ? "act_grad"
@@ -492,7 +488,7 @@ StepRun prepare(const OpContext& c) {
         else if (a.kind == Action::kActGrad)
           set_args(k, c.pool(), c.offset(sh.y), c.offset(sh.dy));
         else
-          set_args(k, c.pool(), c.offset(sh.dy), c.offset(sh.db)), count = sh.out_ch;
+          set_args(k, c.pool(), c.offset(sh.dy), c.offset(sh.db)), count = sh.out_ch / lanes;
         run.push_back([k, count](const Queue& q) { q.launch_1d(k, count); });
         break;
       }

@@ -132,7 +132,7 @@ StepRun prepare_forward(const OpContext& c, const FcShape& sh) {
   const uint64_t count = sh.n * sh.m;
   if ((bias >= 0 || act != CLTRAIN_ACT_NONE) && !half_output(c)) {
     Defines d;
-    d.set("ROWS", sh.n).set("COLS", sh.m).set("HAS_BIAS", bias >= 0).set("ACT", act);
+    d.set("ROWS", sh.n).set("COLS", sh.m).set("HAS_BIAS", bias >= 0).set("ACT", act).set("VEC", channel_lanes(sh.m));
     bias_act = c.kernel(kFamily, d, "bias_act");
     set_args(bias_act, c.pool(), c.offset(y), bias >= 0 ? c.offset(bias) : cl_uint{0});
   }
@@ -147,7 +147,7 @@ StepRun prepare_backward(const OpContext& c, const FcShape& sh) {
   const int32_t y = s.in(2), dy = s.in(3), db = s.out(2);
   const int act = s.step.params.activation;
   Defines d;
-  d.set("ROWS", sh.n).set("COLS", sh.m).set("HAS_BIAS", 0).set("ACT", act);
+  d.set("ROWS", sh.n).set("COLS", sh.m).set("HAS_BIAS", 0).set("ACT", act).set("VEC", channel_lanes(sh.m));
   c.storage(c.storage(d, "Y_H", y), "DY_H", dy);
   Kernel act_grad, bias_grad;
   if (act != CLTRAIN_ACT_NONE) {
@@ -159,7 +159,7 @@ StepRun prepare_backward(const OpContext& c, const FcShape& sh) {
     set_args(bias_grad, c.pool(), c.offset(dy), c.offset(db));
   }
   const std::vector<PreparedGemm> gs = prepare_gemms(c, s, sh);
-  const uint64_t count = sh.n * sh.m, cols = sh.m;
+  const uint64_t count = sh.n * sh.m, cols = sh.m / channel_lanes(sh.m);
   return [act_grad, bias_grad, gs, count, cols](const Queue& q, const cltrain_run_args*) {
     if (act_grad) q.launch_1d(act_grad, count);
     if (bias_grad) q.launch_1d(bias_grad, cols);

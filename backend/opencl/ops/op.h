@@ -109,6 +109,14 @@ const OpFamily* find_op_family(int op);
 
 std::string phase_name(int32_t phase);
 
+// Lanes of a kernel that works on neighbouring channels as vectors (common.cl's VEC): the widest
+// of 16, 8 and 4 that divides channels, else 1.
+inline long long channel_lanes(int64_t channels) {
+  for (long long v : {16, 8, 4})
+    if (channels % v == 0) return v;
+  return 1;
+}
+
 // Shared checks; each returns an empty string when it holds.
 std::string require_tensor(const StepView& s, int32_t id, const char* role);
 // For a one-input op whose forward is in [x] out [y] and backward in [dy] out [dx]: the forward's
