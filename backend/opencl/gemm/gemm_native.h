@@ -2,8 +2,8 @@
 //
 // On POCL's CPU device CLBlast's kernels reach a tenth of the machine's GEMM rate at large sizes
 // and copy operands into scratch for most orientations; gemm.cl is written as a CPU BLAS is
-// (one work-item per block, B packed in local memory, register tiles of float8), reads every
-// orientation in place and needs no scratch. GPUs keep CLBlast.
+// (one work-item per block, B packed in local memory, register tiles of the device's vectors),
+// reads every orientation in place and needs no scratch. GPUs keep CLBlast.
 #pragma once
 
 #include <cstddef>
