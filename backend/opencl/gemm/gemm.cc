@@ -183,6 +183,8 @@ namespace {
 
 // CLTRAIN_OPENCL_GEMM_LOG=FILE: one line per GEMM run, "L TA TB m n k a_off lda b_off ldb c_off
 // ldc" (L: R or C; TA, TB: N or T; offsets within the operand's tensor), for gemm_bench --calls.
+// A product with an implicit convolution panel (Gemm::conv) is logged as the plain product of its
+// shape (the panel dense: lda k or ldb n) with " conv" after it.
 void log_gemm(const Gemm& g) {
   static std::FILE* out = [] {
     const char* path = std::getenv("CLTRAIN_OPENCL_GEMM_LOG");
@@ -190,9 +192,10 @@ void log_gemm(const Gemm& g) {
   }();
   if (!out) return;
   auto t = [](clblast::Transpose x) { return x == clblast::Transpose::kNo ? 'N' : 'T'; };
-  std::fprintf(out, "%c %c %c %zu %zu %zu %zu %zu %zu %zu %zu %zu\n",
-               g.layout == clblast::Layout::kColMajor ? 'C' : 'R', t(g.ta), t(g.tb), g.m, g.n, g.k, g.a_off, g.lda,
-               g.b_off, g.ldb, g.c_off, g.ldc);
+  const bool conv = !g.conv.empty(), conv_a = conv && g.conv_a();
+  std::fprintf(out, "%c %c %c %zu %zu %zu %zu %zu %zu %zu %zu %zu%s\n",
+               g.layout == clblast::Layout::kColMajor ? 'C' : 'R', t(g.ta), t(g.tb), g.m, g.n, g.k, g.a_off,
+               conv_a ? g.k : g.lda, g.b_off, conv && !conv_a ? g.n : g.ldb, g.c_off, g.ldc, conv ? " conv" : "");
   std::fflush(out);
 }
 
