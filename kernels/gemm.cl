@@ -225,8 +225,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
                                                                   uint c_off, int M, int N, int K, int lda, int ldb,
                                                                   int ldc, int mb, int nb_max, int direct, float alpha,
                                                                   float beta, uint bias_off) {
-  // Packed as vectors so that the panels are aligned as the register tiles load them (a float
-  // array may start 8 bytes off a cache line: every vector load then touches two).
+  // Packed as vectors so that the panels are aligned as the register tiles load them.
   __local VEC packed_vec[KC * NB_MAX / VW];
   __local float* packed = (__local float*)packed_vec;
   __local VEC partial[MB_MAX * NB_MAX / VW];  // the chains between slices, [r][c / VW]
