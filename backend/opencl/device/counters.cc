@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <set>
+#include <string>
 
 namespace cltrain::ocl {
 namespace {
@@ -98,18 +99,28 @@ static const char* kernel_times_path() {
 }
 
 // Kernel names live as long as the process: TimedCommand points into this set.
-static const std::string* intern_kernel_name(cl_kernel k) {
+// "name" and, when the environment variable says "FILE:sizes", the launch's global size, "gemm[13x1]".
+static const std::string* intern_kernel_name(cl_kernel k, cl_uint dims, const size_t* global) {
   static std::set<std::string> names;
   char name[256] = {};
   if (clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name - 1, name, nullptr) != CL_SUCCESS) return nullptr;
-  return &*names.insert(name).first;
+  std::string key = name;
+  const std::string path = kernel_times_path();
+  if (path.size() > 6 && path.compare(path.size() - 6, 6, ":sizes") == 0 && global) {
+    key += "[";
+    for (cl_uint d = 0; d < dims; ++d) key += (d ? "x" : "") + std::to_string(global[d]);
+    key += "]";
+  }
+  return &*names.insert(key).first;
 }
 
 Counters::~Counters() {
   release_timed(*this);
   const char* path = kernel_times_path();
   if (!path || by_kernel.empty()) return;
-  if (FILE* f = std::fopen(path, "a")) {
+  std::string file = path;
+  if (file.size() > 6 && file.compare(file.size() - 6, 6, ":sizes") == 0) file.resize(file.size() - 6);
+  if (FILE* f = std::fopen(file.c_str(), "a")) {
     for (const auto& [name, t] : by_kernel)
       std::fprintf(f, "%s %lld %.3f\n", name.c_str(), static_cast<long long>(t.calls), t.ns / 1e6);
     std::fclose(f);
@@ -156,7 +167,7 @@ cl_int __wrap_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint di
   });
   cltrain::ocl::Counters* c = cltrain::ocl::g_active;
   if (err == CL_SUCCESS && c && c->profiling && !c->timed.empty() && cltrain::ocl::kernel_times_path())
-    c->timed.back().kernel = cltrain::ocl::intern_kernel_name(k);
+    c->timed.back().kernel = cltrain::ocl::intern_kernel_name(k, dims, global);
   return err;
 }
 
