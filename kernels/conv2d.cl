@@ -184,6 +184,13 @@ __kernel void conv_gather_dx_taps(__global float* pool, uint dcol_off, uint acc_
 }
 
 // dz of image n as float32 at dst: a float16 dz widened once for the GEMMs of its tap blocks.
+// W^T for gemm.cl's forward: wt[k, o] = W[o, k] over k = (kh KW + kw) IC + i (float32 W).
+__kernel void conv_filter_t(__global float* pool, uint w_off, uint wt_off) {
+  const uint gid = get_global_id(0), K = KH * KW * IC;
+  if (gid >= K * OC) return;
+  pool[wt_off + gid] = pool[w_off + gid % OC * K + gid / OC];
+}
+
 __kernel void conv_widen_dz(__global float* pool, uint dz_off, uint dst_off, uint n) {
   const uint gid = get_global_id(0);
   if (gid >= OH * OW * OC) return;

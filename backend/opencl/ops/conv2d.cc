@@ -39,7 +39,7 @@ constexpr int32_t kPanel = -2, kOut = -3;
 
 // One thing the step enqueues, in run order.
 struct Action {
-  enum Kind { kPanelFill, kGemm, kGather, kBiasAct, kActGrad, kBiasGrad, kWiden } kind;
+  enum Kind { kPanelFill, kGemm, kGather, kBiasAct, kActGrad, kBiasGrad, kWiden, kFilterT } kind;
   explicit Action(Kind k, Gemm g = {}) : kind(k), gemm(std::move(g)) {}
   Gemm gemm;                                  // kGemm
   uint32_t row0 = 0, rows = 0;                // kPanelFill: output positions; kGather: images (n0, count)
@@ -98,6 +98,15 @@ void plan_forward(const OpContext& c, ConvPlan& p) {
   // On gemm.cl too: one pass over y fewer (the same operations on the same values: bitwise).
   const bool fused = c.half(sh.y) || c.gemm().native();
   if (fused) g.bias = sh.bias, g.act = sh.activation;
+  // On gemm.cl, W^T written once into the scratch as [K, O] (conv_filter_t): B packed a vector at
+  // a time instead of transposed element by element in every block (the implicit-panel forward).
+  const bool filter_t = c.gemm().native() && !p.pointwise && !c.half(sh.w_t) && !c.half(sh.x);
+  if (filter_t) {
+    p.actions.push_back(Action(Action::kFilterT));
+    p.panel_bytes = std::max(p.panel_bytes, K * O * 4);
+    g.tb = clblast::Transpose::kNo;
+    g.b = kPanel, g.ldb = O;
+  }
   if (p.pointwise) {
     g.m = positions;
     g.a = sh.x, g.lda = K;
@@ -455,6 +464,14 @@ StepRun prepare(const OpContext& c) {
         else
           set_args(k, c.pool(), c.offset(panel), c.offset(sh.dx), a.row0, a.rows, x_off);
         const uint64_t count = (a.banded ? uint64_t{a.ihn} : uint64_t{a.rows} * sh.h.in) * sh.w.in * sh.in_ch / vec;
+        run.push_back([k, count](const Queue& q) { q.launch_1d(k, count); });
+        break;
+      }
+      case Action::kFilterT: {
+        Defines d = geometry;
+        Kernel k = c.kernel("conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", 1), "conv_filter_t");
+        set_args(k, c.pool(), c.offset(sh.w_t), c.offset(panel));
+        const uint64_t count = static_cast<uint64_t>(sh.taps() * sh.in_ch * sh.out_ch);
         run.push_back([k, count](const Queue& q) { q.launch_1d(k, count); });
         break;
       }
