@@ -64,25 +64,34 @@ bool max_pool_takes(__global const CLT_T(X_H) * x, const int oh, const int ow, c
 }
 
 // ARGMAX: also writes the window position (kh * FW + kw) of the first maximum as a byte.
+#if VEC == 1
+typedef int ivec;
+#define ARGMAX_STORE(a, p) (*(p) = (uchar)(a))
+#else
+typedef CAT(int, VEC) ivec;
+#define ARGMAX_STORE(a, p) CAT(vstore, VEC)(CAT(convert_uchar, VEC)(a), 0, (p))
+#endif
+// One work-item per VEC neighbouring channels of an output position (VEC divides C), each lane
+// its own scan: the same compares and selects as one lane at a time.
 __kernel void max_pool_forward(__global float* pool, uint x_off, uint y_off, uint argmax_off) {
-  const uint i = get_global_id(0);
+  const uint i = get_global_id(0) * VEC;
   if (i >= N * OH * OW * C) return;
   const int c = i % C, ow = (i / C) % OW, oh = (i / (C * OW)) % OH, n = i / (C * OW * OH);
   __global const CLT_T(X_H)* x = CLT_PTR(X_H) + x_off + (uint)n * (H * W * C) + c;
   int h0, h1, w0, w1;
   pool_window(oh, ow, &h0, &h1, &w0, &w1);
-  float m = CLT_LD(X_H, x, (h0 * W + w0) * C);
-  int arg = (h0 - (oh * SH - PT)) * FW + (w0 - (ow * SW - PL));
+  vfloat m = CLT_VLD(X_H, x + (h0 * W + w0) * C);
+  ivec arg = (ivec)((h0 - (oh * SH - PT)) * FW + (w0 - (ow * SW - PL)));
   for (int h = h0; h < h1; ++h)
     for (int w = w0; w < w1; ++w) {
-      const float v = CLT_LD(X_H, x, (h * W + w) * C);
-      const bool take = v > m;
-      m = take ? v : m;
-      arg = take ? (h - (oh * SH - PT)) * FW + (w - (ow * SW - PL)) : arg;
+      const vfloat v = CLT_VLD(X_H, x + (h * W + w) * C);
+      const ivec take = v > m;
+      m = select(m, v, take);
+      arg = select(arg, (ivec)((h - (oh * SH - PT)) * FW + (w - (ow * SW - PL))), take);
     }
-  CLT_ST(Y_H, CLT_PTR(Y_H) + y_off, i, m);
+  CLT_VST(Y_H, m, CLT_PTR(Y_H) + y_off + i);
 #if ARGMAX
-  ((__global uchar*)(pool + argmax_off))[i] = (uchar)arg;
+  ARGMAX_STORE(arg, (__global uchar*)(pool + argmax_off) + i);
 #endif
 }
 

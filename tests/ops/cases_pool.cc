@@ -104,6 +104,10 @@ std::vector<OpCase> make_cases() {
       pool_case({"valid_k3x2_s1x2_n2_h6w5_c4", {2, 6, 5, 4}, 3, 2, VALID, 1, 2}, true),
       pool_case({"same_k3_s2_n2_h7w9_c3", {2, 7, 9, 3}, 3, 3, SAME, 2, 2}, false),
       pool_case({"valid_k2x3_s2x1_n1_h6w7_c5", {1, 6, 7, 5}, 2, 3, VALID, 2, 1}, false),
+      // 16 and 8 channels: the OpenCL forward's vector lanes (16 and 8 channels per work-item),
+      // with ties and the argmax.
+      pool_case({"lanes_same_k2_s2_n2_h6w6_c16", {2, 6, 6, 16}, 2, 2, SAME, 2, 2}, true, true, true),
+      pool_case({"lanes_same_k3_s1_overlap_n1_h5w7_c8", {1, 5, 7, 8}, 3, 3, SAME, 1, 1}, true, true),
   };
 }
 

@@ -112,6 +112,9 @@ StepRun prepare(const OpContext& c) {
   Kernel k;
   uint64_t count = 0;
   const bool argmax = max_pool && s.out(1) >= 0;
+  // max_pool_forward's lanes (channel_lanes); the other kernels work on one element each.
+  const long long lanes = max_pool && s.step.phase == CLTRAIN_PHASE_FORWARD ? channel_lanes(sh.c) : 1;
+  d.set("VEC", lanes);
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
     d.set("ARGMAX", argmax);
     k = c.kernel(kFamily, d, max_pool ? "max_pool_forward" : "avg_pool_forward");
@@ -119,7 +122,7 @@ StepRun prepare(const OpContext& c) {
       set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.out(0)), argmax ? c.offset(s.out(1)) : cl_uint{0});
     else
       set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.out(0)));
-    count = s.count(s.out(0));
+    count = s.count(s.out(0)) / static_cast<uint64_t>(lanes);
   } else if (max_pool && s.in(2) >= 0) {  // from the argmax
     const int32_t act = s.step.params.dx_activation;
     d.set("ACT", act);
