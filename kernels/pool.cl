@@ -129,22 +129,29 @@ __kernel void max_pool_backward_argmax(__global float* pool, uint argmax_off, ui
 // the one window that takes the element). dx is filled with zeros first where windows leave
 // positions out.
 __kernel void max_pool_backward_scatter(__global float* pool, uint argmax_off, uint dy_off, uint y_off, uint dx_off) {
-  const uint i = get_global_id(0);
+  const uint i = get_global_id(0) * VEC;  // VEC neighbouring channels of one window (VEC divides C)
   if (i >= N * OH * OW * C) return;
   const int c = i % C, ow = (i / C) % OW, oh = (i / (C * OW)) % OH, n = i / (C * OW * OH);
-  const int k = (int)i;
   __global const uchar* am = (__global const uchar*)(pool + argmax_off);
   __global const CLT_T(DY_H)* dy = CLT_PTR(DY_H) + dy_off;
   __global const CLT_T(Y_H)* yv = CLT_PTR(Y_H) + y_off;
-  const float g = 0.0f + POOL_GRAD(k);
-  const int arg = am[k];
+#if ACT  // XACT = ACT: CLT_XACT_GRAD is clt_act_grad's selects on vfloat lanes
+  const vfloat g = (vfloat)(0.0f) + CLT_XACT_GRAD(CLT_VLD(Y_H, yv + i), CLT_VLD(DY_H, dy + i));
+#else
+  const vfloat g = (vfloat)(0.0f) + CLT_VLD(DY_H, dy + i);
+#endif
+#if VEC == 1
+  const ivec arg = am[i];
+#else
+  const ivec arg = CAT(convert_int, VEC)(CAT(vload, VEC)(0, am + i));
+#endif
   int h0, h1, w0, w1;
   pool_window(oh, ow, &h0, &h1, &w0, &w1);
   __global CLT_T(DX_H)* dx = CLT_PTR(DX_H) + dx_off + (uint)n * (H * W * C) + c;
   for (int h = h0; h < h1; ++h)
     for (int w = w0; w < w1; ++w) {
       const int here = (h - (oh * SH - PT)) * FW + (w - (ow * SW - PL));
-      CLT_ST(DX_H, dx, (h * W + w) * C, here == arg ? g : 0.0f);
+      CLT_VST(DX_H, select((vfloat)(0.0f), g, arg == (ivec)(here)), dx + (h * W + w) * C);
     }
 }
 

@@ -112,8 +112,11 @@ StepRun prepare(const OpContext& c) {
   Kernel k;
   uint64_t count = 0;
   const bool argmax = max_pool && s.out(1) >= 0;
-  // max_pool_forward's lanes (channel_lanes); the other kernels work on one element each.
-  const long long lanes = max_pool && s.step.phase == CLTRAIN_PHASE_FORWARD ? channel_lanes(sh.c) : 1;
+  // max_pool_forward's lanes (channel_lanes), and max_pool_backward_scatter's; the other kernels work on one element
+  // each.
+  const bool scatter =
+      max_pool && s.step.phase != CLTRAIN_PHASE_FORWARD && s.in(2) >= 0 && sh.sh >= sh.fh && sh.sw >= sh.fw;
+  const long long lanes = max_pool && (s.step.phase == CLTRAIN_PHASE_FORWARD || scatter) ? channel_lanes(sh.c) : 1;
   d.set("VEC", lanes);
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
     d.set("ARGMAX", argmax);
@@ -125,13 +128,13 @@ StepRun prepare(const OpContext& c) {
     count = s.count(s.out(0)) / static_cast<uint64_t>(lanes);
   } else if (max_pool && s.in(2) >= 0) {  // from the argmax
     const int32_t act = s.step.params.dx_activation;
-    d.set("ACT", act);
-    // Windows that do not overlap scatter (one work-item per window); else each dx gathers.
-    const bool scatter = sh.sh >= sh.fh && sh.sw >= sh.fw;
+    d.set("ACT", act).set("XACT", act);
+    // Windows that do not overlap scatter (one work-item per window's VEC channels); else each dx
+    // gathers.
     k = c.kernel(kFamily, d, scatter ? "max_pool_backward_scatter" : "max_pool_backward_argmax");
     set_args(k, c.pool(), c.offset(s.in(2)), c.offset(s.in(1)),
              act != CLTRAIN_ACT_NONE ? c.offset(s.in(3)) : cl_uint{0}, c.offset(s.out(0)));
-    count = s.count(scatter ? s.in(1) : s.out(0));
+    count = scatter ? s.count(s.in(1)) / static_cast<uint64_t>(lanes) : s.count(s.out(0));
     // Positions no window covers: zeros first.
     const bool covered = sh.sh == sh.fh && sh.sw == sh.fw && sh.oh * sh.sh - sh.pt >= sh.h &&
                          sh.ow * sh.sw - sh.pl >= sh.w && sh.pt == 0 && sh.pl == 0;
