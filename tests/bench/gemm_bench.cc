@@ -371,6 +371,10 @@ int main(int argc, char** argv) {
     openblas_set_num_threads(threads);
 
     std::printf("device: %s\n", device_line(dev).c_str());
+    if (!std::getenv("OPENBLAS_THREAD_TIMEOUT"))
+      std::printf(
+          "note: OpenBLAS's threads spin after each call and can take a core from POCL's for the next "
+          "cltrain product; run with OPENBLAS_THREAD_TIMEOUT=4 (docs/benchmarks.md)\n");
     if (native)
       std::printf("cltrain GEMM path: kernels/gemm.cl (gemm_native.h), register tiles %zu x %zu x float%zu\n",
                   native->limits.tile.mr, native->limits.tile.nv, native->limits.tile.vw);
