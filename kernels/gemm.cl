@@ -113,7 +113,7 @@
 #endif
 // acc += the tile's products over kk < KN, B's row kk of the tile's columns at BPTR + kk BSTRIDE,
 // A's row r at ar[r][kk ASTEP]; UNROLL: a loop pragma or nothing (unrolling by 2 measured faster
-// in place and slower over packed panels, on POCL); LOAD8: vload8 over packed panels, B_LOAD8 in
+// in place and slower over packed panels, on POCL); LOADV: VLOAD over packed panels, B_LOADV in
 // place.
 #define TILE_K_LOOP(BPTR, BSTRIDE, KN, ASTEP, UNROLL, LOADV)                                 \
   UNROLL for (int kk = 0; kk < (KN); ++kk) {                                                 \
@@ -195,7 +195,8 @@ static inline VEC epi_vec(VEC x, int i, int j, __global const float* pool, uint 
 #define EPI_VEC(x, i, j) (x)
 #endif
 // C of the tile whose columns start at block column CS: its columns from FROM (>= CS) to the
-// tile's or the block's end, rows below M. Whole tiles with beta 0 and no EPI store as vectors.
+// tile's or the block's end, rows below M. Whole tiles of a row-major C with beta 0 store as
+// vectors (through EPI_VEC).
 #define STORE_TILE(CS, FROM)                                                                                           \
   _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                                                     \
     const int i = ib + r0 + r;                                                                                         \
