@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <set>
 #include <string>
 
@@ -93,34 +94,48 @@ void release_timed(Counters& c) {
 
 }  // namespace
 
-static const char* kernel_times_path() {
-  const char* p = std::getenv("CLTRAIN_OPENCL_KERNEL_TIMES");
-  return p && *p ? p : nullptr;
+// CLTRAIN_OPENCL_KERNEL_TIMES=FILE[:sizes], read once: the file, and whether to key by global size.
+struct KernelTimes {
+  std::string file;
+  bool sizes = false;
+};
+static const KernelTimes* kernel_times() {
+  static const KernelTimes* const setting = []() -> const KernelTimes* {
+    const char* p = std::getenv("CLTRAIN_OPENCL_KERNEL_TIMES");
+    if (!p || !*p) return nullptr;
+    auto* t = new KernelTimes{p};
+    const std::string suffix = ":sizes";
+    if (t->file.size() > suffix.size() && t->file.compare(t->file.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      t->file.resize(t->file.size() - suffix.size());
+      t->sizes = true;
+    }
+    return t;
+  }();
+  return setting;
 }
 
-// Kernel names live as long as the process: TimedCommand points into this set.
-// "name" and, when the environment variable says "FILE:sizes", the launch's global size, "gemm[13x1]".
+// "name", or with :sizes "name[global sizes]" ("gemm[13x1]"). The names live as long as the
+// process (TimedCommand points into the set); backends on several threads share it.
 static const std::string* intern_kernel_name(cl_kernel k, cl_uint dims, const size_t* global) {
+  static std::mutex lock;
   static std::set<std::string> names;
   char name[256] = {};
   if (clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name - 1, name, nullptr) != CL_SUCCESS) return nullptr;
   std::string key = name;
-  const std::string path = kernel_times_path();
-  if (path.size() > 6 && path.compare(path.size() - 6, 6, ":sizes") == 0 && global) {
+  if (kernel_times()->sizes && global) {
     key += "[";
     for (cl_uint d = 0; d < dims; ++d) key += (d ? "x" : "") + std::to_string(global[d]);
     key += "]";
   }
+  const std::lock_guard<std::mutex> hold(lock);
   return &*names.insert(key).first;
 }
 
 Counters::~Counters() {
   release_timed(*this);
-  const char* path = kernel_times_path();
-  if (!path || by_kernel.empty()) return;
-  std::string file = path;
-  if (file.size() > 6 && file.compare(file.size() - 6, 6, ":sizes") == 0) file.resize(file.size() - 6);
-  if (FILE* f = std::fopen(file.c_str(), "a")) {
+  const KernelTimes* times = kernel_times();
+  if (!times || by_kernel.empty()) return;
+  if (FILE* f = std::fopen(times->file.c_str(), "a")) {
     for (const auto& [name, t] : by_kernel)
       std::fprintf(f, "%s %lld %.3f\n", name.c_str(), static_cast<long long>(t.calls), t.ns / 1e6);
     std::fclose(f);
@@ -166,7 +181,7 @@ cl_int __wrap_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint di
     return __real_clEnqueueNDRangeKernel(q, k, dims, offset, global, local, n, wait, ev);
   });
   cltrain::ocl::Counters* c = cltrain::ocl::g_active;
-  if (err == CL_SUCCESS && c && c->profiling && !c->timed.empty() && cltrain::ocl::kernel_times_path())
+  if (err == CL_SUCCESS && c && c->profiling && !c->timed.empty() && cltrain::ocl::kernel_times())
     c->timed.back().kernel = cltrain::ocl::intern_kernel_name(k, dims, global);
   return err;
 }
