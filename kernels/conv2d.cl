@@ -191,6 +191,15 @@ __kernel void conv_filter_t(__global float* pool, uint w_off, uint wt_off) {
   pool[wt_off + gid] = pool[w_off + gid % OC * K + gid / OC];
 }
 
+// The filter as gemm.cl's B for dx of a stride-1 convolution: wp[(kh KW + kw) OC + o, i] =
+// W[o, kh, kw, i] (float32 W).
+__kernel void conv_filter_p(__global float* pool, uint w_off, uint wp_off) {
+  const uint gid = get_global_id(0), taps = KH * KW;
+  if (gid >= taps * OC * IC) return;
+  const uint i = gid % IC, o = gid / IC % OC, tap = gid / (IC * OC);
+  pool[wp_off + gid] = pool[w_off + (o * taps + tap) * IC + i];
+}
+
 __kernel void conv_widen_dz(__global float* pool, uint dz_off, uint dst_off, uint n) {
   const uint gid = get_global_id(0);
   if (gid >= OH * OW * OC) return;

@@ -59,9 +59,29 @@
 #define B_CONV 0
 #endif
 // A_CONV 1: A is a convolution's forward im2col panel read from x in place (CONV_TILE), x float32,
-// with the same geometry definitions.
+// with the same geometry definitions. The input gradient of a stride-1 convolution is the same
+// product over dz with the geometry mirrored (ops/conv2d.cc): rows are dx positions, the "taps"
+// reach dz at ih + PT - kh DH (CV_SH 1, CV_PT -PT, CV_DH -DH), k = tap O + o, B the filter as
+// [KH KW O, I].
 #ifndef A_CONV
 #define A_CONV 0
+#endif
+// K_SEG 1 (with A_CONV): the chain restarts at each tap, and the taps' chains are added in order,
+// s = s + t from s = 0: per dx element the sums conv_gather_dx makes of dcol's dot products (a tap
+// whose dz pixel lies outside adds the +0 of a chain over zeros, which leaves s as it is; s is
+// never -0). KC is a multiple of CV_IC, so every run of CONV_TILE is one whole tap.
+#ifndef K_SEG
+#define K_SEG 0
+#endif
+#if K_SEG
+#define SEG_BEGIN \
+  _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = (VEC)(0.0f);
+#define SEG_END                                                                                             \
+  _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v) sum[r][v] = \
+      sum[r][v] + acc[r][v];
+#else
+#define SEG_BEGIN
+#define SEG_END
 #endif
 // 8 float16 values at p (ushort bits), widened.
 #define WIDEN8(p) CLT_H2F(convert_uint8(vload8(0, (p))), float8, uint8)
@@ -150,6 +170,7 @@
         ar[r] = A + (inside[r] ? ((img[r] * CV_H + ih) * CV_W + iw) * CV_IC + c : 0);              \
       }                                                                                            \
       const __local float* bp = (BQ) + k1 * NR;                                                    \
+      SEG_BEGIN                                                                                    \
       if (all) {                                                                                   \
         TILE_K_LOOP(bp, NR, run, 1, , VLOAD)                                                       \
       } else {                                                                                     \
@@ -162,6 +183,7 @@
           }                                                                                        \
         }                                                                                          \
       }                                                                                            \
+      SEG_END                                                                                      \
       k1 += run;                                                                                   \
     }                                                                                              \
   }
@@ -171,7 +193,12 @@
 // transposes, EPI_ROWS): what bias_act would do after the GEMM, the same operations, without
 // storing alpha acc first (so a float16 C is rounded once).
 #if EPI
-#if HAS_BIAS && EPI_ROWS
+#if defined(XACT) && XACT
+// The derivative of the producer's activation, from its output at the element of C's position
+// in the tensor at bias_off (laid out as C): what conv_gather_dx applies to its sums.
+typedef float vfloat;
+#define EPI_VALUE(x, i, j) CLT_XACT_GRAD(pool[bias_off + C_AT((i), (j))], (x))
+#elif HAS_BIAS && EPI_ROWS
 #define EPI_VALUE(x, i, j) clt_act((x) + pool[bias_off + (i)])
 #elif HAS_BIAS
 #define EPI_VALUE(x, i, j) clt_act((x) + pool[bias_off + (j)])
@@ -184,13 +211,13 @@
 #endif
 // EPI_VALUE over the VW neighbouring columns from j of row i (each element as EPI_VALUE has it).
 #if EPI
-static inline VEC epi_vec(VEC x, int i, int j, __global const float* pool, uint bias_off) {
+static inline VEC epi_vec(VEC x, int i, int j, __global const float* pool, uint bias_off, int ldc) {
   float e[VW];
   VSTORE(x, 0, e);
   _Pragma("unroll") for (int l = 0; l < VW; ++l) e[l] = EPI_VALUE(e[l], i, j + l);
   return VLOAD(0, e);
 }
-#define EPI_VEC(x, i, j) epi_vec((x), (i), (j), pool, bias_off)
+#define EPI_VEC(x, i, j) epi_vec((x), (i), (j), pool, bias_off, ldc)
 #else
 #define EPI_VEC(x, i, j) (x)
 #endif
@@ -337,7 +364,14 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void gemm(__global float
         VEC acc[MR][NV];
         _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] =
             first ? (VEC)(0.0f) : partial[(r0 + r) * (NB_MAX / VW) + c0 / VW + v];
-#if A_CONV
+#if A_CONV && K_SEG
+        VEC sum[MR][NV];
+        _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v) sum[r][v] =
+            acc[r][v];
+        CONV_TILE(k0, kc, bq)
+        _Pragma("unroll") for (int r = 0; r < MR; ++r) _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] =
+            sum[r][v];
+#elif A_CONV
         CONV_TILE(k0, kc, bq)
 #else
         ROW_POINTERS(k0)

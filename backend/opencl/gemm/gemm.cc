@@ -118,8 +118,16 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
   // An implicit panel stays the operand gemm.cl reads it as: the form as given.
   const NativeForm f = native_form(g.layout, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, limits_.tile, !conv);
   const bool a_half = f.swapped ? g.b_half : g.a_half;  // the form's A
-  const NativeLimits limits =
-      native_call_limits(a_half ? native_limits(device_->local_mem, true, limits_.tile) : limits_, f);
+  NativeLimits limits = native_call_limits(a_half ? native_limits(device_->local_mem, true, limits_.tile) : limits_, f);
+  if (g.k_segment > 0) {
+    // Slices of whole segments, and tiles of half the rows: the segment's chains and their sums
+    // both stay in registers.
+    if (!g.conv_a() || g.k % g.k_segment != 0 || g.k_segment > limits.kc)
+      fail(CLTRAIN_ERROR, g.what + ": chains by segments need an implicit A panel and segments of at most " +
+                              std::to_string(limits.kc) + " that divide k");
+    limits.kc = limits.kc / g.k_segment * g.k_segment;
+    limits.tile.mr = std::max<size_t>(2, limits.tile.mr / 2);
+  }
   if (limits.kc == 0)
     fail(CLTRAIN_ERROR, g.what +
                             ": the device's local memory is too small for kernels/gemm.cl with a float16 operand; "
@@ -136,12 +144,18 @@ PreparedGemm GemmEngine::prepare_native(const Gemm& g, const Pool& pool, Kernels
   Defines d;
   d.append(native_defines(f, limits, g.a_half, g.b_half, g.c_half));
   if (conv) d.append(g.conv);
+  if (g.k_segment > 0) d.set("K_SEG", 1);
   if (g.epilogue()) {
     if (g.beta != 0.0f) fail(CLTRAIN_ERROR, g.what + ": an epilogue with beta != 0");
+    if (g.xact != CLTRAIN_ACT_NONE && (g.bias >= 0 || g.act != CLTRAIN_ACT_NONE || g.xact_y < 0))
+      fail(CLTRAIN_ERROR, g.what + ": an activation's derivative from y, with no bias or activation");
     d.set("EPI", 1).set("EPI_ROWS", f.swapped ? 1 : 0).set("HAS_BIAS", g.bias >= 0 ? 1 : 0).set("ACT", g.act);
+    if (g.xact != CLTRAIN_ACT_NONE) d.set("XACT", g.xact);
   }
   p.native = kernels.make("gemm.cl", d, "gemm");
-  const cl_uint bias_off = g.bias >= 0 ? pool.elem_offset(g.bias) : cl_uint{0};
+  const cl_uint bias_off = g.bias >= 0                  ? pool.elem_offset(g.bias)
+                           : g.xact != CLTRAIN_ACT_NONE ? pool.elem_offset(g.xact_y) + static_cast<cl_uint>(g.c_off)
+                                                        : cl_uint{0};
   const cl_uint a_off = pool.elem_offset(g.a) + static_cast<cl_uint>(g.a_off);
   const cl_uint b_off = pool.elem_offset(g.b) + static_cast<cl_uint>(g.b_off);
   const cl_uint c_off = pool.elem_offset(g.c) + static_cast<cl_uint>(g.c_off);

@@ -37,12 +37,19 @@ struct Gemm {
   // float16 C, which must be rounded once.
   int32_t bias = -1;
   int32_t act = CLTRAIN_ACT_NONE;
-  bool epilogue() const { return bias >= 0 || act != CLTRAIN_ACT_NONE; }
+  // Or (gemm.cl only, without bias and act): C = xact'(y) alpha A B, the derivative of the
+  // activation xact of the tensor y (laid out as C) applied to each element, as conv_gather_dx
+  // applies a producer's activation to dx.
+  int32_t xact = CLTRAIN_ACT_NONE, xact_y = -1;
+  bool epilogue() const { return bias >= 0 || act != CLTRAIN_ACT_NONE || xact != CLTRAIN_ACT_NONE; }
   // gemm.cl only (GemmEngine::native()): A (the forward's) or B (dW's) is a convolution's im2col
   // panel read from x (a or b) in place, these being gemm.cl's A_CONV or B_CONV definitions of the
   // geometry ("-DB_CONV=1 -DCV_H=28 ..."; conv_gemm_defines in ops/conv2d.cc); that operand's
   // leading dimension is then unused. Empty: both are matrices.
   std::string conv;
+  // With an A_CONV panel: each element's chain restarts every k_segment k (one tap of the
+  // panel), the chains added in order (gemm.cl's K_SEG); 0: one chain over k.
+  size_t k_segment = 0;
   bool conv_a() const { return conv.find("-DA_CONV=1") != std::string::npos; }
   std::string what;  // for error messages: "step 5 (FullyConnected backward) dW"
 };
@@ -70,6 +77,7 @@ class GemmEngine {
   // gemm.cl's vector width (its register tiles' lanes): a B_CONV product needs channels in
   // multiples of it.
   size_t native_vector_width() const { return limits_.tile.vw; }
+  size_t native_kc() const { return limits_.kc; }  // gemm.cl's k per packed slice (0: no gemm.cl)
   // CLBlast's Xgemm tile on this device (gemm_tuning.h): GEMM dimensions that are multiples of
   // it spare CLBlast copies.
   uint64_t tile() const { return tile_; }

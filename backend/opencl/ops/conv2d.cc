@@ -19,6 +19,12 @@
 //   db        bias_grad: sequential column sums of dz.
 //   dx        per chunk of whole images: column-major GEMM dcol [rows, KH KW I] = dz W (dot over
 //             o), then conv_gather_dx sums the taps that reach each dx element in (kh, kw) order.
+//             On gemm.cl, stride 1, float32: one GEMM over every dx position whose A is dz read
+//             in place through the mirrored geometry and whose B is W as [KH KW O, I]
+//             (conv_filter_p), each tap's chain over o restarted and the chains added in
+//             (kh, kw) order (K_SEG): the same sums, no dcol, no gather; the producer's
+//             activation derivative as the GEMM's epilogue. A pointwise dx with one: the
+//             GEMM's epilogue instead of the gather.
 //   dz        act_grad, in place on dy, before all of these.
 // A 1x1 convolution with stride 1 and no padding ("pointwise") uses x, dx and y as panels.
 #include <algorithm>
@@ -39,7 +45,7 @@ constexpr int32_t kPanel = -2, kOut = -3;
 
 // One thing the step enqueues, in run order.
 struct Action {
-  enum Kind { kPanelFill, kGemm, kGather, kBiasAct, kActGrad, kBiasGrad, kWiden, kFilterT } kind;
+  enum Kind { kPanelFill, kGemm, kGather, kBiasAct, kActGrad, kBiasGrad, kWiden, kFilterT, kFilterP } kind;
   explicit Action(Kind k, Gemm g = {}) : kind(k), gemm(std::move(g)) {}
   Gemm gemm;                                  // kGemm
   uint32_t row0 = 0, rows = 0;                // kPanelFill: output positions; kGather: images (n0, count)
@@ -82,6 +88,18 @@ std::string conv_gemm_defines(const ConvShape& sh, const char* operand) {
   d.set("CV_OH", sh.h.out).set("CV_OW", sh.w.out).set("CV_KW", sh.w.filter);
   d.set("CV_SH", sh.h.stride).set("CV_SW", sh.w.stride).set("CV_DH", sh.h.dilation).set("CV_DW", sh.w.dilation);
   d.set("CV_PT", sh.h.pad_before).set("CV_PL", sh.w.pad_before);
+  return d.str();
+}
+
+// A_CONV definitions of dx's product for a stride-1 convolution: dz as the image (OH x OW, O
+// channels), rows over the dx positions (H x W), tap (kh, kw) reading dz at (ih + PT - kh DH,
+// iw + PL - kw DW).
+std::string conv_dx_gemm_defines(const ConvShape& sh) {
+  Defines d;
+  d.set("A_CONV", 1).set("CV_H", sh.h.out).set("CV_W", sh.w.out).set("CV_IC", sh.out_ch);
+  d.set("CV_OH", sh.h.in).set("CV_OW", sh.w.in).set("CV_KW", sh.w.filter);
+  d.set("CV_SH", 1).set("CV_SW", 1).set("CV_DH", -sh.h.dilation).set("CV_DW", -sh.w.dilation);
+  d.set("CV_PT", -sh.h.pad_before).set("CV_PL", -sh.w.pad_before);
   return d.str();
 }
 
@@ -291,12 +309,30 @@ void plan_input_grad(const OpContext& c, ConvPlan& p) {
   g.m = K, g.k = O;
   g.a = sh.w_t, g.lda = K;
   g.b = sh.dy, g.ldb = O;
-  if (p.pointwise &&
-      sh.dx_activation == CLTRAIN_ACT_NONE) {  // the gather is the identity: s = 0 + t is t (t is never -0)
+  // gemm.cl applies the producer's activation derivative as an epilogue (float32 x, dx).
+  const bool xact_epilogue = c.gemm().native() && !c.half(sh.x) && !c.half(sh.dx);
+  if (p.pointwise && (sh.dx_activation == CLTRAIN_ACT_NONE ||
+                      xact_epilogue)) {  // the gather is the identity: s = 0 + t is t (t is never -0)
     g.n = sh.positions();
     g.c = sh.dx, g.ldc = K;
+    if (sh.dx_activation != CLTRAIN_ACT_NONE) g.xact = sh.dx_activation, g.xact_y = sh.x;
     g.what = s.what() + " dx = dz W";
     p.actions.push_back(Action(Action::kGemm, g));
+    return;
+  }
+  if (xact_epilogue && !c.half(sh.dy) && sh.h.stride == 1 && sh.w.stride == 1 && O <= c.gemm().native_kc()) {
+    Gemm d;
+    d.m = static_cast<uint64_t>(sh.n) * sh.h.in * sh.w.in, d.n = I, d.k = sh.taps() * O;
+    d.a = sh.dy, d.lda = d.k;
+    d.b = kPanel, d.ldb = I;
+    d.c = sh.dx, d.ldc = I;
+    d.conv = conv_dx_gemm_defines(sh);
+    d.k_segment = O;
+    if (sh.dx_activation != CLTRAIN_ACT_NONE) d.xact = sh.dx_activation, d.xact_y = sh.x;
+    d.what = s.what() + " dx = mirrored panel of dz W (dz in place)";
+    p.actions.push_back(Action(Action::kFilterP));
+    p.panel_bytes = std::max(p.panel_bytes, K * I * 4);
+    p.actions.push_back(Action(Action::kGemm, d));
     return;
   }
   if (per_image * K * 4 > p.budget && sh.h.in > 1 && c.lean()) {
@@ -470,6 +506,14 @@ StepRun prepare(const OpContext& c) {
       case Action::kFilterT: {
         Defines d = geometry;
         Kernel k = c.kernel("conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", 1), "conv_filter_t");
+        set_args(k, c.pool(), c.offset(sh.w_t), c.offset(panel));
+        const uint64_t count = static_cast<uint64_t>(sh.taps() * sh.in_ch * sh.out_ch);
+        run.push_back([k, count](const Queue& q) { q.launch_1d(k, count); });
+        break;
+      }
+      case Action::kFilterP: {
+        Defines d = geometry;
+        Kernel k = c.kernel("conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", 1), "conv_filter_p");
         set_args(k, c.pool(), c.offset(sh.w_t), c.offset(panel));
         const uint64_t count = static_cast<uint64_t>(sh.taps() * sh.in_ch * sh.out_ch);
         run.push_back([k, count](const Queue& q) { q.launch_1d(k, count); });
