@@ -503,17 +503,11 @@ StepRun prepare(const OpContext& c) {
         run.push_back([k, count](const Queue& q) { q.launch_1d(k, count); });
         break;
       }
-      case Action::kFilterT: {
+      case Action::kFilterT:
+      case Action::kFilterP: {  // W^T for the forward, W as [KH KW O, I] for dx
         Defines d = geometry;
-        Kernel k = c.kernel("conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", 1), "conv_filter_t");
-        set_args(k, c.pool(), c.offset(sh.w_t), c.offset(panel));
-        const uint64_t count = static_cast<uint64_t>(sh.taps() * sh.in_ch * sh.out_ch);
-        run.push_back([k, count](const Queue& q) { q.launch_1d(k, count); });
-        break;
-      }
-      case Action::kFilterP: {
-        Defines d = geometry;
-        Kernel k = c.kernel("conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", 1), "conv_filter_p");
+        Kernel k = c.kernel("conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", 1),
+                            a.kind == Action::kFilterT ? "conv_filter_t" : "conv_filter_p");
         set_args(k, c.pool(), c.offset(sh.w_t), c.offset(panel));
         const uint64_t count = static_cast<uint64_t>(sh.taps() * sh.in_ch * sh.out_ch);
         run.push_back([k, count](const Queue& q) { q.launch_1d(k, count); });
