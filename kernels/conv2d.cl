@@ -185,19 +185,21 @@ __kernel void conv_gather_dx_taps(__global float* pool, uint dcol_off, uint acc_
 
 // dz of image n as float32 at dst: a float16 dz widened once for the GEMMs of its tap blocks.
 // W^T for gemm.cl's forward: wt[k, o] = W[o, k] over k = (kh KW + kw) IC + i (float32 W).
+// Both filter layouts below are followed by the zeros gemm.cl's A_CONV reads for pixels outside
+// the image (IC of them after W^T, OC after the dx layout).
 __kernel void conv_filter_t(__global float* pool, uint w_off, uint wt_off) {
   const uint gid = get_global_id(0), K = KH * KW * IC;
-  if (gid >= K * OC) return;
-  pool[wt_off + gid] = pool[w_off + gid % OC * K + gid / OC];
+  if (gid >= K * OC + IC) return;
+  pool[wt_off + gid] = gid < K * OC ? pool[w_off + gid % OC * K + gid / OC] : 0.0f;
 }
 
 // The filter as gemm.cl's B for dx of a stride-1 convolution: wp[(kh KW + kw) OC + o, i] =
 // W[o, kh, kw, i] (float32 W).
 __kernel void conv_filter_p(__global float* pool, uint w_off, uint wp_off) {
   const uint gid = get_global_id(0), taps = KH * KW;
-  if (gid >= taps * OC * IC) return;
+  if (gid >= taps * OC * IC + OC) return;
   const uint i = gid % IC, o = gid / IC % OC, tap = gid / (IC * OC);
-  pool[wp_off + gid] = pool[w_off + (o * taps + tap) * IC + i];
+  pool[wp_off + gid] = gid < taps * OC * IC ? pool[w_off + (o * taps + tap) * IC + i] : 0.0f;
 }
 
 __kernel void conv_widen_dz(__global float* pool, uint dz_off, uint dst_off, uint n) {

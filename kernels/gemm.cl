@@ -147,8 +147,8 @@
 // A_CONV: the tile's products over the slice [K0, K0 + KN) with A a convolution's im2col panel read
 // from x in place (rows: output positions; k = tap CV_IC + c), B packed at BQ. The slice runs tap
 // by tap: each row's pointer moves to its input pixel of the tap; a row whose pixel lies outside
-// x (padding) reads +0 instead, as a panel holds (fma(+0, w, acc) leaves acc as it is). A tap
-// where every row is inside x runs the plain loop.
+// x (padding) reads CV_IC zeros instead, +0 as a panel holds (fma(+0, w, acc) leaves acc as it
+// is), which the host writes after B (B row-major, float32: the zeros at B + K ldb).
 #if A_CONV
 #define CONV_TILE(K0, KN, BQ)                                                                      \
   {                                                                                                \
@@ -158,31 +158,19 @@
       ihb[r] = pos / CV_OW % CV_OH * CV_SH - CV_PT, iwb[r] = pos % CV_OW * CV_SW - CV_PL;          \
       img[r] = pos / (CV_OW * CV_OH);                                                              \
     }                                                                                              \
+    const __global float* zeros = (const __global float*)B + K * ldb;                              \
     for (int k1 = 0; k1 < (KN);) {                                                                 \
       const int tap = ((K0) + k1) / CV_IC, c = ((K0) + k1) % CV_IC, run = min((KN)-k1, CV_IC - c); \
       const int kh = tap / CV_KW, kw = tap % CV_KW;                                                \
       const __global float* ar[MR];                                                                \
-      int inside[MR], all = 1;                                                                     \
       _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                             \
         const int ih = ihb[r] + kh * CV_DH, iw = iwb[r] + kw * CV_DW;                              \
-        inside[r] = ih >= 0 && ih < CV_H && iw >= 0 && iw < CV_W;                                  \
-        all &= inside[r];                                                                          \
-        ar[r] = A + (inside[r] ? ((img[r] * CV_H + ih) * CV_W + iw) * CV_IC + c : 0);              \
+        const bool inside = ih >= 0 && ih < CV_H && iw >= 0 && iw < CV_W;                          \
+        ar[r] = inside ? A + ((img[r] * CV_H + ih) * CV_W + iw) * CV_IC + c : zeros;               \
       }                                                                                            \
       const __local float* bp = (BQ) + k1 * NR;                                                    \
       SEG_BEGIN                                                                                    \
-      if (all) {                                                                                   \
-        TILE_K_LOOP(bp, NR, run, 1, , VLOAD)                                                       \
-      } else {                                                                                     \
-        for (int kk = 0; kk < run; ++kk) {                                                         \
-          VEC b[NV];                                                                               \
-          _Pragma("unroll") for (int v = 0; v < NV; ++v) b[v] = VLOAD(v, bp + kk * NR);            \
-          _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                         \
-            const VEC a = (VEC)(inside[r] ? ar[r][kk] : 0.0f);                                     \
-            _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[r][v] = fma(a, b[v], acc[r][v]);    \
-          }                                                                                        \
-        }                                                                                          \
-      }                                                                                            \
+      TILE_K_LOOP(bp, NR, run, 1, , VLOAD)                                                         \
       SEG_END                                                                                      \
       k1 += run;                                                                                   \
     }                                                                                              \

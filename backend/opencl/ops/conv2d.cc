@@ -121,7 +121,7 @@ void plan_forward(const OpContext& c, ConvPlan& p) {
   const bool filter_t = c.gemm().native() && !p.pointwise && !c.half(sh.w_t) && !c.half(sh.x);
   if (filter_t) {
     p.actions.push_back(Action(Action::kFilterT));
-    p.panel_bytes = std::max(p.panel_bytes, K * O * 4);
+    p.panel_bytes = std::max(p.panel_bytes, (K * O + sh.in_ch) * 4);  // and the zeros A_CONV reads
     g.tb = clblast::Transpose::kNo;
     g.b = kPanel, g.ldb = O;
   }
@@ -130,7 +130,7 @@ void plan_forward(const OpContext& c, ConvPlan& p) {
     g.a = sh.x, g.lda = K;
     g.what = s.what() + " y = x W^T";
     p.actions.push_back(Action(Action::kGemm, g));
-  } else if (c.gemm().native() && !c.half(sh.x)) {
+  } else if (filter_t) {
     // On gemm.cl: one GEMM over every position, its A the im2col panel read from x in place
     // (A_CONV), the same chains over (kh, kw, i), no panel.
     g.m = positions;
@@ -331,7 +331,7 @@ void plan_input_grad(const OpContext& c, ConvPlan& p) {
     if (sh.dx_activation != CLTRAIN_ACT_NONE) d.xact = sh.dx_activation, d.xact_y = sh.x;
     d.what = s.what() + " dx = mirrored panel of dz W (dz in place)";
     p.actions.push_back(Action(Action::kFilterP));
-    p.panel_bytes = std::max(p.panel_bytes, K * I * 4);
+    p.panel_bytes = std::max(p.panel_bytes, (d.k * I + O) * 4);  // and the zeros A_CONV reads
     p.actions.push_back(Action(Action::kGemm, d));
     return;
   }
@@ -509,7 +509,8 @@ StepRun prepare(const OpContext& c) {
         Kernel k = c.kernel("conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", 1),
                             a.kind == Action::kFilterT ? "conv_filter_t" : "conv_filter_p");
         set_args(k, c.pool(), c.offset(sh.w_t), c.offset(panel));
-        const uint64_t count = static_cast<uint64_t>(sh.taps() * sh.in_ch * sh.out_ch);
+        const uint64_t count = static_cast<uint64_t>(sh.taps() * sh.in_ch * sh.out_ch) +
+                               static_cast<uint64_t>(a.kind == Action::kFilterT ? sh.in_ch : sh.out_ch);
         run.push_back([k, count](const Queue& q) { q.launch_1d(k, count); });
         break;
       }
