@@ -62,6 +62,10 @@ std::vector<OpCase> make_cases() {
       {"implicit_panel_valid_s2x1_dil1x2_k3x2_n2_h9w11_i16_o8", {2, 9, 11, 16}, 3, 2, 8, VALID, 2, 1, 1, 2, RELU},
       {"implicit_panel_same_s2_k4_n2_h7w8_i32_o5", {2, 7, 8, 32}, 4, 4, 5, SAME, 2, 2, 1, 1, NONE, true, true, true,
        0.3f, 32, 1e-3},
+      // Taps of 48 channels: dW's blocks of 64 columns start inside a tap; dx as one GEMM over dz
+      // (stride 1) with taps of 40 channels (K_SEG) and the producer's ReLU as its epilogue.
+      {"implicit_panel_same_k3_n2_h6w5_i48_o40_dxrelu", {2, 6, 5, 48}, 3, 3, 40, SAME, 1, 1, 1, 1, RELU, true, true,
+       true, 0.3f, 32, 1e-3, RELU},
   };
   // clang-format on
   std::vector<OpCase> cases;

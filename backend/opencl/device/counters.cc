@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -94,31 +95,35 @@ void release_timed(Counters& c) {
 
 }  // namespace
 
-// CLTRAIN_OPENCL_KERNEL_TIMES=FILE[:sizes], read once: the file, and whether to key by global size.
+// CLTRAIN_OPENCL_KERNEL_TIMES=FILE[:sizes|:kernels], read once: the file, and whether to key by
+// global size or by kernel object (each prepared GEMM has its own: one line per product).
 struct KernelTimes {
   std::string file;
-  bool sizes = false;
+  bool sizes = false, objects = false;
 };
 static const KernelTimes* kernel_times() {
   static const KernelTimes* const setting = []() -> const KernelTimes* {
     const char* p = std::getenv("CLTRAIN_OPENCL_KERNEL_TIMES");
     if (!p || !*p) return nullptr;
     auto* t = new KernelTimes{p};
-    const std::string suffix = ":sizes";
-    if (t->file.size() > suffix.size() && t->file.compare(t->file.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      t->file.resize(t->file.size() - suffix.size());
-      t->sizes = true;
-    }
+    for (const std::string suffix : {":sizes", ":kernels"})
+      if (t->file.size() > suffix.size() &&
+          t->file.compare(t->file.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        t->file.resize(t->file.size() - suffix.size());
+        (suffix == ":sizes" ? t->sizes : t->objects) = true;
+      }
     return t;
   }();
   return setting;
 }
 
-// "name", or with :sizes "name[global sizes]" ("gemm[13x1]"). The names live as long as the
-// process (TimedCommand points into the set); backends on several threads share it.
+// "name", with :sizes "name[global sizes]" ("gemm[13x1]"), with :kernels "name#i" (i: the kernel
+// object's order of first launch, "gemm#3"). The names live as long as the process (TimedCommand
+// points into the set); backends on several threads share it.
 static const std::string* intern_kernel_name(cl_kernel k, cl_uint dims, const size_t* global) {
   static std::mutex lock;
   static std::set<std::string> names;
+  static std::map<cl_kernel, size_t> objects;
   char name[256] = {};
   if (clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name - 1, name, nullptr) != CL_SUCCESS) return nullptr;
   std::string key = name;
@@ -128,6 +133,7 @@ static const std::string* intern_kernel_name(cl_kernel k, cl_uint dims, const si
     key += "]";
   }
   const std::lock_guard<std::mutex> hold(lock);
+  if (kernel_times()->objects) key += "#" + std::to_string(objects.emplace(k, objects.size()).first->second);
   return &*names.insert(key).first;
 }
 
