@@ -207,3 +207,39 @@ __kernel void conv_widen_dz(__global float* pool, uint dz_off, uint dst_off, uin
   if (gid >= OH * OW * OC) return;
   pool[dst_off + gid] = CLT_LD(DY_H, CLT_PTR(DY_H) + dz_off, n * (OH * OW * OC) + gid);
 }
+
+// dW of convolutions of few products per output (KH KW IC <= 27: a first layer over an image's
+// channels) on CPU devices, direct rather than a panel and a GEMM whose B would be packed a few
+// channels at a time. Per work-item VEC output channels and every (kh, kw, i) at once (SMALL_K
+// accumulators), each element one chain over the output positions (n, oh, ow) in order, dz times
+// the pixel the tap reads (+0 outside x, as a panel holds it): gemm.cl's chains (fma(a, b, c) =
+// fma(b, a, c)). One work-item per group: the chains are long and few.
+#define SMALL_K (KH * KW * IC)
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_small_filter_grad(__global float* pool, uint x_off,
+                                                                                    uint dz_off, uint dw_off) {
+  const uint o = get_global_id(0) * VEC;
+  if (o >= OC) return;
+  vfloat acc[SMALL_K];
+  for (uint k = 0; k < SMALL_K; ++k) acc[k] = 0.0f;
+  for (uint pos = 0; pos < N * OH * OW; ++pos) {
+    const uint ow = pos % OW, oh = pos / OW % OH, n = pos / (OW * OH);
+    const vfloat dz = VLOAD(pool + dz_off + pos * OC + o);
+    for (uint kh = 0; kh < KH; ++kh) {
+      const int ih = (int)(oh * SH + kh * DH) - PT;
+      for (uint kw = 0; kw < KW; ++kw) {
+        const int iw = (int)(ow * SW + kw * DW) - PL;
+        const bool in = ih >= 0 && ih < H && iw >= 0 && iw < W;
+        const uint at = in ? ((n * H + (uint)ih) * W + (uint)iw) * IC : 0;
+        for (uint i = 0; i < IC; ++i) {
+          const uint k = (kh * KW + kw) * IC + i;
+          acc[k] = fma(dz, (vfloat)(in ? pool[x_off + at + i] : 0.0f), acc[k]);
+        }
+      }
+    }
+  }
+  for (uint k = 0; k < SMALL_K; ++k) {
+    float e[VEC];
+    VSTORE(acc[k], e);
+    for (uint l = 0; l < VEC; ++l) pool[dw_off + (o + l) * SMALL_K + k] = e[l];
+  }
+}

@@ -15,7 +15,9 @@
 //             dW[:, tap] = dz^T panel (ldc = KH KW I) makes each dW element one chain over
 //             (n, oh, ow) in order. On gemm.cl (CPU devices) with I a multiple of its vector
 //             width: one GEMM dW = dz^T panel whose panel gemm.cl reads from x as it packs B
-//             (B_CONV), the same chains, no panel.
+//             (B_CONV), the same chains, no panel. With at most 27 products per output
+//             position (a first layer's KH KW I): conv_small_filter_grad, direct, the same
+//             chains, VEC output channels per work-item.
 //   db        bias_grad: sequential column sums of dz.
 //   dx        per chunk of whole images: column-major GEMM dcol [rows, KH KW I] = dz W (dot over
 //             o), then conv_gather_dx sums the taps that reach each dx element in (kh, kw) order.
@@ -45,7 +47,18 @@ constexpr int32_t kPanel = -2, kOut = -3;
 
 // One thing the step enqueues, in run order.
 struct Action {
-  enum Kind { kPanelFill, kGemm, kGather, kBiasAct, kActGrad, kBiasGrad, kWiden, kFilterT, kFilterP } kind;
+  enum Kind {
+    kPanelFill,
+    kGemm,
+    kGather,
+    kBiasAct,
+    kActGrad,
+    kBiasGrad,
+    kWiden,
+    kFilterT,
+    kFilterP,
+    kSmallFilterGrad
+  } kind;
   explicit Action(Kind k, Gemm g = {}) : kind(k), gemm(std::move(g)) {}
   Gemm gemm;                                  // kGemm
   uint32_t row0 = 0, rows = 0;                // kPanelFill: output positions; kGather: images (n0, count)
@@ -101,6 +114,15 @@ std::string conv_dx_gemm_defines(const ConvShape& sh) {
   d.set("CV_SH", 1).set("CV_SW", 1).set("CV_DH", -sh.h.dilation).set("CV_DW", -sh.w.dilation);
   d.set("CV_PT", -sh.h.pad_before).set("CV_PL", -sh.w.pad_before);
   return d.str();
+}
+
+// gemm.cl's device, float32 x and dz, at most kSmallK products per dW element's tap set and not
+// pointwise: dW runs direct (conv_small_filter_grad), the same chains.
+constexpr uint64_t kSmallK = 27;
+bool small_filter_grad(const OpContext& c, const ConvPlan& p) {
+  const ConvShape& sh = p.sh;
+  return c.gemm().native() && !p.pointwise && uint64_t(sh.taps()) * sh.in_ch <= kSmallK && !c.half(sh.x) &&
+         !c.half(sh.dy);
 }
 
 void plan_forward(const OpContext& c, ConvPlan& p) {
@@ -168,6 +190,10 @@ void plan_filter_grad(const OpContext& c, ConvPlan& p) {
   g.m = O, g.k = positions;
   g.a = sh.dy, g.lda = O;
   g.c = sh.dw, g.ldc = K;
+  if (small_filter_grad(c, p)) {
+    p.actions.push_back(Action(Action::kSmallFilterGrad));
+    return;
+  }
   if (p.pointwise) {
     g.n = I;
     g.b = sh.x, g.ldb = I;
@@ -512,6 +538,17 @@ StepRun prepare(const OpContext& c) {
         const uint64_t count = static_cast<uint64_t>(sh.taps() * sh.in_ch * sh.out_ch) +
                                static_cast<uint64_t>(a.kind == Action::kFilterT ? sh.in_ch : sh.out_ch);
         run.push_back([k, count](const Queue& q) { q.launch_1d(k, count); });
+        break;
+      }
+      case Action::kSmallFilterGrad: {  // VEC output channels per work-item, a work-item per compute unit or more
+        Defines d = geometry;
+        long long lanes = channel_lanes(sh.out_ch);
+        while (lanes > 4 && static_cast<uint64_t>(sh.out_ch / lanes) < c.device().compute_units) lanes /= 2;
+        Kernel k = c.kernel("conv2d.cl", d.set("PANEL_TAPS", 1).set("PANEL_CH", 1).set("VEC", lanes),
+                            "conv_small_filter_grad");
+        set_args(k, c.pool(), c.offset(sh.x), c.offset(sh.dy), c.offset(sh.dw));
+        const uint64_t groups = static_cast<uint64_t>(sh.out_ch / lanes);
+        run.push_back([k, groups](const Queue& q) { q.launch_groups(k, groups, 1); });
         break;
       }
       case Action::kWiden: {
