@@ -153,6 +153,28 @@ static inline float clt_act(float z) {
 #endif
 }
 
+// clt_act on the VEC lanes of a vfloat at once (ACT 0 to 3: the same integer selects, lane by
+// lane); CLT_ACT_LANES where it exists.
+#if defined(VEC) && VEC > 1 && ACT <= 3
+#define CLT_ACT_LANES 1
+static inline vfloat clt_pickv(const CAT(int, VEC) c, const vfloat a, const vfloat b) {
+  return CAT(as_float, VEC)(select(CAT(as_int, VEC)(b), CAT(as_int, VEC)(a), c));
+}
+static inline vfloat clt_actv(vfloat z) {
+#if ACT == 1
+  return clt_pickv(z < (vfloat)(0.0f), (vfloat)(0.0f), z);
+#elif ACT == 2
+  const vfloat m = clt_pickv(z < (vfloat)(-1.0f), (vfloat)(-1.0f), z);
+  return clt_pickv((vfloat)(1.0f) < m, (vfloat)(1.0f), m);
+#elif ACT == 3
+  const vfloat m = clt_pickv(z < (vfloat)(0.0f), (vfloat)(0.0f), z);
+  return clt_pickv((vfloat)(6.0f) < m, (vfloat)(6.0f), m);
+#else
+  return z;
+#endif
+}
+#endif
+
 // dz from the activation's output y and dy: a select where the derivative is 0 or 1 (the
 // conditions combined with &, not &&: no branch, which POCL vectorizes; callers load dy first).
 static inline float clt_act_grad(float y, float dy) {

@@ -39,6 +39,8 @@ __kernel void dw_forward(__global float* pool, uint x_off, uint w_off, uint b_of
   // The activation lane by lane, then one store (one rounding of a float16 y).
 #if VEC == 1
   acc = clt_act(acc);
+#elif defined(CLT_ACT_LANES)
+  acc = clt_actv(acc);
 #else
   float lanes[VEC];
   VSTORE(acc, lanes);

@@ -197,14 +197,39 @@ typedef float vfloat;
 #define EPI 0
 #define EPI_VALUE(x, i, j) (x)
 #endif
-// EPI_VALUE over the VW neighbouring columns from j of row i (each element as EPI_VALUE has it).
+// EPI_VALUE over the VW neighbouring columns from j of row i (each element as EPI_VALUE has it):
+// the bias and the activations of ACT 0 to 3 on the vector at once (the same add and integer
+// selects lane by lane, as common.cl's clt_max and clt_min), others lane by lane.
 #if EPI
+#if !(defined(XACT) && XACT) && ACT <= 3
+static inline VEC epi_pick(const CAT(int, VW) c, const VEC a, const VEC b) {
+  return CAT(as_float, VW)(select(CAT(as_int, VW)(b), CAT(as_int, VW)(a), c));
+}
+static inline VEC epi_vec(VEC x, int i, int j, __global const float* pool, uint bias_off, int ldc) {
+#if HAS_BIAS && EPI_ROWS
+  x = x + (VEC)(pool[bias_off + i]);
+#elif HAS_BIAS
+  x = x + VLOAD(0, pool + bias_off + j);
+#endif
+#if ACT == 1
+  x = epi_pick(x < (VEC)(0.0f), (VEC)(0.0f), x);
+#elif ACT == 2
+  x = epi_pick(x < (VEC)(-1.0f), (VEC)(-1.0f), x);
+  x = epi_pick((VEC)(1.0f) < x, (VEC)(1.0f), x);
+#elif ACT == 3
+  x = epi_pick(x < (VEC)(0.0f), (VEC)(0.0f), x);
+  x = epi_pick((VEC)(6.0f) < x, (VEC)(6.0f), x);
+#endif
+  return x;
+}
+#else
 static inline VEC epi_vec(VEC x, int i, int j, __global const float* pool, uint bias_off, int ldc) {
   float e[VW];
   VSTORE(x, 0, e);
   _Pragma("unroll") for (int l = 0; l < VW; ++l) e[l] = EPI_VALUE(e[l], i, j + l);
   return VLOAD(0, e);
 }
+#endif
 #define EPI_VEC(x, i, j) epi_vec((x), (i), (j), pool, bias_off, ldc)
 #else
 #define EPI_VEC(x, i, j) (x)
