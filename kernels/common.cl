@@ -153,26 +153,30 @@ static inline float clt_act(float z) {
 #endif
 }
 
-// clt_act on the VEC lanes of a vfloat at once (ACT 0 to 3: the same integer selects, lane by
-// lane); CLT_ACT_LANES where it exists.
-#if defined(VEC) && VEC > 1 && ACT <= 3
+// clt_act on the W lanes of a floatW at once, for ACT 0 to 3 (CLT_ACT_LANES): the same integer
+// selects as clt_max and clt_min, lane by lane. CLT_DEFINE_ACTV(name, W) defines name(floatW);
+// kernels with VEC lanes get clt_actv, gemm.cl defines its own for its tiles' width.
+#if ACT <= 3
 #define CLT_ACT_LANES 1
-static inline vfloat clt_pickv(const CAT(int, VEC) c, const vfloat a, const vfloat b) {
-  return CAT(as_float, VEC)(select(CAT(as_int, VEC)(b), CAT(as_int, VEC)(a), c));
-}
-static inline vfloat clt_actv(vfloat z) {
+#define CLT_PICKV(W, c, a, b) CAT(as_float, W)(select(CAT(as_int, W)(b), CAT(as_int, W)(a), (c)))
 #if ACT == 1
-  return clt_pickv(z < (vfloat)(0.0f), (vfloat)(0.0f), z);
+#define CLT_ACTV_BODY(W) z = CLT_PICKV(W, z < (CAT(float, W))(0.0f), (CAT(float, W))(0.0f), z);
 #elif ACT == 2
-  const vfloat m = clt_pickv(z < (vfloat)(-1.0f), (vfloat)(-1.0f), z);
-  return clt_pickv((vfloat)(1.0f) < m, (vfloat)(1.0f), m);
+#define CLT_ACTV_BODY(W)                                                   \
+  z = CLT_PICKV(W, z < (CAT(float, W))(-1.0f), (CAT(float, W))(-1.0f), z); \
+  z = CLT_PICKV(W, (CAT(float, W))(1.0f) < z, (CAT(float, W))(1.0f), z);
 #elif ACT == 3
-  const vfloat m = clt_pickv(z < (vfloat)(0.0f), (vfloat)(0.0f), z);
-  return clt_pickv((vfloat)(6.0f) < m, (vfloat)(6.0f), m);
+#define CLT_ACTV_BODY(W)                                                 \
+  z = CLT_PICKV(W, z < (CAT(float, W))(0.0f), (CAT(float, W))(0.0f), z); \
+  z = CLT_PICKV(W, (CAT(float, W))(6.0f) < z, (CAT(float, W))(6.0f), z);
 #else
-  return z;
+#define CLT_ACTV_BODY(W)
 #endif
-}
+#define CLT_DEFINE_ACTV(NAME, W) \
+  static inline CAT(float, W) NAME(CAT(float, W) z) { CLT_ACTV_BODY(W) return z; }
+#if defined(VEC) && VEC > 1
+CLT_DEFINE_ACTV(clt_actv, VEC)
+#endif
 #endif
 
 // dz from the activation's output y and dy: a select where the derivative is 0 or 1 (the

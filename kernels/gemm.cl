@@ -198,29 +198,18 @@ typedef float vfloat;
 #define EPI_VALUE(x, i, j) (x)
 #endif
 // EPI_VALUE over the VW neighbouring columns from j of row i (each element as EPI_VALUE has it):
-// the bias and the activations of ACT 0 to 3 on the vector at once (the same add and integer
-// selects lane by lane, as common.cl's clt_max and clt_min), others lane by lane.
+// the bias and the activations of ACT 0 to 3 on the vector at once (the same add, and common.cl's
+// vector form of clt_act), others lane by lane.
 #if EPI
-#if !(defined(XACT) && XACT) && ACT <= 3
-static inline VEC epi_pick(const CAT(int, VW) c, const VEC a, const VEC b) {
-  return CAT(as_float, VW)(select(CAT(as_int, VW)(b), CAT(as_int, VW)(a), c));
-}
+#if !(defined(XACT) && XACT) && defined(CLT_ACT_LANES)
+CLT_DEFINE_ACTV(epi_actv, VW)
 static inline VEC epi_vec(VEC x, int i, int j, __global const float* pool, uint bias_off, int ldc) {
 #if HAS_BIAS && EPI_ROWS
   x = x + (VEC)(pool[bias_off + i]);
 #elif HAS_BIAS
   x = x + VLOAD(0, pool + bias_off + j);
 #endif
-#if ACT == 1
-  x = epi_pick(x < (VEC)(0.0f), (VEC)(0.0f), x);
-#elif ACT == 2
-  x = epi_pick(x < (VEC)(-1.0f), (VEC)(-1.0f), x);
-  x = epi_pick((VEC)(1.0f) < x, (VEC)(1.0f), x);
-#elif ACT == 3
-  x = epi_pick(x < (VEC)(0.0f), (VEC)(0.0f), x);
-  x = epi_pick((VEC)(6.0f) < x, (VEC)(6.0f), x);
-#endif
-  return x;
+  return epi_actv(x);
 }
 #else
 static inline VEC epi_vec(VEC x, int i, int j, __global const float* pool, uint bias_off, int ldc) {
