@@ -217,9 +217,10 @@ TEST(Converted, TensordotReshapesFoldAndExportAsTheFileHadThem) {
   EXPECT_EQ(m.folded_ops.size(), 3u + 4 * 2);  // the index guard's 3, two reshapes per Tensordot
   int tensordots = 0;
   for (const Operator& op : m.operators) {
-    if (op.op == CLTRAIN_OP_RESHAPE)
+    if (op.op == CLTRAIN_OP_RESHAPE) {
       EXPECT_NE(m.tensors[static_cast<size_t>(op.outputs[0])].shape.size(), 2u)
           << "a reshape to rank 2 is left: operator " << op.file_index;
+    }
     if (op.op != CLTRAIN_OP_FULLY_CONNECTED) continue;
     const Tensor& x = m.tensors[static_cast<size_t>(op.inputs[0])];
     const Tensor& y = m.tensors[static_cast<size_t>(op.outputs[0])];
@@ -307,15 +308,19 @@ uint64_t pool_bytes(Engine& e) {
 // LoRA rank 4 on the transformer's FullyConnected operators: only the adapters train (the file's
 // weights keep their bits), the loss falls over 50 Adam steps, the plan is smaller than full
 // fine-tuning's at the same batch, and the merged export predicts what base + adapters predict.
-class Lora : public ::testing::TestWithParam<std::string> {};
+// At batch 1 the plan is at most 60% of full fine-tuning's (issue 17's bar): LoRA drops the
+// gradients and Adam state of every base weight, which do not grow with the batch. At batch 8
+// the activations, which LoRA keeps as full fine-tuning does (each adapter's dA needs its FC's
+// input), are two thirds of full fine-tuning's plan, and the ratio is about 85%.
+class Lora : public ::testing::TestWithParam<std::tuple<std::string, int32_t>> {};
 
 TEST_P(Lora, TrainsTheAdaptersAndExportsThemMerged) {
-  const std::string backend = GetParam();
+  const std::string backend = std::get<0>(GetParam());
+  const int32_t batch = std::get<1>(GetParam());
   const std::string file = kData + "/transformer.tflite";
   const nlohmann::json ref = read_json(kData + "/transformer.json");
   const std::vector<int32_t> ids = ref["x"];
   const std::vector<float> y = ref["y"];
-  const int32_t batch = 8;
   auto full = Engine::from_file(file);
   full->set_settings(settings("adam", 0.001f, backend, batch));
   full->prepare();
@@ -333,6 +338,9 @@ TEST_P(Lora, TrainsTheAdaptersAndExportsThemMerged) {
               static_cast<unsigned long long>(lora_pool), static_cast<unsigned long long>(full_pool),
               100.0 * static_cast<double>(lora_pool) / static_cast<double>(full_pool));
   EXPECT_LT(lora_pool, full_pool);
+  if (batch == 1) {
+    EXPECT_LE(lora_pool * 100, full_pool * 60);
+  }
   const uint64_t in = e->input_size() * batch, out = e->output_size() * batch;
   std::vector<double> losses;
   for (int step = 0; step < 50; ++step) {
@@ -345,12 +353,13 @@ TEST_P(Lora, TrainsTheAdaptersAndExportsThemMerged) {
   // The file's weights are as they were; the merged export predicts base + adapters.
   const Model& m = e->model();
   for (size_t t = 0; t < static_cast<size_t>(m.file_tensor_count); ++t)
-    if (m.tensors[t].is_constant() && m.tensors[t].dtype == CLTRAIN_FLOAT32 && m.tensors[t].elements() > 1)
+    if (m.tensors[t].is_constant() && m.tensors[t].dtype == CLTRAIN_FLOAT32 && m.tensors[t].elements() > 1) {
       EXPECT_EQ(e->weight(m.tensors[t].name), [&] {
         std::vector<float> v(m.tensors[t].elements());
         std::memcpy(v.data(), m.tensors[t].data.data(), v.size() * 4);
         return v;
       }()) << m.tensors[t].name;
+    }
   std::vector<float> want(out), got(out);
   e->predict_int32(ids.data(), in, want.data(), out);
   const std::string path = temp_path("lora_merged_" + backend + ".tflite");
@@ -371,7 +380,9 @@ TEST_P(Lora, TrainsTheAdaptersAndExportsThemMerged) {
 // Reshape, Softmax: a step repeated alone would keep its input alive instead of its output):
 // full fine-tuning within 62% of its unbudgeted plan, LoRA within half of full fine-tuning's,
 // each with the losses of its unbudgeted run, bit for bit; the least a refused budget names fits.
-TEST_P(Lora, WithinABudgetRecomputesChainsWithTheSameLosses) {
+class LoraBudget : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LoraBudget, WithinABudgetRecomputesChainsWithTheSameLosses) {
   const std::string backend = GetParam();
   const std::string file = kData + "/transformer.tflite";
   const nlohmann::json ref = read_json(kData + "/transformer.json");
@@ -423,7 +434,12 @@ TEST_P(Lora, WithinABudgetRecomputesChainsWithTheSameLosses) {
   EXPECT_LE(at_least, least);
 }
 
-INSTANTIATE_TEST_SUITE_P(Converted, Lora, ::testing::Values("cpu", "opencl"));
+INSTANTIATE_TEST_SUITE_P(Converted, LoraBudget, ::testing::Values("cpu", "opencl"));
+INSTANTIATE_TEST_SUITE_P(Converted, Lora,
+                         ::testing::Combine(::testing::Values("cpu", "opencl"), ::testing::Values(1, 8)),
+                         [](const ::testing::TestParamInfo<std::tuple<std::string, int32_t>>& p) {
+                           return std::get<0>(p.param) + "_batch" + std::to_string(std::get<1>(p.param));
+                         });
 
 std::vector<uint8_t> gunzip(const std::string& path) {
   gzFile f = gzopen(path.c_str(), "rb");
