@@ -11,32 +11,42 @@
 // VEC lanes: vfloat, VLOAD, VSTORE (common.cl). Storage (common.cl): X_H for x, Y_H for y, DY_H for
 // dz, DX_H for dx.
 
-// y = act(fma over (kh, kw) of x * W, + b). One work-item per VEC output channels of a position.
-__kernel void dw_forward(__global float* pool, uint x_off, uint w_off, uint b_off, uint y_off) {
-  const uint gid = get_global_id(0);
-  if (gid >= N * OH * OW * (OC / VEC)) return;
-  const uint oc = gid % (OC / VEC) * VEC, pos = gid / (OC / VEC);
-  const uint ow = pos % OW, oh = pos / OW % OH, n = pos / (OW * OH);
+// y = act(fma over (kh, kw) of x * W, + b). One work-item per VEC output channels of TW
+// neighbouring positions of a row (TW: 1, or more on CPU devices, where a work-item's vectors of
+// W then serve TW outputs). Each output is its own chain over the taps in (kh, kw) order.
+#ifndef TW
+#define TW 1
+#endif
+#if VEC == 1
+#define DWF_XLD(xp) CLT_LD(X_H, xp, oc / M)
+#define DWF_WLD(wp) (*(wp))
+#else
+#define DWF_XLD(xp) CLT_VLD(X_H, (xp) + oc)
+#define DWF_WLD(wp) VLOAD(wp)
+#endif
+
+// The chain of one position, each tap checked against x's bounds.
+inline vfloat dw_forward_checked(__global float* pool, uint x_off, uint w_off, uint n, uint oh, uint ow, uint oc) {
   vfloat acc = 0.0f;
+  const int ih0 = (int)(oh * SH) - PT, iw0 = (int)(ow * SW) - PL;
   for (uint kh = 0; kh < KH; ++kh) {
-    const int ih = (int)(oh * SH + kh * DH) - PT;
+    const int ih = ih0 + (int)(kh * DH);
     if (ih < 0 || ih >= H) continue;
     for (uint kw = 0; kw < KW; ++kw) {
-      const int iw = (int)(ow * SW + kw * DW) - PL;
+      const int iw = iw0 + (int)(kw * DW);
       if (iw < 0 || iw >= W) continue;
-      __global const CLT_T(X_H)* xp = CLT_PTR(X_H) + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC;
-      __global const float* wp = pool + w_off + (kh * KW + kw) * OC + oc;
-#if VEC == 1
-      acc = clt_fma(CLT_LD(X_H, xp, oc / M), *wp, acc);
-#else
-      acc = clt_fma(CLT_VLD(X_H, xp + oc), VLOAD(wp), acc);
-#endif
+      acc = clt_fma(DWF_XLD(CLT_PTR(X_H) + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC),
+                    DWF_WLD(pool + w_off + (kh * KW + kw) * OC + oc), acc);
     }
   }
+  return acc;
+}
+
+// + b, the activation lane by lane, then one store (one rounding of a float16 y).
+inline void dw_forward_out(__global float* pool, uint b_off, uint y_off, uint pos, uint oc, vfloat acc) {
 #if HAS_BIAS
   acc = acc + VLOAD(pool + b_off + oc);
 #endif
-  // The activation lane by lane, then one store (one rounding of a float16 y).
 #if VEC == 1
   acc = clt_act(acc);
 #elif defined(CLT_ACT_LANES)
@@ -48,6 +58,39 @@ __kernel void dw_forward(__global float* pool, uint x_off, uint w_off, uint b_of
   acc = VLOAD(lanes);
 #endif
   CLT_VST(Y_H, acc, CLT_PTR(Y_H) + y_off + pos * OC + oc);
+}
+
+__kernel void dw_forward(__global float* pool, uint x_off, uint w_off, uint b_off, uint y_off) {
+  const uint OWB = (OW + TW - 1) / TW;
+  const uint gid = get_global_id(0);
+  if (gid >= N * OH * OWB * (OC / VEC)) return;
+  const uint oc = gid % (OC / VEC) * VEC, blk = gid / (OC / VEC);
+  const uint ow0 = blk % OWB * TW, row = blk / OWB, oh = row % OH, n = row / OH;
+  const int ih0 = (int)(oh * SH) - PT, iw0 = (int)(ow0 * SW) - PL;
+  if (ow0 + TW <= OW && ih0 >= 0 && ih0 + (int)((KH - 1) * DH) < H && iw0 >= 0 &&
+      iw0 + (int)((TW - 1) * SW + (KW - 1) * DW) < W) {
+    // Every tap of the TW outputs inside x: the same taps in the same order, at constant
+    // offsets, unchecked; each vector of W is loaded once for the TW outputs.
+    __global const CLT_T(X_H)* xp = CLT_PTR(X_H) + x_off + ((n * H + (uint)ih0) * W + (uint)iw0) * IC;
+    __global const float* wp = pool + w_off + oc;
+    vfloat acc[TW];
+#pragma unroll
+    for (uint t = 0; t < TW; ++t) acc[t] = 0.0f;
+#pragma unroll
+    for (uint kh = 0; kh < KH; ++kh)
+#pragma unroll
+      for (uint kw = 0; kw < KW; ++kw) {
+        const vfloat wv = DWF_WLD(wp + (kh * KW + kw) * OC);
+#pragma unroll
+        for (uint t = 0; t < TW; ++t) acc[t] = clt_fma(DWF_XLD(xp + (kh * DH * W + kw * DW + t * SW) * IC), wv, acc[t]);
+      }
+#pragma unroll
+    for (uint t = 0; t < TW; ++t) dw_forward_out(pool, b_off, y_off, row * OW + ow0 + t, oc, acc[t]);
+  } else {
+    for (uint t = 0; t < TW && ow0 + t < OW; ++t)
+      dw_forward_out(pool, b_off, y_off, row * OW + ow0 + t, oc,
+                     dw_forward_checked(pool, x_off, w_off, n, oh, ow0 + t, oc));
+  }
 }
 
 // dW[kh, kw, oc] = fma over (n, oh, ow) in order of dz * x, positions whose tap is outside x
@@ -84,36 +127,63 @@ __kernel void dw_filter_grad(__global float* pool, uint x_off, uint dz_off, uint
 // dw_filter_grad with every tap in one pass (TAPS_IN_ONE_PASS, for small filters): one work-item
 // per VEC channels keeps KH KW accumulators and reads dz once; each tap's chain still runs over
 // (n, oh, ow) in order, skipping the positions whose tap falls outside x: the same chains.
+// Positions whose every tap is inside x (rows [oh_in0, oh_in1), columns [ow_in0, ow_in1)) take
+// the taps unrolled at constant offsets from one pixel pointer, without bounds checks; the
+// border positions check each tap. The taps' accumulators are separate, so the order of taps
+// within a position does not matter; each chain's order over the positions is unchanged.
+#if VEC == 1
+#define DW_XLD(p) CLT_LD(X_H, p, oc / M)
+#define DW_DZLD(p) CLT_LD(DY_H, p, 0)
+typedef float dw_vec;
+#else
+#define DW_XLD(p) CLT_VLD(X_H, (p) + oc)
+#define DW_DZLD(p) CLT_VLD(DY_H, p)
+typedef vfloat dw_vec;
+#endif
+
+// One border position: every tap checked.
+inline void dw_taps_checked(__global float* pool, uint x_off, uint n, uint oh, uint ow, uint oc, dw_vec dz,
+                            dw_vec* acc) {
+  for (uint kh = 0; kh < KH; ++kh) {
+    const int ih = (int)(oh * SH + kh * DH) - PT;
+    if (ih < 0 || ih >= H) continue;
+    for (uint kw = 0; kw < KW; ++kw) {
+      const int iw = (int)(ow * SW + kw * DW) - PL;
+      if (iw < 0 || iw >= W) continue;
+      __global const CLT_T(X_H)* xp = CLT_PTR(X_H) + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC;
+      acc[kh * KW + kw] = clt_fma(dz, DW_XLD(xp), acc[kh * KW + kw]);
+    }
+  }
+}
+
 __kernel void dw_filter_grad_taps(__global float* pool, uint x_off, uint dz_off, uint dw_off) {
   const uint gid = get_global_id(0);
   if (gid >= OC / VEC) return;
   const uint oc = gid * VEC;
-  vfloat acc[KH * KW];
+  dw_vec acc[KH * KW];
   for (uint t = 0; t < KH * KW; ++t) acc[t] = 0.0f;
+  // The first output row and column whose taps all lie inside x, and one past the last.
+  const uint oh_in0 = PT > 0 ? (PT + SH - 1) / SH : 0, ow_in0 = PL > 0 ? (PL + SW - 1) / SW : 0;
+  const int oh_last = (H - 1 + PT - (int)((KH - 1) * DH)), ow_last = (W - 1 + PL - (int)((KW - 1) * DW));
+  const uint oh_in1 = oh_last < 0 ? 0 : min((uint)OH, (uint)oh_last / SH + 1);
+  const uint ow_in1 = ow_last < 0 ? 0 : min((uint)OW, (uint)ow_last / SW + 1);
   for (uint n = 0; n < N; ++n)
-    for (uint oh = 0; oh < OH; ++oh)
-      for (uint ow = 0; ow < OW; ++ow) {
-        __global const CLT_T(DY_H)* dzp = CLT_PTR(DY_H) + dz_off + ((n * OH + oh) * OW + ow) * OC + oc;
-#if VEC == 1
-        const float dz = CLT_LD(DY_H, dzp, 0);
-#else
-        const vfloat dz = CLT_VLD(DY_H, dzp);
-#endif
-        for (uint kh = 0; kh < KH; ++kh) {
-          const int ih = (int)(oh * SH + kh * DH) - PT;
-          if (ih < 0 || ih >= H) continue;
-          for (uint kw = 0; kw < KW; ++kw) {
-            const int iw = (int)(ow * SW + kw * DW) - PL;
-            if (iw < 0 || iw >= W) continue;
-            __global const CLT_T(X_H)* xp = CLT_PTR(X_H) + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC;
-#if VEC == 1
-            acc[kh * KW + kw] = clt_fma(dz, CLT_LD(X_H, xp, oc / M), acc[kh * KW + kw]);
-#else
-            acc[kh * KW + kw] = clt_fma(dz, CLT_VLD(X_H, xp + oc), acc[kh * KW + kw]);
-#endif
-          }
-        }
+    for (uint oh = 0; oh < OH; ++oh) {
+      __global const CLT_T(DY_H)* dzr = CLT_PTR(DY_H) + dz_off + (n * OH + oh) * OW * OC + oc;
+      const bool rows_in = oh >= oh_in0 && oh < oh_in1;
+      const uint c0 = rows_in ? min(ow_in0, (uint)OW) : OW, c1 = rows_in ? max(c0, ow_in1) : OW;
+      for (uint ow = 0; ow < c0; ++ow) dw_taps_checked(pool, x_off, n, oh, ow, oc, DW_DZLD(dzr + ow * OC), acc);
+      for (uint ow = c0; ow < c1; ++ow) {
+        const dw_vec dz = DW_DZLD(dzr + ow * OC);
+        __global const CLT_T(X_H)* xp = CLT_PTR(X_H) + x_off + ((n * H + oh * SH - PT) * W + ow * SW - PL) * IC;
+#pragma unroll
+        for (uint kh = 0; kh < KH; ++kh)
+#pragma unroll
+          for (uint kw = 0; kw < KW; ++kw)
+            acc[kh * KW + kw] = clt_fma(dz, DW_XLD(xp + (kh * DH * W + kw * DW) * IC), acc[kh * KW + kw]);
       }
+      for (uint ow = c1; ow < OW; ++ow) dw_taps_checked(pool, x_off, n, oh, ow, oc, DW_DZLD(dzr + ow * OC), acc);
+    }
   for (uint t = 0; t < KH * KW; ++t) VSTORE(acc[t], pool + dw_off + t * OC + oc);
 }
 
@@ -127,25 +197,46 @@ __kernel void dw_input_grad(__global float* pool, uint w_off, uint dz_off, uint 
   const uint c = gid % (IC / VEC) * VEC, pos = gid / (IC / VEC);
   const uint iw = pos % W, ih = pos / W % H, n = pos / (W * H);
   vfloat s = 0.0f;
-  for (uint kh = 0; kh < KH; ++kh) {
-    const int th = (int)ih + PT - (int)(kh * DH);
-    if (th < 0 || th % SH != 0 || th / SH >= OH) continue;
-    const uint oh = (uint)(th / SH);
-    for (uint kw = 0; kw < KW; ++kw) {
-      const int tw = (int)iw + PL - (int)(kw * DW);
-      if (tw < 0 || tw % SW != 0 || tw / SW >= OW) continue;
-      const uint ow = (uint)(tw / SW);
-      __global const CLT_T(DY_H)* g = CLT_PTR(DY_H) + dz_off + ((n * OH + oh) * OW + ow) * OC + c * M;
-      __global const float* wr = pool + w_off + (kh * KW + kw) * OC + c * M;
+#if SH == 1 && SW == 1 && M == 1
+  // Stride 1: every tap reaches an output inside dz when the kernel's whole window does; then
+  // the same taps in the same order at constant offsets, unchecked.
+  const int oh0 = (int)ih + PT - (int)((KH - 1) * DH), ow0 = (int)iw + PL - (int)((KW - 1) * DW);
+  if (oh0 >= 0 && (int)ih + PT < OH && ow0 >= 0 && (int)iw + PL < OW) {
+    __global const CLT_T(DY_H)* g = CLT_PTR(DY_H) + dz_off + ((n * OH + ih + PT) * OW + iw + PL) * OC + c;
+    __global const float* wr = pool + w_off + c;
+#pragma unroll
+    for (uint kh = 0; kh < KH; ++kh)
+#pragma unroll
+      for (uint kw = 0; kw < KW; ++kw) {
 #if VEC == 1
-      float t = 0.0f;
-      for (uint j = 0; j < M; ++j) t = clt_fma(CLT_LD(DY_H, g, j), wr[j], t);
+        const float t = clt_fma(CLT_LD(DY_H, g - (kh * DH * OW + kw * DW) * OC, 0), wr[(kh * KW + kw) * OC], 0.0f);
+#else
+        const vfloat t =
+            clt_fma(CLT_VLD(DY_H, g - (kh * DH * OW + kw * DW) * OC), VLOAD(wr + (kh * KW + kw) * OC), (vfloat)(0.0f));
+#endif
+        s = s + t;
+      }
+  } else
+#endif
+    for (uint kh = 0; kh < KH; ++kh) {
+      const int th = (int)ih + PT - (int)(kh * DH);
+      if (th < 0 || th % SH != 0 || th / SH >= OH) continue;
+      const uint oh = (uint)(th / SH);
+      for (uint kw = 0; kw < KW; ++kw) {
+        const int tw = (int)iw + PL - (int)(kw * DW);
+        if (tw < 0 || tw % SW != 0 || tw / SW >= OW) continue;
+        const uint ow = (uint)(tw / SW);
+        __global const CLT_T(DY_H)* g = CLT_PTR(DY_H) + dz_off + ((n * OH + oh) * OW + ow) * OC + c * M;
+        __global const float* wr = pool + w_off + (kh * KW + kw) * OC + c * M;
+#if VEC == 1
+        float t = 0.0f;
+        for (uint j = 0; j < M; ++j) t = clt_fma(CLT_LD(DY_H, g, j), wr[j], t);
 #else
       const vfloat t = clt_fma(CLT_VLD(DY_H, g), VLOAD(wr), (vfloat)(0.0f));  // M = 1: one term
 #endif
-      s = s + t;
+        s = s + t;
+      }
     }
-  }
 #if XACT
   s = CLT_XACT_GRAD(CLT_VLD(X_H, CLT_PTR(X_H) + x_off + pos * IC + c), s);
 #endif
