@@ -11,42 +11,45 @@
 // VEC lanes: vfloat, VLOAD, VSTORE (common.cl). Storage (common.cl): X_H for x, Y_H for y, DY_H for
 // dz, DX_H for dx.
 
-// y = act(fma over (kh, kw) of x * W, + b). One work-item per VEC output channels of TW
-// neighbouring positions of a row (TW: 1, or more on CPU devices, where a work-item's vectors of
-// W then serve TW outputs). Each output is its own chain over the taps in (kh, kw) order.
-#ifndef TW
-#define TW 1
-#endif
-#if VEC == 1
-#define DWF_XLD(xp) CLT_LD(X_H, xp, oc / M)
-#define DWF_WLD(wp) (*(wp))
-#else
-#define DWF_XLD(xp) CLT_VLD(X_H, (xp) + oc)
-#define DWF_WLD(wp) VLOAD(wp)
-#endif
-
-// The chain of one position, each tap checked against x's bounds.
-inline vfloat dw_forward_checked(__global float* pool, uint x_off, uint w_off, uint n, uint oh, uint ow, uint oc) {
+// y = act(fma over (kh, kw) of x * W, + b). One work-item per VEC output channels of a position.
+// Positions whose every tap is inside x take the taps unrolled at constant offsets, unchecked;
+// the others check each tap. The same taps in the same order either way.
+__kernel void dw_forward(__global float* pool, uint x_off, uint w_off, uint b_off, uint y_off) {
+  const uint gid = get_global_id(0);
+  if (gid >= N * OH * OW * (OC / VEC)) return;
+  const uint oc = gid % (OC / VEC) * VEC, pos = gid / (OC / VEC);
+  const uint ow = pos % OW, oh = pos / OW % OH, n = pos / (OW * OH);
   vfloat acc = 0.0f;
+#if VEC == 1
+#define DWF_TAP(xp, wp) acc = clt_fma(CLT_LD(X_H, xp, oc / M), *(wp), acc)
+#else
+#define DWF_TAP(xp, wp) acc = clt_fma(CLT_VLD(X_H, (xp) + oc), VLOAD(wp), acc)
+#endif
   const int ih0 = (int)(oh * SH) - PT, iw0 = (int)(ow * SW) - PL;
-  for (uint kh = 0; kh < KH; ++kh) {
-    const int ih = ih0 + (int)(kh * DH);
-    if (ih < 0 || ih >= H) continue;
-    for (uint kw = 0; kw < KW; ++kw) {
-      const int iw = iw0 + (int)(kw * DW);
-      if (iw < 0 || iw >= W) continue;
-      acc = clt_fma(DWF_XLD(CLT_PTR(X_H) + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC),
-                    DWF_WLD(pool + w_off + (kh * KW + kw) * OC + oc), acc);
+  if (ih0 >= 0 && ih0 + (int)((KH - 1) * DH) < H && iw0 >= 0 && iw0 + (int)((KW - 1) * DW) < W) {
+    __global const CLT_T(X_H)* xp = CLT_PTR(X_H) + x_off + ((n * H + (uint)ih0) * W + (uint)iw0) * IC;
+    __global const float* wp = pool + w_off + oc;
+#pragma unroll
+    for (uint kh = 0; kh < KH; ++kh)
+#pragma unroll
+      for (uint kw = 0; kw < KW; ++kw) DWF_TAP(xp + (kh * DH * W + kw * DW) * IC, wp + (kh * KW + kw) * OC);
+  } else {
+    for (uint kh = 0; kh < KH; ++kh) {
+      const int ih = ih0 + (int)(kh * DH);
+      if (ih < 0 || ih >= H) continue;
+      for (uint kw = 0; kw < KW; ++kw) {
+        const int iw = iw0 + (int)(kw * DW);
+        if (iw < 0 || iw >= W) continue;
+        DWF_TAP(CLT_PTR(X_H) + x_off + ((n * H + (uint)ih) * W + (uint)iw) * IC,
+                pool + w_off + (kh * KW + kw) * OC + oc);
+      }
     }
   }
-  return acc;
-}
-
-// + b, the activation lane by lane, then one store (one rounding of a float16 y).
-inline void dw_forward_out(__global float* pool, uint b_off, uint y_off, uint pos, uint oc, vfloat acc) {
+#undef DWF_TAP
 #if HAS_BIAS
   acc = acc + VLOAD(pool + b_off + oc);
 #endif
+  // The activation lane by lane, then one store (one rounding of a float16 y).
 #if VEC == 1
   acc = clt_act(acc);
 #elif defined(CLT_ACT_LANES)
@@ -58,39 +61,6 @@ inline void dw_forward_out(__global float* pool, uint b_off, uint y_off, uint po
   acc = VLOAD(lanes);
 #endif
   CLT_VST(Y_H, acc, CLT_PTR(Y_H) + y_off + pos * OC + oc);
-}
-
-__kernel void dw_forward(__global float* pool, uint x_off, uint w_off, uint b_off, uint y_off) {
-  const uint OWB = (OW + TW - 1) / TW;
-  const uint gid = get_global_id(0);
-  if (gid >= N * OH * OWB * (OC / VEC)) return;
-  const uint oc = gid % (OC / VEC) * VEC, blk = gid / (OC / VEC);
-  const uint ow0 = blk % OWB * TW, row = blk / OWB, oh = row % OH, n = row / OH;
-  const int ih0 = (int)(oh * SH) - PT, iw0 = (int)(ow0 * SW) - PL;
-  if (ow0 + TW <= OW && ih0 >= 0 && ih0 + (int)((KH - 1) * DH) < H && iw0 >= 0 &&
-      iw0 + (int)((TW - 1) * SW + (KW - 1) * DW) < W) {
-    // Every tap of the TW outputs inside x: the same taps in the same order, at constant
-    // offsets, unchecked; each vector of W is loaded once for the TW outputs.
-    __global const CLT_T(X_H)* xp = CLT_PTR(X_H) + x_off + ((n * H + (uint)ih0) * W + (uint)iw0) * IC;
-    __global const float* wp = pool + w_off + oc;
-    vfloat acc[TW];
-#pragma unroll
-    for (uint t = 0; t < TW; ++t) acc[t] = 0.0f;
-#pragma unroll
-    for (uint kh = 0; kh < KH; ++kh)
-#pragma unroll
-      for (uint kw = 0; kw < KW; ++kw) {
-        const vfloat wv = DWF_WLD(wp + (kh * KW + kw) * OC);
-#pragma unroll
-        for (uint t = 0; t < TW; ++t) acc[t] = clt_fma(DWF_XLD(xp + (kh * DH * W + kw * DW + t * SW) * IC), wv, acc[t]);
-      }
-#pragma unroll
-    for (uint t = 0; t < TW; ++t) dw_forward_out(pool, b_off, y_off, row * OW + ow0 + t, oc, acc[t]);
-  } else {
-    for (uint t = 0; t < TW && ow0 + t < OW; ++t)
-      dw_forward_out(pool, b_off, y_off, row * OW + ow0 + t, oc,
-                     dw_forward_checked(pool, x_off, w_off, n, oh, ow0 + t, oc));
-  }
 }
 
 // dW[kh, kw, oc] = fma over (n, oh, ow) in order of dz * x, positions whose tap is outside x

@@ -27,9 +27,8 @@ std::vector<OpCase> make_cases() {
        16, 1e-3},
       {"only_dw_same_s2_k3_m1_n2_h6w6_c3", {2, 6, 6, 3}, 3, 3, 1, SAME, 2, 2, 1, 1, RELU, true, false},
       {"dil2x1_nobias_same_k3_m3_n2_h8w7_c2", {2, 8, 7, 2}, 3, 3, 3, SAME, 1, 1, 2, 1, TANH, false},
-      // Rows wide enough for the OpenCL kernels' unchecked interiors: forward blocks of 4 outputs
-      // inside x between blocks that touch the padding and a last block of 1; dW and dx (stride 1)
-      // positions whose every tap is inside, among border positions checked tap by tap.
+      // Rows wide enough for the OpenCL kernels' unchecked interiors (positions whose every tap
+      // is inside x, for the forward, dW and stride-1 dx) between border positions checked tap by tap.
       {"interior_same_s1_k3_m1_n2_h7w13_c16", {2, 7, 13, 16}, 3, 3, 1, SAME, 1, 1, 1, 1, RELU6, true, true, true, 0.5f,
        32, 1e-3, RELU6},
       {"interior_valid_s2_k3_m1_n1_h9w19_c8", {1, 9, 19, 8}, 3, 3, 1, VALID, 2, 2, 1, 1, TANH, true, true, true, 0.5f,

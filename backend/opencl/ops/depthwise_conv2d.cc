@@ -1,7 +1,7 @@
 // DEPTHWISE_CONV_2D: x [N,H,W,C], W [1,KH,KW,C*M], optional b [C*M], y [N,OH,OW,C*M]; direct
 // kernels (kernels/depthwise_conv2d.cl), one work-item per VEC neighbouring channels of an output
 // element (lanes of a vector), each lane a chain in the order of cltrain_backend.h's Numerics:
-//   forward  dw_forward: fma over (kh, kw), + b, act (4 outputs of a row per work-item on CPUs);
+//   forward  dw_forward: fma over (kh, kw), + b, act;
 //   backward act_grad (dz, in place on dy), bias_grad (db, kernels/bias_act.cl),
 //            dw_filter_grad (dW: fma over (n, oh, ow); dw_filter_grad_taps, every tap of a small
 //            filter in one pass), dw_input_grad (dx: sum over the taps of
@@ -43,14 +43,10 @@ StepRun prepare(const OpContext& c) {
   geometry.set("ACT", sh.activation).set("HAS_BIAS", sh.bias >= 0).set("VEC", vec);
   c.storage(c.storage(c.storage(c.storage(geometry, "X_H", sh.x), "Y_H", sh.y), "DY_H", sh.dy), "DX_H", sh.dx);
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
-    // On gemm.cl's devices (CPUs) a work-item computes 4 neighbouring outputs of a row (each
-    // vector of W loaded once for them); GPUs keep one output per work-item, for more work-items.
-    const long long tw = c.gemm().native() && sh.w.out >= 4 ? 4 : 1;
-    Defines d = geometry;
-    Kernel k = c.kernel(kFamily, d.set("TW", tw), "dw_forward");
+    Kernel k = c.kernel(kFamily, geometry, "dw_forward");
     set_args(k, c.pool(), c.offset(sh.x), c.offset(sh.w_t), sh.bias >= 0 ? c.offset(sh.bias) : cl_uint{0},
              c.offset(sh.y));
-    launches.push_back({k, static_cast<uint64_t>(sh.n * sh.h.out * ((sh.w.out + tw - 1) / tw) * (sh.out_ch / vec))});
+    launches.push_back({k, s.count(sh.y) / vec});
   } else {
     const uint64_t count = s.count(sh.dy);
     Defines d;
