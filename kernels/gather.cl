@@ -1,8 +1,9 @@
 // GATHER (cltrain_ops.h): the table viewed as [ROWS, WIDTH], the ids as N int32 values (stored in
 // the float pool, four bytes each).
 //
-// Definitions: ROWS, WIDTH, N. Both kernels are 2-D launches, dimension 0 the WIDTH columns
-// (padded to whole work-groups, so the kernels check it), dimension 1 the rows of what they write.
+// Definitions: ROWS, WIDTH, N. gather_forward is a 2-D launch, dimension 0 the WIDTH columns
+// (padded to whole work-groups, so the kernel checks it), dimension 1 the rows of y;
+// gather_backward a 1-D launch over the table's rows.
 
 // The table row an id reads (negative ids count from the end), or -1 outside the table.
 inline long gather_row(int k) {
@@ -20,27 +21,32 @@ __kernel void gather_forward(__global float* pool, uint table_off, uint ids_off,
 }
 
 // dtable[r, j] = sum over i in increasing order of dy[i, j] where row(ids[i]) = r; with SQUARES
-// defined also dsq[r, j], the same sum of dy[i, j] * dy[i, j].
+// defined also dsq[r, j], the same sum of dy[i, j] * dy[i, j]. One work-item per table row r
+// (a 1-D launch): it reads the ids once and adds each matching dy row into its own row of
+// dtable (written as zeros first), so every element's chain is the same sum in the same order.
 __kernel void gather_backward(__global float* pool, uint dy_off, uint ids_off, uint dt_off, uint sq_off) {
-  const uint j = get_global_id(0);
-  if (j >= WIDTH) return;
-  const uint r = get_global_id(1);
+  const uint r = get_global_id(0);
+  if (r >= ROWS) return;
   __global const int* ids = (__global const int*)pool + ids_off;
-  float s = 0.0f;
+  __global float* dt = pool + dt_off + (ulong)r * WIDTH;
 #ifdef SQUARES
-  float q = 0.0f;
+  __global float* dsq = pool + sq_off + (ulong)r * WIDTH;
 #endif
-  for (uint i = 0; i < N; ++i)
-    if (gather_row(ids[i]) == (long)r) {
-      const float g = pool[dy_off + (ulong)i * WIDTH + j];
-      s = s + g;
+  for (uint j = 0; j < WIDTH; ++j) {
+    dt[j] = 0.0f;
 #ifdef SQUARES
-      const float gg = g * g;
-      q = q + gg;
+    dsq[j] = 0.0f;
+#endif
+  }
+  for (uint i = 0; i < N; ++i) {
+    if (gather_row(ids[i]) != (long)r) continue;
+    __global const float* g = pool + dy_off + (ulong)i * WIDTH;
+    for (uint j = 0; j < WIDTH; ++j) {
+      dt[j] = dt[j] + g[j];
+#ifdef SQUARES
+      const float gg = g[j] * g[j];
+      dsq[j] = dsq[j] + gg;
 #endif
     }
-  pool[dt_off + (ulong)r * WIDTH + j] = s;
-#ifdef SQUARES
-  pool[sq_off + (ulong)r * WIDTH + j] = q;
-#endif
+  }
 }

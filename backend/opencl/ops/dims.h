@@ -50,7 +50,8 @@ std::string same_rank_pair(const StepView& s, int32_t* x, int32_t* y, std::vecto
 uint64_t view_count(const View6& v);
 
 // Runs k once per element of the written tensor w: dimension 0 its innermost dim (dim 5, padded
-// to whole work-groups, which the kernel checks), dimension 1 its rows; nothing for no elements.
+// to whole work-groups, which the kernel checks), dimension 1 its rows (never padded: work-groups
+// take whole rows); nothing for no elements.
 StepRun row_launch(const OpContext& c, const Kernel& k, const View6& w);
 
 }  // namespace cltrain::ocl

@@ -1,7 +1,7 @@
 // GATHER (kernels/gather.cl).
 //   forward:  in [table, ids]  out [y]       gather_forward, one work-item per element of y
-//   backward: in [dy, ids]     out [dtable, dsq]  gather_backward, one work-item per element of
-//             dtable, each reading every id (no atomics: the sum order is the CPU's); dsq optional
+//   backward: in [dy, ids]     out [dtable, dsq]  gather_backward, one work-item per row of
+//             dtable, each reading every id once (no atomics: the sum order is the CPU's); dsq optional
 #include "ops/dims.h"
 #include "ops/op.h"
 
@@ -45,7 +45,8 @@ StepRun prepare(const OpContext& c) {
     set_args(k, c.pool(), c.offset(table), c.offset(ids), c.offset(y));
   else
     set_args(k, c.pool(), c.offset(y), c.offset(ids), c.offset(table), c.offset_or_zero(sq));
-  View6 w{1, 1, 1, 1, fwd ? n : rows, width};
+  if (!fwd) return [k, rows](const Queue& q, const cltrain_run_args*) { q.launch_1d(k, rows); };
+  View6 w{1, 1, 1, 1, n, width};
   return row_launch(c, k, w);
 }
 
