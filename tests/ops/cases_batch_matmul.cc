@@ -82,6 +82,14 @@ std::vector<OpCase> make_cases() {
       bmm_case("heads_b2_h2_5x3x70", {2, 2}, 5, 3, 70),
       bmm_case("only_dx_b2_4x3x2", {2}, 4, 3, 2, true, false),
       bmm_case("only_dy_b2_4x3x2", {2}, 4, 3, 2, false, true),
+      // The transformer's shapes in small: the OpenCL kernels' vector lanes along N (16, 8) and K
+      // (16, 4) for z, dy and dx.
+      bmm_case("lanes_b2_h2_6x16x32", {2, 2}, 6, 16, 32),
+      bmm_case("lanes_b3_5x12x8", {3}, 5, 12, 8),
+      // dx by work-groups: more (m, k block) pairs than a work-group's 256 (each work-item takes
+      // several), and 160 columns of n, which Oclgrind's 32 KiB of local memory takes in two parts.
+      bmm_case("pairs_300_100x12x4", {}, 100, 12, 4),
+      bmm_case("columns_b2_3x16x160", {2}, 3, 16, 160),
   };
 }
 

@@ -1,7 +1,12 @@
-// BATCH_MATMUL (kernels/batch_matmul.cl), one work-item per written element, its dot product in
-// the CPU's order (no CLBlast: the products are small, per attention head).
+// BATCH_MATMUL (kernels/batch_matmul.cl), one work-item per VEC neighbouring columns of what it
+// writes (channel_lanes of them), each lane's dot product in the CPU's order (no CLBlast: the
+// products are small, per attention head).
 //   forward:  in [x, y]      out [z]       bmm_forward
-//   backward: in [x, y, dz]  out [dx, dy]  bmm_dx (reads dz, y), bmm_dy (reads x, dz), each if wanted
+//   backward: in [x, y, dz]  out [dx, dy]  bmm_dx (reads dz, y; a work-group per b, y[b] transposed
+//             in local memory, lanes along K), bmm_dy (reads x, dz; lanes along N), each if wanted
+#include <algorithm>
+
+#include "device/device.h"
 #include "ops/dims.h"
 #include "ops/op.h"
 
@@ -55,21 +60,50 @@ StepRun prepare(const OpContext& c) {
   d.set("M", static_cast<long long>(dm.m))
       .set("K", static_cast<long long>(dm.k))
       .set("N", static_cast<long long>(dm.n));
+  // Lanes along the written columns: N for z and dy, K for dx.
+  const auto lanes = [&](uint64_t cols) {
+    Defines v = d;
+    return v.set("VEC", channel_lanes(static_cast<int64_t>(cols)));
+  };
+  const auto blocks = [](uint64_t cols) {
+    return cols / static_cast<uint64_t>(channel_lanes(static_cast<int64_t>(cols)));
+  };
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
-    Kernel k = c.kernel(kFamily, d, "bmm_forward");
+    Kernel k = c.kernel(kFamily, lanes(dm.n), "bmm_forward");
     set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.in(1)), c.offset(s.out(0)));
-    return row_launch(c, k, View6{1, 1, 1, 1, dm.batch * dm.m, dm.n});
+    return row_launch(c, k, View6{1, 1, 1, 1, dm.batch * dm.m, blocks(dm.n)});
   }
   std::vector<StepRun> runs;
   if (s.out(0) >= 0) {
-    Kernel k = c.kernel(kFamily, d, "bmm_dx");
+    // One work-group per b: WG work-items (a power of two, at most 256 and the (m, k block)
+    // pairs), y[b] through local memory NT columns at a time (at most a quarter of the device's
+    // local memory).
+    const DeviceInfo& dev = c.device();
+    const uint64_t pairs = dm.m * blocks(dm.k);
+    const uint64_t nt =
+        std::max<uint64_t>(1, std::min<uint64_t>(dm.n, dev.local_mem / 4 / 4 / std::max<uint64_t>(dm.k, 1)));
+    Defines v = lanes(dm.k);
+    v.set("NT", static_cast<long long>(nt));
+    size_t wg = 1;
+    const size_t cap = std::min<size_t>({256, dev.max_work_group});
+    while (wg * 2 <= cap && wg * 2 <= pairs) wg *= 2;
+    const auto build = [&](size_t size) {
+      Defines w = v;
+      return c.kernel(kFamily, w.set("WG", static_cast<long long>(size)), "bmm_dx");
+    };
+    Kernel k = build(wg);
+    if (k.max_local < wg) {  // the compiled kernel's own bound
+      while (wg > k.max_local) wg /= 2;
+      k = build(wg);
+    }
     set_args(k, c.pool(), c.offset(s.in(2)), c.offset(s.in(1)), c.offset(s.out(0)));
-    runs.push_back(row_launch(c, k, View6{1, 1, 1, 1, dm.batch * dm.m, dm.k}));
+    const uint64_t groups = dm.batch;
+    runs.push_back([k, groups, wg](const Queue& q, const cltrain_run_args*) { q.launch_groups(k, groups, wg); });
   }
   if (s.out(1) >= 0) {
-    Kernel k = c.kernel(kFamily, d, "bmm_dy");
+    Kernel k = c.kernel(kFamily, lanes(dm.n), "bmm_dy");
     set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.in(2)), c.offset(s.out(1)));
-    runs.push_back(row_launch(c, k, View6{1, 1, 1, 1, dm.batch * dm.k, dm.n}));
+    runs.push_back(row_launch(c, k, View6{1, 1, 1, 1, dm.batch * dm.k, blocks(dm.n)}));
   }
   return [runs](const Queue& q, const cltrain_run_args* a) {
     for (const StepRun& r : runs) r(q, a);
