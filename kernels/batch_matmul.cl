@@ -31,10 +31,8 @@ __kernel void bmm_dx(__global float* pool, uint dz_off, uint y_off, uint dx_off)
   for (uint n0 = 0; n0 < N; n0 += NT) {
     const uint nt = min((uint)NT, (uint)N - n0);
     if (n0 > 0) barrier(CLK_LOCAL_MEM_FENCE);  // the previous columns are read
-    for (uint i = lid; i < K * nt; i += WG) {
-      const uint k = i / nt, n = i % nt;
-      yt[n * K + k] = y[(ulong)k * N + n0 + n];
-    }
+    for (uint k = 0; k < K; ++k)
+      for (uint n = lid; n < nt; n += WG) yt[n * K + k] = y[(ulong)k * N + n0 + n];
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint p = lid; p < M * (K / VEC); p += WG) {
       const uint m = p / (K / VEC), k = p % (K / VEC) * VEC;
