@@ -2,8 +2,9 @@
 // Definitions: M, K, N, VEC (and WG, NT for bmm_dx). bmm_forward and bmm_dy are 2-D launches
 // over what they write, dimension 0 its columns in vectors of VEC lanes (padded to whole
 // work-groups, so the kernels check them), dimension 1 its rows over every b. VEC (1, 4, 8, 16)
-// divides the columns: N for z and dy, K for dx. Dot products: acc = fma(a, b, acc) in increasing index order, as the
-// CPU backend, one chain per lane (vector fma rounds lane by lane as the scalar one does).
+// divides the columns: N for z and dy, K for dx. Dot products: acc = fma(a, b, acc) in
+// increasing index order, as the CPU backend, one chain per lane (vector fma rounds lane by lane
+// as the scalar one does).
 
 // z[b, m, n] = dot over k of x[b, m, k] * y[b, k, n]; row = b * M + m.
 __kernel void bmm_forward(__global float* pool, uint x_off, uint y_off, uint z_off) {

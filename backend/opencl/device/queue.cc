@@ -6,15 +6,17 @@
 
 namespace cltrain::ocl {
 
-size_t Queue::local_size(const Kernel& k, uint64_t count) const {
+size_t work_group_size(const DeviceInfo& device, const Kernel& k, uint64_t count) {
   size_t want = 64;
-  if (device_.type & CL_DEVICE_TYPE_CPU) {
-    const uint64_t per_unit = count / (4 * std::max<uint64_t>(device_.compute_units, 1));
+  if (device.type & CL_DEVICE_TYPE_CPU) {
+    const uint64_t per_unit = count / (4 * std::max<uint64_t>(device.compute_units, 1));
     want = 1;
     while (want * 2 <= 1024 && want * 2 <= per_unit) want *= 2;
   }
-  return std::max<size_t>(1, std::min<size_t>({want, k.max_local, device_.max_work_group}));
+  return std::max<size_t>(1, std::min<size_t>({want, k.max_local, device.max_work_group}));
 }
+
+size_t Queue::local_size(const Kernel& k, uint64_t count) const { return work_group_size(device_, k, count); }
 
 void Queue::launch(const Kernel& k, cl_uint dims, const size_t* global, const size_t* local) const {
   CLT_CALL(clEnqueueNDRangeKernel, (handle_, k.handle, dims, nullptr, global, local, 0, nullptr, nullptr),

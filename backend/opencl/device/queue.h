@@ -12,6 +12,11 @@
 
 namespace cltrain::ocl {
 
+// The work-group size for count work-items of k on device: 64 on GPUs; on CPU devices, where every
+// group costs a few microseconds of scheduling (POCL), up to 1024, fewer when that leaves less than
+// 4 groups per compute unit; never above what k and the device take.
+size_t work_group_size(const DeviceInfo& device, const Kernel& k, uint64_t count);
+
 class Queue {
  public:
   Queue(const DeviceInfo& device, Counters& counters) : device_(device), counters_(counters) {}
@@ -22,9 +27,8 @@ class Queue {
   const DeviceInfo& device() const { return device_; }
   Counters& counters() const { return counters_; }
 
-  // count work-items, padded to whole work-groups (kernels check their bound). Work-groups hold
-  // 64 work-items on GPUs; on CPU devices, where every group costs a few microseconds of
-  // scheduling (POCL), up to 1024, fewer when that leaves less than 4 groups per compute unit.
+  // count work-items, padded to whole work-groups (kernels check their bound) of
+  // work_group_size.
   void launch_1d(const Kernel& k, uint64_t count) const;
   // The work-group size launch_1d uses for count work-items of k.
   size_t local_size(const Kernel& k, uint64_t count) const;

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "device/cl_error.h"
-#include "device/device.h"
+#include "device/queue.h"
 
 namespace cltrain::ocl {
 
@@ -82,18 +82,11 @@ std::string same_rank_pair(const StepView& s, int32_t* x, int32_t* y, std::vecto
 StepRun row_launch(const OpContext& c, const Kernel& k, const View6& w) {
   if (view_count(w) == 0) return [](const Queue&, const cltrain_run_args*) {};
   const uint64_t cols = w[5], rows = view_count(w) / w[5];
-  // Work-groups of up to 64 work-items (GPUs), or on CPU devices up to 1024 while each compute
-  // unit still gets 4 of them: x covers the row (a power of two, at most 64) and y takes as many
-  // whole rows as fit, a power of two dividing the rows. Short rows (BATCH_MATMUL's 16 or 32
-  // columns, a transpose's innermost dim) then fill work-groups instead of padding each to 64.
-  const DeviceInfo& dev = c.device();
-  const size_t cap = std::min<size_t>(k.max_local, dev.max_work_group);
-  size_t want = 64;
-  if (dev.type & CL_DEVICE_TYPE_CPU) {
-    const uint64_t per_unit = rows * cols / (4 * std::max<uint64_t>(dev.compute_units, 1));
-    while (want * 2 <= 1024 && want * 2 <= per_unit) want *= 2;
-  }
-  want = std::max<size_t>(1, std::min(want, cap));
+  // Work-groups as launch_1d's (work_group_size): x covers the row (a power of two, at most 64)
+  // and y takes as many whole rows as fit, a power of two dividing the rows. Short rows
+  // (BATCH_MATMUL's 16 or 32 columns, a transpose's innermost dim) then fill work-groups instead
+  // of padding each to 64.
+  const size_t want = work_group_size(c.device(), k, rows * cols);
   size_t lx = 1;
   while (lx < cols && lx * 2 <= std::min<size_t>(64, want)) lx *= 2;
   size_t ly = 1;
