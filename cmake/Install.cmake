@@ -19,6 +19,7 @@ install(FILES
   ${CLTRAIN_INCLUDE_DIR}/cltrain/cltrain_status.h
   ${CLTRAIN_INCLUDE_DIR}/cltrain/cltrain_backend.h
   ${CLTRAIN_INCLUDE_DIR}/cltrain/cltrain_ops.h
+  ${CLTRAIN_INCLUDE_DIR}/cltrain/cltrain_cpu.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cltrain)
 
 set(CLTRAIN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/cltrain)

@@ -4,7 +4,7 @@
 // Conventions: every kernel takes the backend's one pool buffer and the element offsets of its
 // tensors in it; shapes and constants of the op instance come as -D definitions. 1-D kernels run
 // on a global size padded to whole work-groups and check their bound. Every rounding follows the
-// "Numerics" section of host/include/cltrain/cltrain_backend.h: sums are sequential in increasing
+// "Numerics" section of include/cltrain/cltrain_backend.h: sums are sequential in increasing
 // index (one work-item per sum), maxima and clamps are the selects below.
 
 // c ? a : b on the bits: an integer select, which no compiler turns into a float max or min. (A

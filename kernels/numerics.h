@@ -1,7 +1,7 @@
 /* cltrain's shared numerics: valid OpenCL C 1.2 and C++17.
  *
  * The CPU backend and the OpenCL kernels compute with these functions and in the orders that
- * host/include/cltrain/cltrain_backend.h states ("Numerics"), so that on a device that rounds
+ * include/cltrain/cltrain_backend.h states ("Numerics"), so that on a device that rounds
  * IEEE-754 single precision exactly (POCL) both backends give bitwise the same results. A
  * device's own exp/log are allowed several ulp of error and differ between drivers; these are
  * within about 1 ulp over the ranges training uses, and the same everywhere.

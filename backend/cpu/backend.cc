@@ -17,6 +17,7 @@
 
 #include "abi_structs.h"
 #include "cltrain/cltrain_backend.h"
+#include "cltrain/cltrain_cpu.h"
 #include "cpu_op.h"
 #include "half.h"
 #include "memory_plan.h"

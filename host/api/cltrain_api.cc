@@ -276,6 +276,11 @@ const char* cltrain_warning(cltrain_session* s, int32_t i) {
   return s->engine->warnings()[static_cast<size_t>(i)].c_str();
 }
 
+const char* cltrain_rewrite(cltrain_session* s, int32_t i) {
+  if (!s || i < 0 || static_cast<size_t>(i) >= s->engine->rewrites().size()) return nullptr;
+  return s->engine->rewrites()[static_cast<size_t>(i)].c_str();
+}
+
 cltrain_status cltrain_get_shape(cltrain_session* s, int32_t* batch, uint64_t* input_size, uint64_t* output_size) {
   return guarded(s, [&](Engine& e) {
     e.session();  // prepared

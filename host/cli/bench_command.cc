@@ -236,6 +236,7 @@ int run_bench(const Options& o) {
     j["steps"] = steps;
     j["timings_ms"] = {{"model_load", p.ms_load}, {"prepare", p.ms_prepare}};
     j["memory"] = memory_json(*p.api);
+    j["rewrites"] = rewrite_lines(*p.api);
     if (const BudgetOutcome& bo = session.budget(); bo.budget > 0)
       j["memory_budget"] = {{"bytes", bo.budget},
                             {"unbudgeted_pool", bo.unbudgeted_pool},

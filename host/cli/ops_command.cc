@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "model/builtin_names.h"
+#include "graph/builtin_names.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {

@@ -87,6 +87,7 @@ void write_json(const PreparedSession& p, const std::vector<PlannedTensor>& tens
     if (!t.shares.empty()) j["tensors"].back()["shares"] = t.shares;
     if (t.half) j["tensors"].back()["storage"] = "float16";
   }
+  j["rewrites"] = rewrite_lines(*p.api);
   j["memory"] = memory_json(*p.api);
   const BudgetOutcome& b = s.budget();
   if (b.budget > 0)
@@ -177,6 +178,9 @@ int run_plan(const std::vector<std::string>& raw) {
         throw UsageError(*out + " cannot be written: " + why);
   const PreparedSession p = load_and_prepare(o);
   Session& s = p.session();
+  const std::vector<std::string> rewrites = rewrite_lines(*p.api);
+  for (const std::string& line : rewrites) std::printf("rewrite %s\n", line.c_str());
+  if (rewrites.empty()) std::printf("rewrite: no pass changed the model\n");
   for (const auto& m : s.memory()) {
     std::printf("%s:\n", m.backend.c_str());
     for (int r = 0; r < CLTRAIN_ROLE_COUNT; ++r)

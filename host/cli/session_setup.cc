@@ -107,6 +107,12 @@ nlohmann::json memory_json(const ApiSession& api) {
   return mem;
 }
 
+std::vector<std::string> rewrite_lines(const ApiSession& api) {
+  std::vector<std::string> lines;
+  for (int32_t i = 0; const char* line = cltrain_rewrite(api.get(), i); ++i) lines.push_back(line);
+  return lines;
+}
+
 nlohmann::json placement_json(const ApiSession& api) {
   nlohmann::json placement = nlohmann::json::object();
   int32_t n = 0;

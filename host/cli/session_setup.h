@@ -31,6 +31,8 @@ struct PreparedSession {
 PreparedSession load_and_prepare(const Options& options);
 
 nlohmann::json memory_json(const ApiSession& api);
+// What the rewrite passes changed in the model, one "pass: change" line each (cltrain_rewrite).
+std::vector<std::string> rewrite_lines(const ApiSession& api);
 nlohmann::json placement_json(const ApiSession& api);
 
 }  // namespace cltrain

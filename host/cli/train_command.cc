@@ -178,6 +178,7 @@ int run_train(const Options& o) {
     if (test_accuracy >= 0) j["test_accuracy"] = test_accuracy;
     j["timings_ms"] = {{"model_load", prepared.ms_load}, {"prepare", prepared.ms_prepare}, {"execute", ms_exec}};
     j["memory"] = memory_json(api);
+    j["rewrites"] = rewrite_lines(api);
     j["placement"] = placement_json(api);
     save_text_atomic(o.report, j.dump(2) + "\n");
   }

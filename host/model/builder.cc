@@ -7,7 +7,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "model/model_internal.h"
+#include "graph/labels.h"
+#include "model/graph_check.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {
@@ -262,7 +263,7 @@ Model ModelBuilder::build() const {
   m.format = "circle";
   int32_t next = 1;
   for (Tensor& t : m.tensors) t.buffer = t.is_constant() ? next++ : 0;
-  detail::check_graph(m, "ModelBuilder");  // what the loader would say of it (and its params)
+  check_graph(m, "ModelBuilder");  // what the loader would say of it (and its params)
   return m;
 }
 

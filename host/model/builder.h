@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "atomic_file.h"  // save_file_atomic (backend/common)
+#include "atomic_file.h"  // save_file_atomic (common)
 #include "model/model.h"
 
 namespace cltrain {

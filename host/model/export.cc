@@ -9,12 +9,12 @@
 
 #include "circle_generated.h"
 #include "model/builder.h"
-#include "model/model_internal.h"
+#include "graph/labels.h"
 
 namespace cltrain {
 
-using detail::fail;
-using detail::tensor_label;
+using graph::fail;
+using graph::tensor_label;
 
 namespace {
 
@@ -48,7 +48,7 @@ void check_weights(const Model& m, const std::map<int32_t, std::vector<float>>& 
                      (tensor.is_constant() ? "an int32 constant" : "it has no data in the model") + ")");
     if (values.size() != tensor.elements() || values.size() * sizeof(float) != tensor.data.size())
       fail(what, "cannot export weights: " + tensor_label(m, t) + ": " + std::to_string(values.size()) +
-                     " values given, shape " + detail::shape_str(tensor.shape) + " holds " +
+                     " values given, shape " + graph::shape_str(tensor.shape) + " holds " +
                      std::to_string(tensor.elements()));
   }
 }
@@ -124,7 +124,7 @@ bool structure_changed(const Model& m) {
 }
 
 // base (m's file with the weights of the file's own tensors replaced) rebuilt through the
-// flatbuffers object API: the tensors added after the file's (model/model_edits.h) appended,
+// flatbuffers object API: the tensors added after the file's (passes/model_edits.h) appended,
 // each with its own buffer holding its values, operators given their inputs as m has them,
 // CIRCLE_TRAINING replaced by info (if given), and the identifier set. Buffers kept outside the
 // flatbuffer stay outside, after it, in buffer order, 16-byte aligned.

@@ -36,7 +36,7 @@ std::vector<uint8_t> export_with_weights(const Model& m, const std::map<int32_t,
 
 // The trained model as a file of format ("circle": identifier CIR0, "tflite": TFL3; the two share
 // their tables, so a model loaded as one is written as the other by its identifier). Where the
-// runtime added tensors or rewired operators (model/model_edits.h), the file is rebuilt as
+// runtime added tensors or rewired operators (passes/model_edits.h), the file is rebuilt as
 // export_circleplus describes, without the training info; else it is export_with_weights with the
 // identifier of format.
 std::vector<uint8_t> export_model(const Model& m, const std::map<int32_t, std::vector<float>>& weights,

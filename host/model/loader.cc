@@ -13,18 +13,19 @@
 #include <tuple>
 
 #include "circle_generated.h"
-#include "model/builtin_names.h"
+#include "graph/builtin_names.h"
 #include "model/model.h"
-#include "model/model_internal.h"
-#include "model/shape_ops.h"
-#include "model/slices.h"
+#include "graph/labels.h"
+#include "model/graph_check.h"
+#include "passes/passes.h"
+#include "passes/shape_ops.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {
 
-using detail::fail;
-using detail::printable;
-using detail::shape_str;
+using graph::fail;
+using graph::printable;
+using graph::shape_str;
 
 namespace {
 
@@ -122,7 +123,7 @@ Tensor load_tensor(const fb::Tensor* ft, int32_t index, const Buffers& bufs, con
       fail(what, label + ": buffer index " + std::to_string(b) + " out of range (model has " +
                      std::to_string(bufs.count()) + " buffers)");
     auto [data, size] = bufs.get(b);
-    const uint64_t need = elements * detail::dtype_size(t.dtype);
+    const uint64_t need = elements * graph::dtype_size(t.dtype);
     if (size > 0) {
       if (size != need)
         fail(what, label + ": buffer holds " + std::to_string(size) + " bytes, shape " + shape_str(t.shape) + " " +
@@ -148,88 +149,6 @@ int32_t effective_code(const fb::OperatorCode* oc) {
   const int32_t dep = oc->deprecated_builtin_code();
   if (dep == kBuiltinPlaceholderForGreaterOpCodes) return oc->builtin_code();
   return std::max(dep, oc->builtin_code());
-}
-
-// Keras' Embedding guards its ids before the GATHER: SELECT_V2(LESS(ids, 0), ADD(ids, V), ids)
-// with V the table's rows (SELECT with a fixed batch), which is GATHER's own rule (negative ids
-// count from the end, cltrain_ops.h). Such a guard is folded: its three operators leave the
-// graph (the file keeps them: export writes them back as they were) and the GATHERs read ids.
-struct IndexGuards {
-  std::vector<int32_t> ops;          // file indices of the folded operators
-  std::map<int32_t, int32_t> reads;  // guard output -> the ids it guards
-};
-
-IndexGuards find_index_guards(const fb::SubGraph& sg,
-                              const flatbuffers::Vector<flatbuffers::Offset<fb::OperatorCode>>* codes, const Model& m) {
-  IndexGuards g;
-  const auto* ops = sg.operators();
-  const size_t nt = m.tensors.size();
-  auto code_of = [&](const fb::Operator* o) {
-    return codes && o->opcode_index() < codes->size() ? effective_code(codes->Get(o->opcode_index())) : -1;
-  };
-  auto ins = [](const fb::Operator* o) {
-    return o->inputs() ? std::vector<int32_t>(o->inputs()->begin(), o->inputs()->end()) : std::vector<int32_t>{};
-  };
-  auto outs = [](const fb::Operator* o) {
-    return o->outputs() ? std::vector<int32_t>(o->outputs()->begin(), o->outputs()->end()) : std::vector<int32_t>{};
-  };
-  auto valid = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t) < nt; };
-  // Per tensor: its producer and its readers (operator, slot).
-  std::vector<int32_t> producer(nt, -1);
-  std::vector<std::vector<std::pair<int32_t, size_t>>> readers(nt);
-  for (uint32_t i = 0; i < ops->size(); ++i) {
-    const fb::Operator* o = ops->Get(i);
-    const std::vector<int32_t> in = ins(o), out = outs(o);
-    for (size_t k = 0; k < in.size(); ++k)
-      if (valid(in[k])) readers[static_cast<size_t>(in[k])].push_back({static_cast<int32_t>(i), k});
-    for (int32_t t : out)
-      if (valid(t)) producer[static_cast<size_t>(t)] = static_cast<int32_t>(i);
-  }
-  auto scalar = [&](int32_t t, int32_t* v) {
-    if (!valid(t)) return false;
-    const Tensor& x = m.tensors[static_cast<size_t>(t)];
-    if (x.dtype != CLTRAIN_INT32 || !x.is_constant() || x.elements() != 1 || x.data.size() != 4) return false;
-    std::memcpy(v, x.data.data(), 4);
-    return true;
-  };
-  constexpr int32_t kLess = 58, kSelect = 64, kSelectV2 = 123, kAdd = 0, kGather = 36;
-  for (uint32_t i = 0; i < ops->size(); ++i) {
-    const fb::Operator* sel = ops->Get(i);
-    const int32_t sc = code_of(sel);
-    const std::vector<int32_t> si = ins(sel), so = outs(sel);
-    if ((sc != kSelect && sc != kSelectV2) || si.size() != 3 || so.size() != 1 || !valid(so[0])) continue;
-    const int32_t cond = si[0], wrapped = si[1], ids = si[2];
-    if (!valid(cond) || !valid(wrapped) || !valid(ids)) continue;
-    const Tensor& idt = m.tensors[static_cast<size_t>(ids)];
-    if (idt.dtype != CLTRAIN_INT32 || idt.is_constant()) continue;
-    const int32_t lp = producer[static_cast<size_t>(cond)], ap = producer[static_cast<size_t>(wrapped)];
-    if (lp < 0 || ap < 0 || readers[static_cast<size_t>(cond)].size() != 1 ||
-        readers[static_cast<size_t>(wrapped)].size() != 1)
-      continue;
-    const fb::Operator* less = ops->Get(static_cast<uint32_t>(lp));
-    const fb::Operator* add = ops->Get(static_cast<uint32_t>(ap));
-    const std::vector<int32_t> li = ins(less), ai = ins(add);
-    int32_t zero = -1, rows = 0;
-    if (code_of(less) != kLess || li.size() != 2 || li[0] != ids || !scalar(li[1], &zero) || zero != 0) continue;
-    if (code_of(add) != kAdd || ai.size() != 2) continue;
-    const auto* ao = add->builtin_options_as_AddOptions();
-    if (ao && ao->fused_activation_function() != fb::ActivationFunctionType::NONE) continue;
-    if (!((ai[0] == ids && scalar(ai[1], &rows)) || (ai[1] == ids && scalar(ai[0], &rows))) || rows <= 0) continue;
-    // Every reader of the guarded ids is a GATHER's ids over a table of that many rows.
-    bool gathers = !readers[static_cast<size_t>(so[0])].empty();
-    for (const auto& [r, slot] : readers[static_cast<size_t>(so[0])]) {
-      const fb::Operator* ro = ops->Get(static_cast<uint32_t>(r));
-      const std::vector<int32_t> gi = ins(ro);
-      gathers = gathers && code_of(ro) == kGather && slot == 1 && gi.size() == 2 && valid(gi[0]) &&
-                !m.tensors[static_cast<size_t>(gi[0])].shape.empty() &&
-                m.tensors[static_cast<size_t>(gi[0])].shape[0] == rows;
-    }
-    if (!gathers) continue;
-    g.ops.insert(g.ops.end(), {lp, ap, static_cast<int32_t>(i)});
-    g.reads[so[0]] = ids;
-  }
-  std::sort(g.ops.begin(), g.ops.end());
-  return g;
 }
 
 // The operator's options as its descriptor reads them into params; values are taken as they are
@@ -293,107 +212,6 @@ void check_indices(const std::vector<int32_t>& v, size_t ntensors, bool allow_ab
   }
 }
 
-// Converters write the scalar and per-channel constants of element-wise operators with their own
-// rank ([], [C]); numpy broadcasting aligns them to the other operand's rank from the right. Give
-// such a constant that rank (leading 1s; its values are laid out the same) where every operator
-// reading it broadcasts; the graph check then sees equal ranks.
-void align_broadcast_ranks(Model& m) {
-  std::vector<int> non_broadcast_readers(m.tensors.size(), 0);
-  for (const Operator& op : m.operators)
-    if (!find_op(op.op)->broadcasts)
-      for (int32_t t : op.inputs)
-        if (t >= 0) ++non_broadcast_readers[static_cast<size_t>(t)];
-  for (const Operator& op : m.operators) {
-    if (!find_op(op.op)->broadcasts || op.inputs.size() != 2 || op.inputs[0] < 0 || op.inputs[1] < 0) continue;
-    Tensor& a = m.tensors[static_cast<size_t>(op.inputs[0])];
-    Tensor& b = m.tensors[static_cast<size_t>(op.inputs[1])];
-    for (auto [lo, hi, t] : {std::make_tuple(&a, &b, op.inputs[0]), std::make_tuple(&b, &a, op.inputs[1])})
-      if (lo->is_constant() && lo->shape.size() < hi->shape.size() &&
-          non_broadcast_readers[static_cast<size_t>(t)] == 0)
-        lo->shape.insert(lo->shape.begin(), hi->shape.size() - lo->shape.size(), 1);
-  }
-}
-
-// Keras's Dense on an input of rank 3 or more without a static shape (Tensordot) converts as
-// RESHAPE(x [B, S.., K] -> [B*S.., K]) -> FULLY_CONNECTED -> RESHAPE(-> [B, S.., N]), with both
-// targets computed by shape operators. The first product mixes the batch into the rows, which a
-// batch change cannot follow; FULLY_CONNECTED keeps x's leading dimensions itself (keep_num_dims),
-// so the two reshapes are folded: the FULLY_CONNECTED reads x and writes the second reshape's
-// output (the file keeps them; export writes the first reshape's output back as its input).
-void fold_row_reshapes(Model& m) {
-  const size_t nt = m.tensors.size();
-  std::vector<int> readers(nt, 0);
-  auto read = [&](int32_t t) {
-    if (t >= 0 && static_cast<size_t>(t) < nt) ++readers[static_cast<size_t>(t)];
-  };
-  for (const Operator& op : m.operators)
-    for (int32_t t : op.inputs) read(t);
-  for (const ShapeOperator& op : m.shape_ops)
-    for (int32_t t : op.inputs) read(t);
-  for (int32_t t : m.outputs) read(t);
-  std::vector<int32_t> producer(nt, -1), reader(nt, -1);
-  for (size_t i = 0; i < m.operators.size(); ++i) {
-    for (int32_t t : m.operators[i].outputs)
-      if (t >= 0) producer[static_cast<size_t>(t)] = static_cast<int32_t>(i);
-    for (int32_t t : m.operators[i].inputs)
-      if (t >= 0) reader[static_cast<size_t>(t)] = static_cast<int32_t>(i);
-  }
-  auto target = [&](const Operator& r) {
-    std::vector<int32_t> v;
-    if (r.inputs.size() < 2 || r.inputs[1] < 0) return v;
-    const Tensor& s = m.tensors[static_cast<size_t>(r.inputs[1])];
-    if (s.dtype != CLTRAIN_INT32 || s.shape.size() != 1) return v;
-    v.resize(s.data.size() / 4);
-    if (!v.empty()) std::memcpy(v.data(), s.data.data(), v.size() * 4);
-    return v;
-  };
-  // Each entry the expected dimension, or -1 (inferred) once.
-  auto matches = [](const std::vector<int32_t>& t, const std::vector<int64_t>& want) {
-    if (t.size() != want.size() || std::count(t.begin(), t.end(), -1) > 1) return false;
-    for (size_t d = 0; d < t.size(); ++d)
-      if (t[d] != -1 && t[d] != want[d]) return false;
-    return true;
-  };
-  std::vector<bool> drop(m.operators.size(), false);
-  for (size_t i = 0; i < m.operators.size(); ++i) {
-    Operator& fc = m.operators[i];
-    if (fc.op != CLTRAIN_OP_FULLY_CONNECTED || fc.inputs.size() < 2 || fc.outputs.size() != 1) continue;
-    const int32_t y1 = fc.inputs[0], y2 = fc.outputs[0];
-    if (y1 < 0 || y2 < 0 || fc.inputs[1] < 0 || readers[static_cast<size_t>(y1)] != 1 ||
-        readers[static_cast<size_t>(y2)] != 1)
-      continue;
-    const int32_t p = producer[static_cast<size_t>(y1)], q = reader[static_cast<size_t>(y2)];
-    if (p < 0 || q < 0 || drop[static_cast<size_t>(p)] || drop[static_cast<size_t>(q)]) continue;
-    const Operator& r1 = m.operators[static_cast<size_t>(p)];
-    const Operator& r2 = m.operators[static_cast<size_t>(q)];
-    if (r1.op != CLTRAIN_OP_RESHAPE || r2.op != CLTRAIN_OP_RESHAPE || r2.inputs[0] != y2 || r1.inputs.empty() ||
-        r1.inputs[0] < 0 || r2.outputs.size() != 1)
-      continue;
-    const int32_t x = r1.inputs[0];
-    const std::vector<int32_t>& xs = m.tensors[static_cast<size_t>(x)].shape;
-    const std::vector<int32_t>& ws = m.tensors[static_cast<size_t>(fc.inputs[1])].shape;
-    if (xs.size() < 3 || ws.size() != 2 || xs.back() != ws[1]) continue;
-    int64_t rows = 1;
-    std::vector<int64_t> kept;
-    for (size_t d = 0; d + 1 < xs.size(); ++d) rows *= xs[d], kept.push_back(xs[d]);
-    kept.push_back(ws[0]);
-    if (!matches(target(r1), {rows, xs.back()}) || !matches(target(r2), kept)) continue;
-    m.reads_instead[y1] = x;
-    fc.inputs[0] = x;
-    fc.outputs[0] = r2.outputs[0];
-    drop[static_cast<size_t>(p)] = drop[static_cast<size_t>(q)] = true;
-  }
-  std::vector<Operator> kept_ops;
-  for (size_t i = 0; i < m.operators.size(); ++i) {
-    if (drop[i])
-      m.folded_ops.push_back(m.operators[i].file_index);
-    else
-      kept_ops.push_back(std::move(m.operators[i]));
-  }
-  m.operators = std::move(kept_ops);
-  std::sort(m.folded_ops.begin(), m.folded_ops.end());
-}
-
 // Parses and checks bytes, which the returned model then keeps (no second copy of the file).
 Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   if (bytes.empty()) fail(what, "file is empty");
@@ -440,61 +258,52 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   const uint32_t ncodes = codes ? codes->size() : 0;
   const auto* ops = sg->operators();
   if (!ops || ops->size() == 0) fail(what, "model has no operators");
-  Unsupported unsupported;
-  const IndexGuards guards = find_index_guards(*sg, codes, m);
-  m.folded_ops = guards.ops;
-  m.reads_instead = guards.reads;
-  // int32 tensors whose values the host knows at load: constants, and what shape operators compute.
-  std::vector<bool> known_int(nt, false);
-  for (size_t t = 0; t < nt; ++t) known_int[t] = m.tensors[t].dtype == CLTRAIN_INT32 && m.tensors[t].is_constant();
+  // The file's operators, each checked; the import passes take some (passes/passes.h), the rest
+  // load as their descriptor's operator.
+  std::vector<FileOperator> file_ops;
   for (uint32_t i = 0; i < ops->size(); ++i) {
     const fb::Operator* fo = ops->Get(i);
-    std::string label = "operator " + std::to_string(i);
+    FileOperator f;
+    f.index = static_cast<int32_t>(i);
+    f.label = "operator " + std::to_string(i);
     if (fo->opcode_index() >= ncodes)
-      fail(what, label + ": opcode index " + std::to_string(fo->opcode_index()) + " out of range (model has " +
+      fail(what, f.label + ": opcode index " + std::to_string(fo->opcode_index()) + " out of range (model has " +
                      std::to_string(ncodes) + " operator codes)");
-    const fb::OperatorCode* oc = codes->Get(fo->opcode_index());
-    const int32_t code = effective_code(oc);
-    if (std::binary_search(guards.ops.begin(), guards.ops.end(), static_cast<int32_t>(i))) continue;
-    if (is_shape_op_code(code)) {  // an integer operator over shapes: the host computes it
-      ShapeOperator so;
-      so.code = code;
-      so.inputs = index_list(fo->inputs());
-      so.outputs = index_list(fo->outputs());
-      check_indices(so.inputs, nt, true, what, label, ": input ");
-      check_indices(so.outputs, nt, false, what, label, ": output ");
-      bool ints = !so.outputs.empty();
-      for (int32_t t : so.outputs) ints = ints && m.tensors[static_cast<size_t>(t)].dtype == CLTRAIN_INT32;
-      for (size_t k = code == kBuiltinShape ? 1 : 0; k < so.inputs.size(); ++k)
-        ints = ints && (so.inputs[k] < 0 || known_int[static_cast<size_t>(so.inputs[k])]);
-      if (ints) {
-        so.options = read_shape_op_options(code, *fo);
-        so.file_index = static_cast<int32_t>(i);
-        for (int32_t t : so.outputs) known_int[static_cast<size_t>(t)] = true;
-        m.shape_ops.push_back(std::move(so));
-        continue;
-      }
-    }
-    if (load_slices(m, *fo, code, static_cast<int32_t>(i), what, label)) continue;
-    const OpDescriptor* d = find_builtin(code);
+    f.code = effective_code(codes->Get(fo->opcode_index()));
+    f.op = fo;
+    f.inputs = index_list(fo->inputs());
+    f.outputs = index_list(fo->outputs());
+    const OpDescriptor* d = is_shape_op_code(f.code) ? nullptr : find_builtin(f.code);
+    const std::string label = d ? f.label + " (" + d->name + ")" : f.label;
+    check_indices(f.inputs, nt, true, what, label, ": input ");
+    check_indices(f.outputs, nt, false, what, label, ": output ");
+    file_ops.push_back(std::move(f));
+  }
+  PassInput import{m, what};
+  import.file = &file_ops;
+  m.rewrites = run_passes(PassStage::kImport, import);
+  Unsupported unsupported;
+  for (FileOperator& f : file_ops) {
+    if (f.fate == FileOperator::Fate::kLowered)
+      for (Operator& op : f.lowered) m.operators.push_back(std::move(op));
+    if (f.fate != FileOperator::Fate::kPending) continue;
+    const OpDescriptor* d = find_builtin(f.code);
     if (!d) {
-      unsupported.add(code == kBuiltinCustom
+      const fb::OperatorCode* oc = codes->Get(f.op->opcode_index());
+      unsupported.add(f.code == kBuiltinCustom
                           ? "custom operator '" + printable(oc->custom_code() ? oc->custom_code()->str() : "") + "'"
-                          : describe_builtin(code),
-                      i);
+                          : describe_builtin(f.code),
+                      static_cast<uint32_t>(f.index));
       continue;
     }
     Operator op;
     op.op = d->op;
-    label += std::string(" (") + d->name + ")";
-    op.inputs = index_list(fo->inputs());
-    op.outputs = index_list(fo->outputs());
-    check_indices(op.inputs, nt, true, what, label, ": input ");
-    for (int32_t& t : op.inputs)
-      if (auto g = guards.reads.find(t); g != guards.reads.end()) t = g->second;
-    check_indices(op.outputs, nt, false, what, label, ": output ");
-    op.params = load_params(*d, fo, what, label);
-    op.file_index = static_cast<int32_t>(i);
+    op.inputs = std::move(f.inputs);
+    op.outputs = std::move(f.outputs);
+    for (int32_t& t : op.inputs)  // what the index guards gave (the only entries yet)
+      if (auto g = m.reads_instead.find(t); g != m.reads_instead.end()) t = g->second;
+    op.params = load_params(*d, f.op, what, f.label + " (" + d->name + ")");
+    op.file_index = f.index;
     m.operators.push_back(std::move(op));
   }
   unsupported.fail_if_any(what);
@@ -517,10 +326,9 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   }
 
   fold_shape_ops(m, what);
-  fold_row_reshapes(m);
-  fold_transposed_unpacks(m);
-  align_broadcast_ranks(m);
-  detail::check_graph(m, what);
+  PassInput load{m, what};
+  for (Rewrite& r : run_passes(PassStage::kLoad, load)) m.rewrites.push_back(std::move(r));
+  check_graph(m, what);
   m.file = std::move(bytes);
   m.file_tensor_count = static_cast<int32_t>(m.tensors.size());
   m.source = what;
@@ -528,15 +336,6 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
 }
 
 }  // namespace
-
-std::vector<int32_t> model_operator_index(const Model& m) {
-  std::vector<int32_t> index(file_operator_count(m), -1);
-  for (size_t i = 0; i < m.operators.size(); ++i) {
-    const size_t f = static_cast<size_t>(file_operator_index(m, i));
-    if (f < index.size() && index[f] < 0) index[f] = static_cast<int32_t>(i);
-  }
-  return index;
-}
 
 Model load_model_from_memory(const std::vector<uint8_t>& bytes, const std::string& what) {
   return load_owned(std::vector<uint8_t>(bytes), what);
@@ -573,7 +372,7 @@ void set_batch_size(Model& model, int32_t batch) {
     Tensor& t = model.tensors[i];
     if (t.is_constant()) continue;
     if (t.shape.empty())
-      throw ModelError(detail::tensor_label(model, static_cast<int32_t>(i)) +
+      throw ModelError(graph::tensor_label(model, static_cast<int32_t>(i)) +
                        ": has rank 0, so it has no batch dimension");
     constexpr uint64_t kMaxElements = kMaxTensorBytes / 4;
     uint64_t elements = static_cast<uint64_t>(batch);
@@ -583,7 +382,7 @@ void set_batch_size(Model& model, int32_t batch) {
     }
     if (elements > kMaxElements)
       throw ModelError("batch size " + std::to_string(batch) + " makes " +
-                       detail::tensor_label(model, static_cast<int32_t>(i)) + " too large");
+                       graph::tensor_label(model, static_cast<int32_t>(i)) + " too large");
   }
   // Every operator must treat the samples of a batch apart: the batch is the first dimension of
   // every activation, from the input to the outputs.
@@ -591,7 +390,7 @@ void set_batch_size(Model& model, int32_t batch) {
     const Operator& op = model.operators[i];
     const OpDescriptor* d = find_op(op.op);
     if (const char* why = d && d->fixed_batch ? d->fixed_batch(op) : nullptr)
-      detail::fail(what, detail::operator_label(model, i) + ": " + why + ", so the batch size cannot change");
+      graph::fail(what, graph::operator_label(model, i) + ": " + why + ", so the batch size cannot change");
   }
   // Keep what changes, to restore it if the model does not check out afterwards.
   std::vector<std::vector<int32_t>> old_shapes;
@@ -634,7 +433,7 @@ void set_batch_size(Model& model, int32_t batch) {
   // Operators that mix samples in other ways (a Reshape moving the batch into another
   // dimension, a FullyConnected folding it into its rows) no longer check out.
   try {
-    detail::check_graph(model, what);
+    check_graph(model, what);
   } catch (const ModelError&) {
     restore();
     for (auto& [s, first] : old_targets) std::memcpy(s->data.data(), &first, 4);

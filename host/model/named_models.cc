@@ -1,6 +1,6 @@
 // The named benchmark models (`cltrain make-model NAME`), built with ModelBuilder.
 #include "model/builder.h"
-#include "model/model_internal.h"
+#include "graph/labels.h"
 
 namespace cltrain {
 
@@ -164,7 +164,7 @@ Model make_named_model(const std::string& name, int32_t batch) {
     if (name == n.name) return n.make(batch);
   std::string known;
   for (const Named& n : kNamed) known += (known.empty() ? "" : ", ") + std::string(n.name);
-  throw ModelError("unknown model '" + detail::printable(name) + "' (known: " + known + ")");
+  throw ModelError("unknown model '" + graph::printable(name) + "' (known: " + known + ")");
 }
 
 uint64_t count_parameters(const Model& m) {

@@ -4,7 +4,7 @@
 
 #include "circle_traininfo_generated.h"
 #include "model/export.h"
-#include "model/model_internal.h"
+#include "graph/labels.h"
 
 namespace cltrain {
 
@@ -83,7 +83,7 @@ std::optional<TrainingInfo> read_training_info(const Model& m) {
   const std::string what = source_of(m);
   const std::vector<uint8_t>& bytes = entry->data;
   auto invalid = [&](const std::string& why) {
-    detail::fail(what, std::string(kTrainingInfoMetadataName) + " metadata is not a valid training-info flatbuffer (" +
+    graph::fail(what, std::string(kTrainingInfoMetadataName) + " metadata is not a valid training-info flatbuffer (" +
                            why + ")");
   };
   if (bytes.empty()) invalid("buffer " + std::to_string(entry->buffer) + " is empty");
@@ -95,7 +95,7 @@ std::optional<TrainingInfo> read_training_info(const Model& m) {
   const ft::ModelTraining* mt = ft::GetModelTraining(bytes.data());
 
   auto unusable = [&](const std::string& why) {
-    detail::fail(what, std::string(kTrainingInfoMetadataName) + " metadata: " + why);
+    graph::fail(what, std::string(kTrainingInfoMetadataName) + " metadata: " + why);
   };
   TrainingInfo info;
   info.optimizer = static_cast<int32_t>(mt->optimizer());

@@ -5,7 +5,7 @@
 
 #include "circle_generated.h"
 #include "model/builder.h"
-#include "model/builtin_names.h"
+#include "graph/builtin_names.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {

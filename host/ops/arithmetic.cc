@@ -2,13 +2,13 @@
 // SQUARED_DIFFERENCE: y = (a - b)^2, broadcasting the same way, without a fused activation.
 #include <algorithm>
 
-#include "model/model_internal.h"
+#include "graph/labels.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {
 namespace {
 
-using detail::shape_str;
+using graph::shape_str;
 
 template <class Options>
 void read_activation(const Options* o, OptionReader& r, cltrain_op_params& p) {

@@ -1,12 +1,12 @@
 // BATCH_MATMUL: z = x y per leading index, x [..., M, K], y [..., K, N] (MultiHeadAttention's
 // scores and weighted values, as TensorFlow's converter writes them).
-#include "model/model_internal.h"
+#include "graph/labels.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {
 namespace {
 
-using detail::shape_str;
+using graph::shape_str;
 
 void read_options(const fb::Operator& fo, OptionReader& r, cltrain_op_params&) {
   const auto* o = fo.builtin_options_as_BatchMatMulOptions();

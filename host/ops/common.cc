@@ -1,11 +1,11 @@
 #include "ops/common.h"
 
-#include "model/model_internal.h"
+#include "graph/labels.h"
 #include "window_geometry.h"
 
 namespace cltrain {
 
-using detail::shape_str;
+using graph::shape_str;
 
 void check_convolution(OperandCheck& c, bool depthwise) {
   c.require_float(0);

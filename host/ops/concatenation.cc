@@ -1,11 +1,11 @@
 // CONCATENATION of up to CLTRAIN_MAX_STEP_IO inputs along params.axis.
-#include "model/model_internal.h"
+#include "graph/labels.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {
 namespace {
 
-using detail::shape_str;
+using graph::shape_str;
 
 void read_options(const fb::Operator& fo, OptionReader& r, cltrain_op_params& p) {
   const auto* o = fo.builtin_options_as_ConcatenationOptions();

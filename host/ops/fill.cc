@@ -2,7 +2,7 @@
 // an RNN's zero state), every element its constant value.
 #include <cstring>
 
-#include "model/model_internal.h"
+#include "graph/labels.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {
@@ -18,7 +18,7 @@ void check(OperandCheck& c) {
     c.bad("dims operand has " + std::to_string(dims.size()) + " values");
   std::vector<int64_t> y;
   for (int32_t n : dims) {
-    if (n < 1) c.bad("dims " + detail::shape_str(dims) + " are not all positive");
+    if (n < 1) c.bad("dims " + graph::shape_str(dims) + " are not all positive");
     y.push_back(n);
   }
   c.expect_output(y);

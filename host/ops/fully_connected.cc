@@ -1,11 +1,11 @@
 // FULLY_CONNECTED: y = act(x W^T + b), W [units, K], x viewed as [N, K].
-#include "model/model_internal.h"
+#include "graph/labels.h"
 #include "ops/common.h"
 
 namespace cltrain {
 namespace {
 
-using detail::shape_str;
+using graph::shape_str;
 
 void read_options(const fb::Operator& fo, OptionReader& r, cltrain_op_params& p) {
   const auto* o = fo.builtin_options_as_FullyConnectedOptions();

@@ -1,12 +1,12 @@
 // GATHER: y[i, ...] = table[ids[i], ...] along the table's first axis (Keras' Embedding), the
 // gradient scattered back into the table's rows.
-#include "model/model_internal.h"
+#include "graph/labels.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {
 namespace {
 
-using detail::shape_str;
+using graph::shape_str;
 
 void read_options(const fb::Operator& fo, OptionReader& r, cltrain_op_params&) {
   const auto* o = fo.builtin_options_as_GatherOptions();

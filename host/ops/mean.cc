@@ -1,5 +1,5 @@
 // MEAN of x over the axes of a constant int32 operand, keep_dims or not.
-#include "model/model_internal.h"
+#include "graph/labels.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {
@@ -18,12 +18,12 @@ void check(OperandCheck& c) {
   c.require_float(0);
   const Tensor& x = c.in(0);
   const Tensor& a = c.in(1);
-  if (a.shape.size() > 1) c.bad("axes operand shape " + detail::shape_str(a.shape) + " is not a vector");
+  if (a.shape.size() > 1) c.bad("axes operand shape " + graph::shape_str(a.shape) + " is not a vector");
   const int64_t rank = static_cast<int64_t>(x.shape.size());
   int32_t mask = 0;
   for (int32_t v : c.int32_values(1)) {
     if (v < -rank || v >= rank)
-      c.bad("axis " + std::to_string(v) + " is out of range for input " + detail::shape_str(x.shape));
+      c.bad("axis " + std::to_string(v) + " is out of range for input " + graph::shape_str(x.shape));
     mask |= 1 << (v < 0 ? v + rank : v);
   }
   c.op.params.axes_mask = mask;

@@ -3,22 +3,22 @@
 #include <algorithm>
 #include <cstring>
 
-#include "model/model_internal.h"
+#include "graph/labels.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {
 
-using detail::shape_str;
+using graph::shape_str;
 
 OperandCheck::OperandCheck(Model& m, size_t index, const std::string& what, bool infer)
-    : op(m.operators[index]), m_(m), what_(what), label_(detail::operator_label(m, index)), infer_(infer) {}
+    : op(m.operators[index]), m_(m), what_(what), label_(graph::operator_label(m, index)), infer_(infer) {}
 
 const Tensor& OperandCheck::in(size_t k) const { return m_.tensors[static_cast<size_t>(op.inputs[k])]; }
 const Tensor& OperandCheck::out(size_t k) const { return m_.tensors[static_cast<size_t>(op.outputs[k])]; }
 
-void OperandCheck::bad(const std::string& msg) const { detail::fail(what_, label_ + ": " + msg); }
+void OperandCheck::bad(const std::string& msg) const { graph::fail(what_, label_ + ": " + msg); }
 
-std::string OperandCheck::label(int32_t tensor) const { return detail::tensor_label(m_, tensor); }
+std::string OperandCheck::label(int32_t tensor) const { return graph::tensor_label(m_, tensor); }
 
 void OperandCheck::require_float(size_t k) const {
   if (in(k).dtype != CLTRAIN_FLOAT32) bad("input " + std::to_string(k) + " " + label(op.inputs[k]) + " is not float32");
@@ -61,7 +61,7 @@ int64_t OperandCheck::window(int axis, int64_t filter, int64_t stride, int64_t d
   if (dilation < 1) bad(std::string("dilation ") + hw + " " + std::to_string(dilation) + " is less than 1");
   if (filter < 1) bad(std::string("filter ") + hw + " " + std::to_string(filter) + " is less than 1");
   const int64_t in_size = in(0).shape[static_cast<size_t>(axis)];
-  const int64_t n = detail::window_out_size(in_size, filter, stride, dilation, p.padding);
+  const int64_t n = graph::window_out_size(in_size, filter, stride, dilation, p.padding);
   if (n < 1)
     bad(std::string("filter ") + hw + " " + std::to_string(filter) +
         (dilation > 1 ? " (dilation " + std::to_string(dilation) + ")" : "") + " does not fit input " + hw + " " +
@@ -79,8 +79,8 @@ std::vector<int32_t> OperandCheck::int32_values(size_t k) const {
 void check_slots(const Model& m, size_t index, const std::string& what) {
   const Operator& op = m.operators[index];
   const OpDescriptor* d = find_op(op.op);
-  const std::string label = detail::operator_label(m, index);
-  auto bad = [&](const std::string& msg) { detail::fail(what, label + ": " + msg); };
+  const std::string label = graph::operator_label(m, index);
+  auto bad = [&](const std::string& msg) { graph::fail(what, label + ": " + msg); };
   if (!d || d->kind != CLTRAIN_KIND_MODEL || !d->check) bad("is not an operator of a model");
   const size_t min_in = static_cast<size_t>(d->min_inputs), max_in = static_cast<size_t>(d->max_inputs);
   if (op.inputs.size() < min_in || op.inputs.size() > max_in)
@@ -95,7 +95,7 @@ void check_slots(const Model& m, size_t index, const std::string& what) {
   if (c.slot >= 0 && op.inputs.size() > slot && op.inputs[slot] >= 0) {
     const Tensor& s = m.tensors[static_cast<size_t>(op.inputs[slot])];
     if (!s.is_constant() || s.dtype != CLTRAIN_INT32)
-      bad(std::string(c.name) + " operand " + detail::tensor_label(m, op.inputs[slot]) +
+      bad(std::string(c.name) + " operand " + graph::tensor_label(m, op.inputs[slot]) +
           " is not a constant int32 tensor" +
           (s.is_constant() ? "" : std::string(" (computed ") + c.name + " are not supported)"));
   }
@@ -108,7 +108,7 @@ void check_operands(Model& m, size_t index, const std::string& what, bool infer)
   if (a < CLTRAIN_ACT_NONE || a > CLTRAIN_ACT_TANH)
     c.bad("fused activation " + std::to_string(a) + " is not supported");
   if (d.fused_activation != FusedActivation::kAny && a != CLTRAIN_ACT_NONE)
-    c.bad("fused activation " + detail::activation_str(a) + " is not supported (only NONE)");
+    c.bad("fused activation " + graph::activation_str(a) + " is not supported (only NONE)");
   d.check(c);
 }
 

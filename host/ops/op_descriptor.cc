@@ -1,7 +1,7 @@
 #include "ops/op_descriptor.h"
 
 #include "memory_plan.h"
-#include "model/model_internal.h"
+#include "graph/labels.h"
 
 namespace cltrain {
 
@@ -52,7 +52,7 @@ int32_t OptionReader::activation(fb::ActivationFunctionType a) const {
   return act;
 }
 
-void OptionReader::fail(const std::string& msg) const { detail::fail(what_, label_ + ": " + msg); }
+void OptionReader::fail(const std::string& msg) const { graph::fail(what_, label_ + ": " + msg); }
 
 uint64_t StepTensors::elements(int32_t id) const {
   return valid(id) ? tensor_elements(tensors[static_cast<size_t>(id)]) : 0;

@@ -15,7 +15,7 @@
 
 #include "circle_generated.h"
 #include "cltrain/cltrain_backend.h"
-#include "model/model.h"
+#include "graph/graph.h"
 
 namespace cltrain {
 

@@ -1,5 +1,5 @@
 // PAD: zeros around x, per axis as the constant int32 [rank, 2] paddings operand says.
-#include "model/model_internal.h"
+#include "graph/labels.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {
@@ -16,8 +16,8 @@ void check(OperandCheck& c) {
   const Tensor& p = c.in(1);
   const int32_t rank = static_cast<int32_t>(x.shape.size());
   if (p.shape != std::vector<int32_t>{rank, 2})
-    c.bad("paddings shape " + detail::shape_str(p.shape) + " is not [" + std::to_string(rank) + ",2] for input " +
-          detail::shape_str(x.shape));
+    c.bad("paddings shape " + graph::shape_str(p.shape) + " is not [" + std::to_string(rank) + ",2] for input " +
+          graph::shape_str(x.shape));
   const std::vector<int32_t> v = c.int32_values(1);
   if (v.size() != 2 * static_cast<size_t>(rank)) c.bad("paddings operand has " + std::to_string(v.size()) + " values");
   std::vector<int64_t> y;

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cstring>
 
-#include "model/model_internal.h"
+#include "graph/labels.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {
 namespace {
 
-using detail::shape_str;
+using graph::shape_str;
 
 // ReshapeOptions.new_shape: the shape operand if there is one, else the output's shape.
 std::vector<int32_t> target_shape(const Model& m, const Operator& op) {

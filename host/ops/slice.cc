@@ -3,13 +3,13 @@
 // shrink_axis_mask). The format's SLICE loads as it is (its constant begin and size give the
 // cuts); STRIDED_SLICE, SPLIT and UNPACK load as one SLICE per output with the cuts in params and
 // x its only input (model/slices.cc), which the writer writes as SLICE with a begin and size.
-#include "model/model_internal.h"
+#include "graph/labels.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {
 namespace {
 
-using detail::shape_str;
+using graph::shape_str;
 
 // The box's dims (x's less the cuts), or empty where a cut is negative or too large.
 std::vector<int64_t> box(const Tensor& x, const cltrain_op_params& p) {

@@ -1,11 +1,11 @@
 // TRANSPOSE: y's axis d is x's axis perm[d], from the constant int32 [rank] perm operand.
-#include "model/model_internal.h"
+#include "graph/labels.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {
 namespace {
 
-using detail::shape_str;
+using graph::shape_str;
 
 WrittenOptions write_options(flatbuffers::FlatBufferBuilder& fbb, const Model&, const Operator&) {
   return {fb::BuiltinOptions::TransposeOptions, fb::CreateTransposeOptions(fbb).Union()};

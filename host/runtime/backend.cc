@@ -1,4 +1,5 @@
 #include "backend.h"
+#include "cltrain/cltrain_cpu.h"
 
 #include <dlfcn.h>
 #include <elf.h>

@@ -69,9 +69,6 @@ class Backend {
   std::string name_;
 };
 
-// The built-in CPU backend's interface (backend/cpu).
-extern "C" const cltrain_backend_iface* cltrain_cpu_backend_iface(void);
-
 // Where plugins are looked for: each directory of CLTRAIN_BACKEND_PATH (':'-separated), then the
 // directory of libcltrain (or of the executable the runtime is linked into), the executable's
 // directory, and ../lib from it (an installed bin/cltrain).

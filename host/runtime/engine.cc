@@ -13,7 +13,7 @@
 #include "backend.h"
 #include "checkpoint.h"
 #include "model/export.h"
-#include "model/model_edits.h"
+#include "passes/passes.h"
 #include "train_config.h"
 #include "trainer.h"
 
@@ -129,6 +129,7 @@ std::string cache_directory(const std::optional<std::string>& given, std::string
 std::unique_ptr<Engine> Engine::from_file(const std::string& path) {
   std::unique_ptr<Engine> e(new Engine());
   e->model_ = load_model(path);
+  e->log_rewrites({});
   apply_training_info(e->model_, e->settings_);
   return e;
 }
@@ -136,6 +137,7 @@ std::unique_ptr<Engine> Engine::from_file(const std::string& path) {
 std::unique_ptr<Engine> Engine::from_buffer(std::vector<uint8_t> bytes, const std::string& what) {
   std::unique_ptr<Engine> e(new Engine());
   e->model_ = load_model_from_memory(bytes, what);
+  e->log_rewrites({});
   apply_training_info(e->model_, e->settings_);
   return e;
 }
@@ -156,16 +158,8 @@ void Engine::prepare() {
   check_settings(settings_, model_.source);
   // As the framework the model came from trains it (docs/training-rules.md).
   Model edited = model_;
-  const std::string untied = untie_merged_constants(edited);
-  if (!untied.empty()) warnings_.push_back(untied);
-  if (settings_.add_missing_biases) {
-    add_missing_biases(edited);
-  } else if (const int32_t n = count_missing_biases(edited)) {
-    warnings_.push_back(std::to_string(n) + " FullyConnected/Conv2D/DepthwiseConv2D operator" +
-                        (n == 1 ? " has" : "s have") + " no bias (converters drop zero biases), so " +
-                        (n == 1 ? "it trains" : "they train") +
-                        " without one; add_missing_biases (--add_missing_biases) gives them a trained zero bias");
-  }
+  SetupChoices choices;
+  choices.add_missing_biases = settings_.add_missing_biases;
   if (settings_.lora_rank > 0) {
     // The operators the trainable choice covers get adapters; then only the adapters train.
     const int32_t n = static_cast<int32_t>(edited.operators.size());
@@ -175,11 +169,20 @@ void Engine::prepare() {
       ranks.assign(static_cast<size_t>(n), kRankNone);
       for (int32_t i = first; i < n; ++i) ranks[static_cast<size_t>(i)] = kRankAll;
     }
-    std::vector<bool> chosen(static_cast<size_t>(n), false);
-    for (size_t i = 0; i < chosen.size() && i < ranks.size(); ++i) chosen[i] = ranks[i] != kRankNone;
-    base_model_ = edited;
-    const float alpha = settings_.lora_alpha > 0 ? settings_.lora_alpha : static_cast<float>(settings_.lora_rank);
-    lora_ = add_lora(edited, settings_.lora_rank, alpha, chosen);
+    choices.chosen.assign(static_cast<size_t>(n), false);
+    for (size_t i = 0; i < choices.chosen.size() && i < ranks.size(); ++i) choices.chosen[i] = ranks[i] != kRankNone;
+    choices.lora_rank = settings_.lora_rank;
+    choices.lora_alpha = settings_.lora_alpha;
+  }
+  SetupResults results;
+  PassInput setup{edited, model_.source};
+  setup.choices = &choices;
+  setup.results = &results;
+  for (Rewrite& r : run_passes(PassStage::kSetup, setup)) edited.rewrites.push_back(std::move(r));
+  for (std::string& w : results.warnings) warnings_.push_back(std::move(w));
+  if (settings_.lora_rank > 0) {
+    base_model_ = std::move(results.base);
+    lora_ = std::move(results.lora);
     if (lora_.empty())
       throw ModelError(model_.source + ": --lora: none of the trainable operators is a FullyConnected");
     settings_.op_ranks.clear();
@@ -191,6 +194,7 @@ void Engine::prepare() {
   const auto& in_shape = model_.tensors[static_cast<size_t>(model_.inputs.at(0))].shape;
   set_batch_size(model_, settings_.batch_size > 0 ? settings_.batch_size : (in_shape.empty() ? 1 : in_shape[0]));
   TrainingGraph graph = build_training_graph(model_, train_options(settings_));
+  log_rewrites(graph.rewrites);
   for (int32_t w : graph.weights) {
     const Tensor& t = model_.tensors[static_cast<size_t>(w)];
     if (const std::string bad =
@@ -224,6 +228,12 @@ void Engine::prepare() {
   session_ = std::move(session);
   input_.assign(static_cast<size_t>(batch()) * input_size(), 0.0f);
   expected_.assign(static_cast<size_t>(batch()) * output_size(), 0.0f);
+}
+
+void Engine::log_rewrites(const std::vector<Rewrite>& training) {
+  rewrites_.clear();
+  for (const Rewrite& r : model_.rewrites) rewrites_.push_back(r.pass + ": " + r.change);
+  for (const Rewrite& r : training) rewrites_.push_back(r.pass + ": " + r.change);
 }
 
 void Engine::require_prepared(const char* what) const {

@@ -1,6 +1,6 @@
 // The one way into the runtime: a model, its training settings, and, once prepared, a session on
 // the backends, with what an application does with it (steps, inference, weights, export,
-// checkpoints, the memory report). The C API (host/include/cltrain/cltrain.h) is a shell over it,
+// checkpoints, the memory report). The C API (include/cltrain/cltrain.h) is a shell over it,
 // and the CLI goes through that API or, for its diagnostics (bench, plan), this class.
 //
 // Errors are exceptions (ModelError, DataError, BackendError, CheckpointError, TrainingError,
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "model/model.h"
-#include "model/model_edits.h"
+#include "passes/model_edits.h"
 #include "session.h"
 #include "training_graph.h"
 
@@ -42,7 +42,7 @@ struct Settings {
   // (--storage fp16; float32 arithmetic, weights and optimizer state).
   bool half_storage = false;
   // LoRA (--lora RANK[:ALPHA]): adapters of this rank on the FullyConnected operators the
-  // trainable choice above covers, which alone train (model/model_edits.h); 0: none. alpha 0:
+  // trainable choice above covers, which alone train (passes/model_edits.h); 0: none. alpha 0:
   // the rank (a scale of 1). Exports merge W + (alpha / rank) B A into W.
   int32_t lora_rank = 0;
   float lora_alpha = 0.0f;
@@ -84,6 +84,9 @@ class Engine {
   uint64_t output_size() const;  // floats per sample
   Session& session();
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // What the rewrite passes changed in the model, one "pass: change" line each (passes/passes.h):
+  // after loading, the import and load passes; after prepare, the setup and training ones too.
+  const std::vector<std::string>& rewrites() const { return rewrites_; }
 
   // Copies a batch of inputs or expected outputs (batch() * input_size() floats), for the next
   // train_step or evaluate.
@@ -159,6 +162,8 @@ class Engine {
   Position position_;
   int64_t epoch_start_steps_ = 0;  // position_.steps when set_epochs_done was last called
   std::vector<std::string> warnings_;
+  std::vector<std::string> rewrites_;
+  void log_rewrites(const std::vector<Rewrite>& training);
 };
 
 // The cache directory Settings::cache_dir names (created with its parents); "" for none, also

@@ -6,6 +6,7 @@
 
 #include "memory_plan.h"
 #include "ops/op_descriptor.h"
+#include "passes/passes.h"
 #include "window_geometry.h"
 
 namespace cltrain {
@@ -129,39 +130,10 @@ void GraphBuilder::find_consumers() {
 
 void GraphBuilder::fuse_pads() {
   fused_.assign(ops_.size(), false);
-  find_consumers();
-  for (size_t i = 0; i < ops_.size(); ++i) {
-    const Operator& pad = ops_[i];
-    if (pad.op != CLTRAIN_OP_PAD || pad.outputs.size() != 1) continue;
-    const int32_t padded = pad.outputs[0], x = pad.inputs[0];
-    const auto& users = consumers_[static_cast<size_t>(padded)];
-    if (users.size() != 1 || padded == g_.prediction) continue;
-    Operator& conv = ops_[users[0]];
-    if (!find_op(conv.op)->folds_pad || conv.inputs[0] != padded || conv.params.padding != CLTRAIN_PADDING_VALID)
-      continue;
-    const Tensor& xt = model_.tensors[static_cast<size_t>(x)];
-    const Tensor& wt = model_.tensors[static_cast<size_t>(conv.inputs[1])];
-    if (xt.shape.size() != 4 || wt.shape.size() != 4) continue;
-    const cltrain_op_params& pp = pad.params;
-    if (pp.pad_before[0] || pp.pad_after[0] || pp.pad_before[3] || pp.pad_after[3]) continue;
-    bool same = true;
-    for (int axis = 1; axis <= 2 && same; ++axis) {
-      const int64_t in = xt.shape[static_cast<size_t>(axis)], filter = wt.shape[static_cast<size_t>(axis)];
-      const int64_t stride = axis == 1 ? conv.params.stride_h : conv.params.stride_w;
-      const int64_t dilation = axis == 1 ? conv.params.dilation_h : conv.params.dilation_w;
-      AxisGeometry s, v;
-      same = axis_geometry(CLTRAIN_PADDING_SAME, in, filter, stride, dilation, "", &s).empty() &&
-             axis_geometry(CLTRAIN_PADDING_VALID, in + pp.pad_before[axis] + pp.pad_after[axis], filter, stride,
-                           dilation, "", &v)
-                 .empty() &&
-             s.out == v.out && s.pad_before == pp.pad_before[axis];
-    }
-    if (!same) continue;
-    conv.inputs[0] = x;
-    conv.params.padding = CLTRAIN_PADDING_SAME;
-    fused_[i] = true;
-    g_.folded_into[static_cast<int32_t>(i)] = static_cast<int32_t>(users[0]);
-  }
+  TrainingOps t{ops_, fused_, g_.folded_into, g_.prediction};
+  PassInput in{const_cast<Model&>(model_), model_.source};
+  in.training = &t;
+  g_.rewrites = run_passes(PassStage::kTraining, in);
   find_consumers();
 }
 

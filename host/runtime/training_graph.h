@@ -55,6 +55,7 @@ struct TrainingGraph {
   std::map<int32_t, std::pair<int32_t, int32_t>> adam_state;  // weight -> (m, v)
   std::vector<int32_t> op_ranks;                              // per model operator, as trained (kRank*)
   std::map<int32_t, int32_t> folded_into;  // model operator without steps -> the one that does its work
+  std::vector<Rewrite> rewrites;           // what the training passes changed (passes/passes.h)
 
   const char* name_of(int32_t t) const { return tensors[static_cast<size_t>(t)].name; }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The losses a refactoring must leave bitwise as they were: `cltrain bench` per-step losses of
-# mnist-kaggle (batch 32) and mobilenetv2 (batch 10), and the per-epoch losses of the mlp on
+# mnist-kaggle (batch 32) and mobilenetv2 (batch 10), mnist-kaggle again with float16 storage and
+# under a memory budget (92% of its pool: recomputation), and the per-epoch losses of the mlp on
 # Fashion-MNIST (2 epochs, batch 32, Adam), each on the opencl and the cpu backend. Prints one
 # line per loss, exactly (Python's repr of the report's number), so that two builds compare with diff:
 #
@@ -36,6 +37,17 @@ for backend in opencl cpu; do
   "$cli" bench "$work/mb.circle" --batch_size 10 --steps 3 --warmup 0 --seed 1 --backends "$backend" \
     --no-cache --report "$work/mb.json" > /dev/null 2>&1
   losses "$work/mb.json" "mobilenetv2/$backend"
+  "$cli" bench "$work/mk.circle" --batch_size 32 --steps 3 --warmup 0 --seed 1 --backends "$backend" \
+    --no-cache --storage fp16 --report "$work/mk16.json" > /dev/null 2>&1
+  losses "$work/mk16.json" "mnist-kaggle-fp16/$backend"
+  rm -f "$work/mkb.json"
+  pool=$("$cli" plan "$work/mk.circle" --batch_size 32 --backends "$backend" --no-cache |
+    awk '/^planned pool:/ {print $3; exit}')
+  "$cli" bench "$work/mk.circle" --batch_size 32 --steps 3 --warmup 0 --seed 1 --backends "$backend" \
+    --no-cache --memory_budget $((pool * 92 / 100)) --report "$work/mkb.json" > "$work/mkb.log" 2>&1 ||
+    { echo "mnist-kaggle-budget/$backend: $(tail -n 1 "$work/mkb.log")"; }
+  [ -s "$work/mkb.json" ] && losses "$work/mkb.json" "mnist-kaggle-budget/$backend"
+  grep -o "recomputed [0-9]* forward step" "$work/mkb.log" | sed "s|^|mnist-kaggle-budget/$backend |" || true
   "$cli" "$work/mlp.circle" --data fashion-mnist --epoch 2 --batch_size 32 --optimizer 2 --learning_rate 0.001 \
     --loss 2 --backends "$backend" --no-cache --no-progress --report "$work/mlp.json" > /dev/null 2>&1
   losses "$work/mlp.json" "mlp-fashion-mnist/$backend"

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "model/builtin_names.h"
+#include "graph/builtin_names.h"
 #include "test_util.h"
 
 namespace cltrain {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "cltrain/cltrain_cpu.h"
 #include "cltrain/cltrain_backend.h"
 
 namespace cltrain {

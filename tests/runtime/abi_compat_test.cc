@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "cltrain/cltrain_cpu.h"
 #include "model/builder.h"
 #include "session.h"
 #include "training_graph.h"

@@ -1,4 +1,4 @@
-/* A frozen copy of host/include/cltrain/cltrain_backend.h (ABI version 3) with one member fewer at
+/* A frozen copy of include/cltrain/cltrain_backend.h (ABI version 3) with one member fewer at
  * the end of the function table (no profile) and of an array struct (cltrain_tensor_desc without
  * alias): the header of a plugin built before those members were appended. Frozen: never edit it to
  * follow the real header; tests/runtime/abi_compat_test.cc checks that the host serves such a

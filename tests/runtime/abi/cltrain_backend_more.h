@@ -1,4 +1,4 @@
-/* A copy of host/include/cltrain/cltrain_backend.h (ABI version 3) with one member more at the end
+/* A copy of include/cltrain/cltrain_backend.h (ABI version 3) with one member more at the end
  * of the function table, of the array structs (cltrain_tensor_desc, cltrain_step_desc's params,
  * the rows cltrain_private_tensor and cltrain_kernel_profile) and of cltrain_run_args: the header
  * of a plugin built after the host's, which appended those members. When the real header grows,

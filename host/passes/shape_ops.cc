@@ -1,7 +1,8 @@
 // The host's evaluator of integer shape subgraphs (shape_ops.h). Values are int32, rank at most
 // CLTRAIN_MAX_RANK; each operator computes its outputs from its inputs' values (SHAPE: from its
 // input's shape, whatever that input is).
-#include "model/shape_ops.h"
+#include "passes/shape_ops.h"
+#include "passes/passes.h"
 
 // GCC 12 at -O2 warns that copying a vector that may be empty passes memmove a null pointer (with
 // a size of 0, which is fine): a false positive of its inliner.
@@ -13,8 +14,8 @@
 #include <functional>
 
 #include "circle_generated.h"
-#include "model/builtin_names.h"
-#include "model/model_internal.h"
+#include "graph/builtin_names.h"
+#include "graph/labels.h"
 
 namespace cltrain {
 namespace {
@@ -34,7 +35,7 @@ struct Value {
 };
 
 [[noreturn]] void refuse(const std::string& what, const ShapeOperator& op, const std::string& why) {
-  detail::fail(what, "operator " + std::to_string(op.file_index) + " (" + describe_builtin(op.code) + "): " + why);
+  graph::fail(what, "operator " + std::to_string(op.file_index) + " (" + describe_builtin(op.code) + "): " + why);
 }
 
 std::vector<int64_t> strides_of(const std::vector<int32_t>& shape) {
@@ -350,7 +351,7 @@ void fold_shape_ops(Model& m, const std::string& what) {
       if (op.code != kShape || k > 0) {
         if (x.dtype != CLTRAIN_INT32 || !x.is_constant())
           refuse(what, op,
-                 "input " + std::to_string(k) + " " + detail::tensor_label(m, t) + " is not a known int32 value");
+                 "input " + std::to_string(k) + " " + graph::tensor_label(m, t) + " is not a known int32 value");
         v.v.resize(x.data.size() / 4);
         if (!v.v.empty()) std::memcpy(v.v.data(), x.data.data(), v.v.size() * 4);
       }
@@ -365,6 +366,38 @@ void fold_shape_ops(Model& m, const std::string& what) {
     t.data.resize(std::max<size_t>(out.v.size(), 1) * 4, 0);
     if (!out.v.empty()) std::memcpy(t.data.data(), out.v.data(), out.v.size() * 4);
   }
+}
+
+// Pass shape-operators (import): the integer operators over shapes whose inputs the host knows
+// (constants, and what earlier shape operators compute) leave the graph for Model::shape_ops.
+std::string shape_operators_pass(PassInput& in) {
+  Model& m = in.m;
+  const size_t nt = m.tensors.size();
+  // int32 tensors whose values the host knows at load: constants, and what shape operators compute.
+  std::vector<bool> known_int(nt, false);
+  for (size_t t = 0; t < nt; ++t) known_int[t] = m.tensors[t].dtype == CLTRAIN_INT32 && m.tensors[t].is_constant();
+  size_t taken = 0;
+  for (FileOperator& fo : *in.file) {
+    if (fo.fate != FileOperator::Fate::kPending || !is_shape_op_code(fo.code)) continue;
+    ShapeOperator so;
+    so.code = fo.code;
+    so.inputs = fo.inputs;
+    so.outputs = fo.outputs;
+    bool ints = !so.outputs.empty();
+    for (int32_t t : so.outputs) ints = ints && m.tensors[static_cast<size_t>(t)].dtype == CLTRAIN_INT32;
+    for (size_t k = fo.code == kShape ? 1 : 0; k < so.inputs.size(); ++k)
+      ints = ints && (so.inputs[k] < 0 || known_int[static_cast<size_t>(so.inputs[k])]);
+    if (!ints) continue;
+    so.options = read_shape_op_options(fo.code, *fo.op);
+    so.file_index = fo.index;
+    for (int32_t t : so.outputs) known_int[static_cast<size_t>(t)] = true;
+    m.shape_ops.push_back(std::move(so));
+    fo.fate = FileOperator::Fate::kHost;
+    ++taken;
+  }
+  return taken ? "computes " + std::to_string(taken) + " shape operator" + (taken == 1 ? "" : "s") +
+                     " on the host (int32 constants for the operators that read them)"
+               : "";
 }
 
 }  // namespace cltrain

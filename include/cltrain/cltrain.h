@@ -147,6 +147,11 @@ CLTRAIN_API cltrain_status cltrain_prepare(cltrain_session* session);
 /* The i-th warning of prepare (a backend left out, a cache directory not usable), or NULL past
  * the last. */
 CLTRAIN_API const char* cltrain_warning(cltrain_session* session, int32_t i);
+/* The i-th line of what cltrain's rewrite passes changed in the model ("missing-biases: added 2
+ * zero biases"), in the order they ran, or NULL past the last: after loading, the passes that
+ * load the file's operators; after cltrain_prepare, also those of prepare and of the training
+ * graph (docs/adding-a-pass.md lists them). */
+CLTRAIN_API const char* cltrain_rewrite(cltrain_session* session, int32_t i);
 
 /* After prepare: the batch and the floats of one sample of input and of output. */
 CLTRAIN_API cltrain_status cltrain_get_shape(cltrain_session* session, int32_t* batch, uint64_t* input_size,

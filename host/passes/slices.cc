@@ -1,13 +1,14 @@
 // SLICE, STRIDED_SLICE, SPLIT and UNPACK as SLICE model operators (slices.h).
-#include "model/slices.h"
+#include "passes/slices.h"
+#include "passes/passes.h"
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "circle_generated.h"
-#include "model/builtin_names.h"
-#include "model/model_internal.h"
+#include "graph/builtin_names.h"
+#include "graph/labels.h"
 
 namespace cltrain {
 namespace {
@@ -19,7 +20,7 @@ struct Loader {
   const std::string& what;
   const std::string& label;
 
-  [[noreturn]] void fail(const std::string& why) const { detail::fail(what, label + ": " + why); }
+  [[noreturn]] void fail(const std::string& why) const { graph::fail(what, label + ": " + why); }
 
   const Tensor& tensor(int32_t t) const {
     if (t < 0 || static_cast<size_t>(t) >= m.tensors.size()) fail("operand tensor " + std::to_string(t) + " is absent");
@@ -29,7 +30,7 @@ struct Loader {
   std::vector<int32_t> values(int32_t t, const char* name) const {
     const Tensor& c = tensor(t);
     if (c.dtype != CLTRAIN_INT32 || !c.is_constant())
-      fail(std::string(name) + " " + detail::tensor_label(m, t) + " is not a constant int32 tensor");
+      fail(std::string(name) + " " + graph::tensor_label(m, t) + " is not a constant int32 tensor");
     std::vector<int32_t> v(c.data.size() / 4);
     if (!v.empty()) std::memcpy(v.data(), c.data.data(), v.size() * 4);
     return v;
@@ -134,7 +135,7 @@ bool load_slices(Model& m, const fb::Operator& fo, int32_t code, int32_t file_in
   const size_t d = static_cast<size_t>(a);
   const int64_t n = static_cast<int64_t>(out.size());
   if (n < 1 || shape[d] % n != 0 || (code == kUnpack && shape[d] != n))
-    l.fail(std::to_string(n) + " outputs do not divide axis " + std::to_string(a) + " of " + detail::shape_str(shape) +
+    l.fail(std::to_string(n) + " outputs do not divide axis " + std::to_string(a) + " of " + graph::shape_str(shape) +
            " evenly");
   const int64_t w = shape[d] / n;
   for (int64_t k = 0; k < n; ++k) {
@@ -215,6 +216,33 @@ void fold_transposed_unpacks(Model& m) {
   }
   m.operators = std::move(kept);
   std::sort(m.folded_ops.begin(), m.folded_ops.end());
+}
+
+// Pass split-slices (import).
+std::string split_slices_pass(PassInput& in) {
+  size_t files = 0, slices = 0;
+  for (FileOperator& fo : *in.file) {
+    if (fo.fate != FileOperator::Fate::kPending) continue;
+    const size_t before = in.m.operators.size();
+    if (!load_slices(in.m, *fo.op, fo.code, fo.index, in.what, fo.label)) continue;
+    fo.lowered.assign(in.m.operators.begin() + static_cast<std::ptrdiff_t>(before), in.m.operators.end());
+    in.m.operators.resize(before);
+    fo.fate = FileOperator::Fate::kLowered;
+    ++files, slices += fo.lowered.size();
+  }
+  return files ? "loaded " + std::to_string(files) + " STRIDED_SLICE/SPLIT/UNPACK operator" + (files == 1 ? "" : "s") +
+                     " as " + std::to_string(slices) + " SLICE" + (slices == 1 ? "" : "s")
+               : "";
+}
+
+// Pass transposed-unpacks (load).
+std::string transposed_unpacks_pass(PassInput& in) {
+  const size_t before = in.m.folded_ops.size();
+  fold_transposed_unpacks(in.m);
+  const size_t n = in.m.folded_ops.size() - before;
+  return n ? "folded " + std::to_string(n) + " TRANSPOSE" + (n == 1 ? "" : "s") +
+                 " before UNPACK (its parts slice the TRANSPOSE's input)"
+           : "";
 }
 
 }  // namespace cltrain

@@ -1,14 +1,15 @@
-// Helpers shared by the loader, the graph checks and the writer (not part of the public API).
+// Message helpers for a model's tensors and operators (every model error is one line naming them),
+// and the window arithmetic shared by the graph check and the op descriptors.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "model/model.h"
+#include "graph/graph.h"
 
 namespace cltrain {
-namespace detail {
+namespace graph {
 
 // Throws ModelError("<what>: <msg>").
 [[noreturn]] void fail(const std::string& what, const std::string& msg);
@@ -37,13 +38,5 @@ std::string activation_str(int32_t act);
 // dilation below 1 or an unknown padding.
 int64_t window_out_size(int64_t in, int64_t filter, int64_t stride, int64_t dilation, int32_t padding);
 
-// Graph-level checks on a loaded model: operator arity, operand types and shapes, and that the
-// operators are in an order where each tensor is computed once before it is read. Completes the
-// parameters that come from operands and shapes rather than from options: MEAN's axes_mask
-// (from the constant axes), PAD's pad_before/pad_after (from the constant paddings),
-// CONCATENATION's axis (made non-negative), DEPTHWISE_CONV_2D's depth_multiplier (from the
-// weights' shape). Running it again on its own result changes nothing.
-void check_graph(Model& m, const std::string& what);
-
-}  // namespace detail
+}  // namespace graph
 }  // namespace cltrain

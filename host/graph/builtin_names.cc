@@ -1,4 +1,4 @@
-#include "model/builtin_names.h"
+#include "graph/builtin_names.h"
 
 namespace cltrain {
 namespace {

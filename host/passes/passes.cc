@@ -1,0 +1,50 @@
+// The one list of rewrite passes (passes.h), in the order they run.
+#include "passes/passes.h"
+
+namespace cltrain {
+
+// Each pass lives in its own file; the comment names it.
+std::string index_guards_pass(PassInput&);        // index_guards.cc
+std::string shape_operators_pass(PassInput&);     // shape_ops.cc
+std::string split_slices_pass(PassInput&);        // slices.cc
+std::string row_reshapes_pass(PassInput&);        // row_reshapes.cc
+std::string transposed_unpacks_pass(PassInput&);  // slices.cc
+std::string broadcast_ranks_pass(PassInput&);     // broadcast_ranks.cc
+std::string untie_constants_pass(PassInput&);     // untie_constants.cc
+std::string missing_biases_pass(PassInput&);      // missing_biases.cc
+std::string lora_pass(PassInput&);                // lora.cc
+std::string pad_fusion_pass(PassInput&);          // pad_fusion.cc
+
+const std::vector<Pass>& pass_list() {
+  static const std::vector<Pass> list = {
+      // import: the guards first (their operators are then no one's), then what the host
+      // computes, then the slicing operators; the rest load as their descriptor's operator.
+      {"index-guards", PassStage::kImport, index_guards_pass},
+      {"shape-operators", PassStage::kImport, shape_operators_pass},
+      {"split-slices", PassStage::kImport, split_slices_pass},
+      // load (after the shape operators are computed): folds that read the loaded operators,
+      // then the ranks the graph check compares.
+      {"row-reshapes", PassStage::kLoad, row_reshapes_pass},
+      {"transposed-unpacks", PassStage::kLoad, transposed_unpacks_pass},
+      {"broadcast-ranks", PassStage::kLoad, broadcast_ranks_pass},
+      // setup: as the framework the model came from trains it (docs/training-rules.md), then LoRA.
+      {"untie-constants", PassStage::kSetup, untie_constants_pass},
+      {"missing-biases", PassStage::kSetup, missing_biases_pass},
+      {"lora", PassStage::kSetup, lora_pass},
+      // training: the training graph's own copy of the operators.
+      {"pad-fusion", PassStage::kTraining, pad_fusion_pass},
+  };
+  return list;
+}
+
+std::vector<Rewrite> run_passes(PassStage stage, PassInput& in) {
+  std::vector<Rewrite> log;
+  for (const Pass& p : pass_list()) {
+    if (p.stage != stage) continue;
+    std::string change = p.run(in);
+    if (!change.empty()) log.push_back({p.name, std::move(change)});
+  }
+  return log;
+}
+
+}  // namespace cltrain

@@ -1,0 +1,184 @@
+// A test per rewrite pass (host/passes/passes.cc): a model where it fires, the line it logs
+// (Model::rewrites, Engine::rewrites), what it changed, and a model where it must not fire.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine.h"
+#include "model/builder.h"
+#include "model/model.h"
+#include "passes/passes.h"
+
+namespace cltrain {
+namespace {
+
+const std::string kData = CLTRAIN_KERAS_DATA;
+
+// The change the pass logged, or "" when it logged none.
+std::string change_of(const std::vector<Rewrite>& log, const std::string& pass) {
+  for (const Rewrite& r : log)
+    if (r.pass == pass) return r.change;
+  return "";
+}
+
+size_t count_op(const Model& m, int32_t op) {
+  return static_cast<size_t>(
+      std::count_if(m.operators.begin(), m.operators.end(), [&](const Operator& o) { return o.op == op; }));
+}
+
+std::unique_ptr<Engine> prepared(std::unique_ptr<Engine> e, Settings s = {}) {
+  s.backends = {"cpu"};
+  s.batch_size = 2;
+  e->set_settings(s);
+  e->prepare();
+  return e;
+}
+
+std::unique_ptr<Engine> engine_of(const ModelBuilder& b) {
+  return Engine::from_buffer(write_model(b.build(), "circle"), "built.circle");
+}
+
+// A small dense model none of the passes changes.
+ModelBuilder plain_mlp() {
+  ModelBuilder b;
+  const int x = b.input({1, 8});
+  const int h = b.fully_connected(x, 6, CLTRAIN_ACT_RELU);
+  b.output(b.softmax(b.fully_connected(h, 3, CLTRAIN_ACT_NONE)));
+  return b;
+}
+
+TEST(PassList, OneListInStageOrderWithUniqueNames) {
+  std::set<std::string> names;
+  PassStage last = PassStage::kImport;
+  for (const Pass& p : pass_list()) {
+    EXPECT_TRUE(names.insert(p.name).second) << p.name << " listed twice";
+    EXPECT_GE(static_cast<int>(p.stage), static_cast<int>(last)) << p.name << " is out of its stage's place";
+    last = p.stage;
+  }
+  EXPECT_EQ(names.size(), 10u);
+}
+
+TEST(PassList, NothingFiresOnAPlainModel) {
+  auto e = prepared(engine_of(plain_mlp()));
+  EXPECT_TRUE(e->rewrites().empty()) << e->rewrites()[0];
+}
+
+// Keras' Embedding: SELECT_V2(LESS(ids, 0), ADD(ids, V), ids) before its GATHER.
+TEST(IndexGuards, FoldsKerasEmbeddingGuard) {
+  const Model m = load_model(kData + "/embedding_pool.tflite");
+  EXPECT_EQ(change_of(m.rewrites, "index-guards").rfind("folded 1 index guard ", 0), 0u)
+      << change_of(m.rewrites, "index-guards");
+  EXPECT_EQ(m.folded_ops.size(), 3u);
+  ASSERT_EQ(count_op(m, CLTRAIN_OP_GATHER), 1u);
+  for (const Operator& op : m.operators) {
+    if (op.op != CLTRAIN_OP_GATHER) continue;
+    EXPECT_EQ(op.inputs[1], m.inputs[0]);  // reads the ids themselves
+  }
+}
+
+// Flatten with an open batch: SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE's shape.
+TEST(ShapeOperators, ComputedOnTheHost) {
+  const Model m = load_model(kData + "/mlp_flatten.tflite");
+  const std::string c = change_of(m.rewrites, "shape-operators");
+  EXPECT_EQ(c, "computes " + std::to_string(m.shape_ops.size()) +
+                   " shape operators on the host (int32 constants for the operators that read them)");
+  EXPECT_GE(m.shape_ops.size(), 2u);
+}
+
+TEST(SplitSlices, SplitLoadsAsSlices) {
+  const Model m = load_model(kData + "/gated_slices.tflite");
+  const std::string c = change_of(m.rewrites, "split-slices");
+  EXPECT_NE(c.find(" as " + std::to_string(count_op(m, CLTRAIN_OP_SLICE)) + " SLICE"), std::string::npos) << c;
+  EXPECT_GE(count_op(m, CLTRAIN_OP_SLICE), 2u);
+}
+
+TEST(TransposedUnpacks, LstmStepsSliceTheInput) {
+  const Model m = load_model(kData + "/text_lstm.tflite");
+  EXPECT_EQ(change_of(m.rewrites, "transposed-unpacks").rfind("folded 1 TRANSPOSE before UNPACK", 0), 0u)
+      << change_of(m.rewrites, "transposed-unpacks");
+  EXPECT_EQ(count_op(m, CLTRAIN_OP_TRANSPOSE), 0u);
+}
+
+// Keras Dense on a rank-3 input without a static shape: RESHAPE -> FULLY_CONNECTED -> RESHAPE.
+TEST(RowReshapes, TensordotKeepsItsLeadingDimensions) {
+  const Model m = load_model(kData + "/transformer.tflite");
+  EXPECT_EQ(change_of(m.rewrites, "row-reshapes"),
+            "folded the RESHAPEs around 4 FULLY_CONNECTED operators (a Dense on rank 3 or more)");
+  size_t rank3 = 0;  // FULLY_CONNECTEDs reading [B, S, K] themselves: the rows keep the batch apart
+  for (const Operator& op : m.operators)
+    rank3 += op.op == CLTRAIN_OP_FULLY_CONNECTED && m.tensors[static_cast<size_t>(op.inputs[0])].shape.size() == 3;
+  EXPECT_GE(rank3, 4u);
+  EXPECT_TRUE(change_of(load_model(kData + "/mlp_flatten.tflite").rewrites, "row-reshapes").empty());
+}
+
+TEST(BroadcastRanks, ConstantsTakeTheOtherOperandsRank) {
+  const Model m = load_model(kData + "/dense_layernorm.tflite");
+  const std::string c = change_of(m.rewrites, "broadcast-ranks");
+  ASSERT_FALSE(c.empty());
+  for (const Operator& op : m.operators) {
+    if (op.inputs.size() != 2 || (op.op != CLTRAIN_OP_MUL && op.op != CLTRAIN_OP_ADD) || op.inputs[1] < 0) continue;
+    EXPECT_EQ(m.tensors[static_cast<size_t>(op.inputs[0])].shape.size(),
+              m.tensors[static_cast<size_t>(op.inputs[1])].shape.size());
+  }
+}
+
+// dw_block: the converter merged three convolutions' zero biases into one tensor.
+TEST(UntieConstants, MergedZeroBiasesTrainApart) {
+  auto e = prepared(Engine::from_file(kData + "/dw_block.tflite"));
+  const std::string c = change_of(e->model().rewrites, "untie-constants");
+  EXPECT_EQ(c.rfind("1 constant that the converter merged", 0), 0u) << c;
+  EXPECT_GT(e->model().tensors.size(), static_cast<size_t>(e->model().file_tensor_count));
+}
+
+TEST(MissingBiases, AddedOnlyWhenAsked) {
+  ModelBuilder b;
+  const int x = b.input({1, 4});
+  b.output(b.softmax(b.fully_connected(b.fully_connected(x, 5, CLTRAIN_ACT_RELU, false), 3, CLTRAIN_ACT_NONE, false)));
+  Settings s;
+  auto without = prepared(engine_of(b), s);
+  EXPECT_TRUE(change_of(without->model().rewrites, "missing-biases").empty());
+  ASSERT_EQ(without->warnings().size(), 1u);
+  EXPECT_EQ(without->warnings()[0].rfind("2 FullyConnected/Conv2D/DepthwiseConv2D operators have no bias", 0), 0u);
+  s.add_missing_biases = true;
+  auto with = prepared(engine_of(b), s);
+  EXPECT_EQ(change_of(with->model().rewrites, "missing-biases"), "added 2 zero biases");
+  EXPECT_EQ(with->rewrites(), std::vector<std::string>{"missing-biases: added 2 zero biases"});
+  for (const Operator& op : with->model().operators) {
+    if (op.op != CLTRAIN_OP_FULLY_CONNECTED) continue;
+    EXPECT_GE(op.inputs.at(2), 0);
+  }
+}
+
+TEST(Lora, AdaptersBesideEachTrainedWeight) {
+  Settings s;
+  s.lora_rank = 2;
+  auto e = prepared(engine_of(plain_mlp()), s);
+  EXPECT_EQ(change_of(e->model().rewrites, "lora"), "added rank-2 adapters to 2 weights");
+  EXPECT_EQ(count_op(e->model(), CLTRAIN_OP_FULLY_CONNECTED), 6u);  // 2 base + 2 x (A, B)
+}
+
+// PAD then a VALID convolution whose SAME padding is that pad: one SAME convolution in training.
+TEST(PadFusion, PadFoldsIntoTheConvolution) {
+  ModelBuilder b;
+  const int x = b.input({1, 6, 6, 2});
+  const int p = b.pad(x, {{{0, 0}}, {{1, 1}}, {{1, 1}}, {{0, 0}}});
+  const int c = b.conv2d(p, 3, 3, 3, 1, CLTRAIN_PADDING_VALID, CLTRAIN_ACT_RELU);
+  b.output(b.softmax(b.fully_connected(b.reshape(c, {-1, 108}), 4, CLTRAIN_ACT_NONE)));
+  auto e = prepared(engine_of(b));
+  EXPECT_EQ(e->rewrites(), std::vector<std::string>{"pad-fusion: fused 1 PAD into the convolution that reads it"});
+  EXPECT_EQ(e->session().graph().folded_into.size(), 1u);
+  EXPECT_TRUE(e->model().rewrites.empty());  // only the training graph's copy changed
+  // Padded by 2: SAME pads 1; the PAD stays.
+  ModelBuilder b2;
+  const int x2 = b2.input({1, 6, 6, 2});
+  const int c2 = b2.conv2d(b2.pad(x2, {{{0, 0}}, {{2, 2}}, {{2, 2}}, {{0, 0}}}), 3, 3, 3, 1, CLTRAIN_PADDING_VALID,
+                           CLTRAIN_ACT_RELU);
+  b2.output(b2.softmax(b2.fully_connected(b2.reshape(c2, {-1, 192}), 4, CLTRAIN_ACT_NONE)));
+  EXPECT_TRUE(prepared(engine_of(b2))->rewrites().empty());
+}
+
+}  // namespace
+}  // namespace cltrain
