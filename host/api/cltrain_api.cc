@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "api_internal.h"
+#include "diagnostics.h"
 #include "backend.h"
 #include "checkpoint.h"
 #include "cltrain/cltrain.h"
@@ -18,28 +18,11 @@
 #include "engine.h"
 #include "model/model.h"
 #include "trainer.h"
+#include "api_guard.h"
 
-struct cltrain_session {
-  std::unique_ptr<cltrain::Engine> engine;
-  std::string error;
-  // Strings handed out, valid until the next call.
-  std::string backends, cache_dir, train_config, name, device;
-  std::string train_config_path;  // the train config file read into the settings, if any
-};
 
-namespace {
-
-using cltrain::Engine;
-
-void copy_line(char* dst, size_t len, const std::string& s) {
-  if (!dst || len == 0) return;
-  const size_t n = std::min(len - 1, s.size());
-  std::memcpy(dst, s.data(), n);
-  dst[n] = '\0';
-}
-
-// The status an exception stands for, and its one line.
-cltrain_status status_of(std::string* message) {
+// (api_guard.h)
+cltrain_status cltrain::api::status_of(std::string* message) {
   try {
     throw;
   } catch (const std::bad_alloc&) {
@@ -78,21 +61,21 @@ cltrain_status status_of(std::string* message) {
   }
 }
 
-template <class F>
-cltrain_status guarded(cltrain_session* s, F&& f) {
-  if (!s) return CLTRAIN_INVALID;
-  try {
-    f(*s->engine);
-    s->error.clear();
-    return CLTRAIN_OK;
-  } catch (...) {
-    return status_of(&s->error);
-  }
+using cltrain::Engine;
+using cltrain::api::copy_sized_out;
+using cltrain::api::guarded;
+using cltrain::api::require;
+using cltrain::api::status_of;
+
+namespace {
+
+void copy_line(char* dst, size_t len, const std::string& s) {
+  if (!dst || len == 0) return;
+  const size_t n = std::min(len - 1, s.size());
+  std::memcpy(dst, s.data(), n);
+  dst[n] = '\0';
 }
 
-void require(const void* p, const char* what) {
-  if (!p) throw std::invalid_argument(std::string(what) + " is NULL");
-}
 
 template <class F>
 cltrain_status create(cltrain_session** out, char* err, size_t err_len, F&& load) {
@@ -164,19 +147,6 @@ cltrain_settings current_settings(cltrain_session& s, const Engine& e) {
 }  // namespace
 
 cltrain::Engine* cltrain::engine_of(cltrain_session* s) { return s ? s->engine.get() : nullptr; }
-
-namespace {
-
-// Copies full into the caller's struct as far as its struct_size reaches (an older, shorter one).
-template <class T>
-void copy_sized_out(T full, T* out, const char* type) {
-  const uint32_t size = out->struct_size;
-  if (size == 0) throw std::invalid_argument(std::string("out->struct_size is 0: set it to sizeof(") + type + ")");
-  full.struct_size = size;
-  std::memcpy(out, &full, std::min<size_t>(size, sizeof full));
-}
-
-}  // namespace
 
 extern "C" {
 
@@ -362,152 +332,6 @@ cltrain_status cltrain_set_epochs_done(cltrain_session* s, int32_t epochs) {
   return guarded(s, [&](Engine& e) {
     if (epochs < 0) throw std::invalid_argument("epochs " + std::to_string(epochs) + " is negative");
     e.set_epochs_done(epochs);
-  });
-}
-
-cltrain_status cltrain_weight_elements(cltrain_session* s, const char* name, uint64_t* count) {
-  return guarded(s, [&](Engine& e) {
-    require(name, "name");
-    require(count, "count");
-    *count = e.tensor_elements(name);
-  });
-}
-
-cltrain_status cltrain_get_weight(cltrain_session* s, const char* name, float* dst, uint64_t count) {
-  return guarded(s, [&](Engine& e) {
-    require(name, "name");
-    require(dst, "dst");
-    const uint64_t n = e.tensor_elements(name);
-    if (count != n)
-      throw std::invalid_argument("'" + std::string(name) + "' has " + std::to_string(n) + " elements, room for " +
-                                  std::to_string(count) + " given");
-    const std::vector<float> v = e.weight(name);
-    std::memcpy(dst, v.data(), v.size() * sizeof(float));
-  });
-}
-
-cltrain_status cltrain_set_weight(cltrain_session* s, const char* name, const float* src, uint64_t count) {
-  return guarded(s, [&](Engine& e) {
-    require(name, "name");
-    require(src, "src");
-    e.set_weight(name, std::vector<float>(src, src + count));
-  });
-}
-
-cltrain_status cltrain_num_trained_weights(cltrain_session* s, int32_t* count) {
-  return guarded(s, [&](Engine& e) {
-    require(count, "count");
-    *count = static_cast<int32_t>(e.trained_weight_names().size());
-  });
-}
-
-cltrain_status cltrain_trained_weight_name(cltrain_session* s, int32_t index, const char** name) {
-  return guarded(s, [&](Engine& e) {
-    require(name, "name");
-    const std::vector<std::string> names = e.trained_weight_names();
-    if (index < 0 || static_cast<size_t>(index) >= names.size())
-      throw std::invalid_argument("weight " + std::to_string(index) + " of " + std::to_string(names.size()));
-    s->name = names[static_cast<size_t>(index)];
-    *name = s->name.c_str();
-  });
-}
-
-cltrain_status cltrain_reset_optimizer(cltrain_session* s) {
-  return guarded(s, [&](Engine& e) { e.reset_optimizer(); });
-}
-
-cltrain_status cltrain_export_circle(cltrain_session* s, const char* path) {
-  return guarded(s, [&](Engine& e) {
-    require(path, "path");
-    e.export_circle(path);
-  });
-}
-
-cltrain_status cltrain_export_circleplus(cltrain_session* s, const char* path) {
-  return guarded(s, [&](Engine& e) {
-    require(path, "path");
-    e.export_circleplus(path);
-  });
-}
-
-cltrain_status cltrain_export_checkpoint(cltrain_session* s, const char* path) {
-  return guarded(s, [&](Engine& e) {
-    require(path, "path");
-    e.export_checkpoint(path);
-  });
-}
-
-cltrain_status cltrain_export_files(cltrain_session* s, const char* model, const char* circleplus,
-                                    const char* checkpoint) {
-  return guarded(s, [&](Engine& e) {
-    e.export_files(model ? model : "", circleplus ? circleplus : "", checkpoint ? checkpoint : "");
-  });
-}
-
-cltrain_status cltrain_import_checkpoint(cltrain_session* s, const char* path) {
-  return guarded(s, [&](Engine& e) {
-    require(path, "path");
-    e.import_checkpoint(path);
-  });
-}
-
-cltrain_status cltrain_num_backends(cltrain_session* s, int32_t* count) {
-  return guarded(s, [&](Engine& e) {
-    require(count, "count");
-    *count = static_cast<int32_t>(e.session().memory().size());
-  });
-}
-
-cltrain_status cltrain_get_budget(cltrain_session* s, cltrain_budget_info* out) {
-  return guarded(s, [&](Engine& e) {
-    require(out, "out");
-    const cltrain::BudgetOutcome& b = e.session().budget();
-    cltrain_budget_info full{};
-    full.recomputed_steps = static_cast<int32_t>(b.recomputed.size());
-    full.budget = b.budget;
-    full.unbudgeted_pool = b.unbudgeted_pool;
-    full.extra_flops = b.extra_flops;
-    copy_sized_out(full, out, "cltrain_budget_info");
-  });
-}
-
-cltrain_status cltrain_get_backend(cltrain_session* s, int32_t backend, cltrain_backend_info* out) {
-  return guarded(s, [&](Engine& e) {
-    require(out, "out");
-    const auto memory = e.session().memory();
-    if (backend < 0 || static_cast<size_t>(backend) >= memory.size())
-      throw std::invalid_argument("backend " + std::to_string(backend) + " is not one of the " +
-                                  std::to_string(memory.size()) + " that run steps");
-    static_assert(CLTRAIN_ROLE_COUNT == 7, "cltrain_backend_info.role_peak has a slot per role");
-    s->name = memory[static_cast<size_t>(backend)].backend;
-    s->device = memory[static_cast<size_t>(backend)].device;
-    cltrain_backend_info full{};
-    full.name = s->name.c_str();
-    full.device = s->device.c_str();
-    const cltrain_memory_report& r = memory[static_cast<size_t>(backend)].report;
-    for (int i = 0; i < CLTRAIN_ROLE_COUNT; ++i) full.role_peak[i] = r.role_peak[i];
-    full.pool_bytes = r.pool_bytes;
-    full.lower_bound = r.lower_bound;
-    copy_sized_out(full, out, "cltrain_backend_info");
-  });
-}
-
-cltrain_status cltrain_num_operators(cltrain_session* s, int32_t* count) {
-  return guarded(s, [&](Engine& e) {
-    require(count, "count");
-    *count = static_cast<int32_t>(e.model().operators.size());
-  });
-}
-
-cltrain_status cltrain_operator_backend(cltrain_session* s, int32_t op, const char** backend) {
-  return guarded(s, [&](Engine& e) {
-    require(backend, "backend");
-    const std::vector<std::string> placement = e.session().model_op_placement();
-    if (op < 0 || static_cast<size_t>(op) >= placement.size())
-      throw std::invalid_argument("operator " + std::to_string(op) + " is not one of the model's " +
-                                  std::to_string(placement.size()));
-    s->name = placement[static_cast<size_t>(op)];
-    *backend = s->name.c_str();
   });
 }
 

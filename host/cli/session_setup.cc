@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "api_internal.h"
+#include "diagnostics.h"
 
 namespace cltrain {
 namespace {

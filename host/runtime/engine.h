@@ -21,6 +21,9 @@
 namespace cltrain {
 
 // Every training setting the CLI has; onert_train's codes.
+// "" when every value of v[0..n) is finite, else what the first non-finite one is and where.
+std::string non_finite_element(const float* v, size_t n);
+
 struct Settings {
   int32_t batch_size = 0;  // 0: the model's training info, else its first dimension
   int32_t optimizer = 2;   // 1 SGD, 2 Adam

@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from . import _capi
+from ._files import _FilesAndReports, _floats
 
 __all__ = ["Session", "CltrainError", "History", "version"]
 
@@ -27,7 +28,6 @@ _OPTIMIZERS = {"sgd": 1, "adam": 2}
 _LOSSES = {"mse": 1, "mean_squared_error": 1, "categorical_crossentropy": 2, "cce": 2}
 _REDUCTIONS = {"sum_over_batch_size": 1, "sum": 2}
 _STORAGES = {"float32": 0, "fp32": 0, "fp16": 1, "float16": 1}
-_ROLES = ("non_const", "trainable", "back_prop", "gradient", "optimizer", "disposable", "layer_scope")
 
 _lib = None
 
@@ -61,11 +61,6 @@ def version():
     return _library().cltrain_version().decode()
 
 
-def _floats(a, what):
-    a = np.ascontiguousarray(a, dtype=np.float32)
-    return a, a.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), a.size
-
-
 def _name(value, table, what):
     if isinstance(value, int):
         return value
@@ -88,7 +83,7 @@ class History:
             self.history.setdefault(k, []).append(v)
 
 
-class Session:
+class Session(_FilesAndReports):
     """One model on the backends: load, compile (prepare), train, predict, export.
 
     model: a .circle or .tflite path, or its bytes. backends: in order of preference (the CPU is
@@ -195,6 +190,19 @@ class Session:
         self._check(self._lib.cltrain_get_input_type(self._s, ctypes.byref(t)))
         self._ids = t.value == 1  # the model takes int32 token ids (a converted Keras Embedding)
         return self
+
+    @property
+    def rewrites(self):
+        """What cltrain's rewrite passes changed in the model, one "pass: change" line each
+        ("missing-biases: added 2 zero biases"): after loading, the passes that load the file's
+        operators; after compile, also those of prepare and the training graph."""
+        out, i = [], 0
+        while True:
+            line = self._lib.cltrain_rewrite(self._s, i)
+            if line is None:
+                return out
+            out.append(line.decode())
+            i += 1
 
     @property
     def warnings(self):
@@ -383,112 +391,6 @@ class Session:
         steps, epochs = ctypes.c_int64(), ctypes.c_int32()
         self._check(self._lib.cltrain_get_position(self._s, ctypes.byref(steps), ctypes.byref(epochs)))
         return steps.value, epochs.value
-
-    # ---- weights and files ----
-    def get_weight(self, name):
-        """A float32 constant (weight, bias) by tensor name, flat; trained values after compile."""
-        n = ctypes.c_uint64()
-        self._check(self._lib.cltrain_weight_elements(self._s, name.encode(), ctypes.byref(n)))
-        out = np.empty(n.value, dtype=np.float32)
-        self._check(self._lib.cltrain_get_weight(self._s, name.encode(),
-                                                 out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), out.size))
-        return out
-
-    def set_weight(self, name, values):
-        _, p, n = _floats(values, "values")
-        self._check(self._lib.cltrain_set_weight(self._s, name.encode(), p, n))
-
-    def trained_weight_names(self):
-        """The tensor names of the weights training updates, in model order (those of the trainable
-        operators only)."""
-        self._require_compiled()
-        n = ctypes.c_int32()
-        self._check(self._lib.cltrain_num_trained_weights(self._s, ctypes.byref(n)))
-        names = []
-        for i in range(n.value):
-            name = ctypes.c_char_p()
-            self._check(self._lib.cltrain_trained_weight_name(self._s, i, ctypes.byref(name)))
-            names.append(name.value.decode())
-        return names
-
-    def get_weights(self):
-        """The trained weights as flat float32 arrays, in trained_weight_names() order (what a
-        federated client sends)."""
-        return [self.get_weight(n) for n in self.trained_weight_names()]
-
-    def set_weights(self, arrays):
-        """Writes arrays (in trained_weight_names() order, any shape of the right size) into the
-        trained weights."""
-        names = self.trained_weight_names()
-        arrays = list(arrays)
-        if len(arrays) != len(names):
-            raise ValueError("%d arrays given, the model trains %d weights" % (len(arrays), len(names)))
-        for n, a in zip(names, arrays):
-            self.set_weight(n, np.ravel(a))
-
-    def reset_optimizer(self):
-        """The optimizer starts afresh, as in a new session (Adam's moments zero, position 0)."""
-        self._require_compiled()
-        self._check(self._lib.cltrain_reset_optimizer(self._s))
-
-    def export_circle(self, path):
-        """The model with its trained weights, written atomically."""
-        self._check(self._lib.cltrain_export_circle(self._s, os.fsencode(path)))
-
-    def export_circleplus(self, path):
-        """The same with the training settings as CIRCLE_TRAINING metadata."""
-        self._check(self._lib.cltrain_export_circleplus(self._s, os.fsencode(path)))
-
-    def save_checkpoint(self, path):
-        """Weights, Adam state and position in onert's checkpoint format."""
-        self._check(self._lib.cltrain_export_checkpoint(self._s, os.fsencode(path)))
-
-    def load_checkpoint(self, path):
-        self._check(self._lib.cltrain_import_checkpoint(self._s, os.fsencode(path)))
-
-    def export_files(self, model=None, circleplus=None, checkpoint=None):
-        """The given files together: all are made and written to temporary names before any is
-        renamed (the checkpoint last), so a failure or a kill before then leaves the old files."""
-        enc = lambda p: None if p is None else os.fsencode(p)
-        self._check(self._lib.cltrain_export_files(self._s, enc(model), enc(circleplus), enc(checkpoint)))
-
-    # ---- the memory report and placement ----
-    def memory_budget(self):
-        """What compile(memory_budget=) did: budget, unbudgeted_pool (bytes), recomputed_steps,
-        extra_flops (per step); all 0 without a budget."""
-        self._require_compiled()
-        info = _capi.BudgetInfo()
-        info.struct_size = ctypes.sizeof(info)
-        self._check(self._lib.cltrain_get_budget(self._s, ctypes.byref(info)))
-        return {"budget": info.budget, "unbudgeted_pool": info.unbudgeted_pool,
-                "recomputed_steps": info.recomputed_steps, "extra_flops": info.extra_flops}
-
-    def memory(self):
-        """Per backend that runs steps: name, device, peak bytes per role, pool and lower bound."""
-        self._require_compiled()
-        n = ctypes.c_int32()
-        self._check(self._lib.cltrain_num_backends(self._s, ctypes.byref(n)))
-        out = []
-        for i in range(n.value):
-            info = _capi.BackendInfo()
-            info.struct_size = ctypes.sizeof(info)
-            self._check(self._lib.cltrain_get_backend(self._s, i, ctypes.byref(info)))
-            out.append({"backend": info.name.decode(), "device": info.device.decode(),
-                        "roles": dict(zip(_ROLES, list(info.role_peak))), "pool_bytes": info.pool_bytes,
-                        "lower_bound": info.lower_bound})
-        return out
-
-    def placement(self):
-        """The backend each model operator runs on."""
-        self._require_compiled()
-        n = ctypes.c_int32()
-        self._check(self._lib.cltrain_num_operators(self._s, ctypes.byref(n)))
-        out = []
-        for op in range(n.value):
-            name = ctypes.c_char_p()
-            self._check(self._lib.cltrain_operator_backend(self._s, op, ctypes.byref(name)))
-            out.append(name.value.decode())
-        return out
 
     def close(self):
         if self._s:

@@ -78,6 +78,7 @@ _SIGNATURES = {
     "cltrain_set_settings": (ctypes.c_int, [_sess, ctypes.POINTER(Settings)]),
     "cltrain_prepare": (ctypes.c_int, [_sess]),
     "cltrain_warning": (ctypes.c_char_p, [_sess, ctypes.c_int32]),
+    "cltrain_rewrite": (ctypes.c_char_p, [_sess, ctypes.c_int32]),
     "cltrain_get_shape": (
         ctypes.c_int,
         [_sess, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(_u64), ctypes.POINTER(_u64)],
