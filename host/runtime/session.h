@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "backend.h"
+#include "plan.h"
+#include "planner.h"
 #include "training_graph.h"
 
 namespace cltrain {
@@ -19,33 +21,21 @@ struct BackendMemory {
   cltrain_memory_report report{};
 };
 
-// A memory budget that no plan here meets; what() names the least pool found.
-struct MemoryBudgetError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// What a memory budget did (Session::prepare with a budget).
-struct BudgetOutcome {
-  uint64_t budget = 0;              // bytes, 0: none
-  uint64_t unbudgeted_pool = 0;     // the pools' sum without recomputation
-  std::vector<int32_t> recomputed;  // forward steps of the graph as built that run again
-  uint64_t extra_flops = 0;         // per training step, by the repeats
-};
-
 class Session {
  public:
   // Takes the graph and the backends in order of preference (the CPU last).
   Session(TrainingGraph graph, std::vector<std::unique_ptr<Backend>> backends);
 
-  // Places every step on a backend, computes lifetimes and prepares the backends. With a budget
-  // (bytes, over all backends' pools; 0: none) where the plan would exceed it, first chooses
-  // forward steps to recompute (recompute.h) until the backends' plans fit; MemoryBudgetError when
-  // no choice fits.
+  // Plans the graph on the backends (planner.h: placement, lifetimes, storage, aliases, with a
+  // budget (bytes over all pools; 0: none) the recomputation that fits it, the schedules) and
+  // prepares each backend with its part. MemoryBudgetError when no choice fits the budget.
   void prepare(uint64_t memory_budget = 0);
   // Before prepare: store activations and back-prop tensors as float16 where every step that
   // touches one allows it (OpDescriptor::half_storage; cltrain_backend.h, CLTRAIN_FLOAT16).
   void set_half_storage(bool on) { half_storage_ = on; }
-  const BudgetOutcome& budget() const { return budget_; }
+  const BudgetOutcome& budget() const { return plan_.budget; }
+  // The plan prepare made, which every run replays.
+  const Plan& plan() const { return plan_; }
 
   // One training iteration on a batch (inputs and expected outputs, batch-major floats).
   // Returns the loss; fills prediction (batch × outputs) when not null.
@@ -72,8 +62,8 @@ class Session {
   std::string device_names() const;
 
   // Per backend used, its tensor table with lifetimes (as prepare received it).
-  const std::vector<std::vector<cltrain_tensor_desc>>& backend_tensors() const { return tensors_; }
-  const std::vector<int32_t>& step_backend() const { return step_backend_; }
+  const std::vector<std::vector<cltrain_tensor_desc>>& backend_tensors() const { return plan_.tensors; }
+  const std::vector<int32_t>& step_backend() const { return plan_.step_backend; }
   // Name of backend b (an index of step_backend()), and its planned offsets (empty if it does not
   // say; private scratch of the backend is not among them).
   std::string backend_name(size_t b) const { return backends_[b]->name(); }
@@ -85,42 +75,16 @@ class Session {
   std::vector<cltrain_private_tensor> plan_private(size_t b) { return backends_[b]->plan_private(); }
 
  private:
-  void place();
-  // place, compute_lifetimes and choose_aliases, then each backend's plan (Backend::plan) of the
-  // graph: the sum of the pools; scratch (if not NULL) gets each step's private bytes.
-  uint64_t dry_plan(std::vector<uint64_t>* scratch);
-  // With a budget, what of it the other backends' last plans leave to backend b (0: no budget).
-  uint64_t pool_limit(size_t b) const;
-  void fit_budget(uint64_t budget);
-  void compute_lifetimes();
-  // With half storage, marks the backends' tensors that are stored as float16.
-  void choose_storage();
-  // Which outputs share the bytes of an input (cltrain_tensor_desc.alias), per backend.
-  void choose_aliases();
-  float run_range(int32_t end, const float* input, const float* expected, const cltrain_run_args& args,
-                  float* prediction, bool want_loss);
-  // Walks steps [0, end) as they run: the host's writes, cross-backend copies, steps and the
-  // host's reads, tracking where each tensor is valid. Serves both the lifetime computation and
-  // the run, so that the two cannot disagree.
-  struct WalkHooks {
-    std::function<void(int32_t tensor, int32_t backend)> write;
-    std::function<void(int32_t tensor, int32_t from, int32_t to, int32_t step)> copy;
-    std::function<void(int32_t step, int32_t backend)> step;
-    std::function<void(int32_t tensor, int32_t from)> read;
-  };
-  void walk(int32_t end, bool with_expected, bool read_loss, bool read_prediction, const WalkHooks& hooks);
+  // Replays the mode's schedule: nothing is decided here.
+  float run(RunMode mode, const float* input, const float* expected, const cltrain_run_args& args,
+            float* prediction);
 
   TrainingGraph graph_;
   std::vector<std::unique_ptr<Backend>> backends_;
-  std::vector<int32_t> step_backend_;                      // per step, index into backends_
-  std::vector<std::vector<cltrain_tensor_desc>> tensors_;  // per backend
-  std::vector<uint32_t> valid_;                            // per tensor, bitmask of backends holding it
+  Plan plan_;
   std::vector<BackendMemory> memory_;
-  BudgetOutcome budget_;
   bool half_storage_ = false;
-  std::vector<uint64_t> planned_pools_;  // per backend, its pool in the last dry_plan
-  std::vector<float> staging_;
-  std::vector<int32_t> pending_;
+  std::vector<float> staging_;  // a copy between backends passes through the host
 };
 
 }  // namespace cltrain
