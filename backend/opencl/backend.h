@@ -16,6 +16,7 @@
 #include "device/device.h"
 #include "device/queue.h"
 #include "gemm/gemm.h"
+#include "memory/plan_cache.h"
 #include "memory/pool.h"
 #include "ops/op.h"
 #include "program/kernel.h"
@@ -61,8 +62,7 @@ struct cltrain_backend {
 
   // memory/: the pool and its plan.
   cltrain::ocl::Pool pool;
-  std::string plan_source;  // "loaded from PATH", "computed (ALGORITHM), saved to PATH", ...
-  int cache_rejected = 0;   // saved plans found corrupt or stale (and rebuilt) by prepare
+  cltrain::ocl::PlanCache plans;  // where saved plans are kept; what prepare did with them
   // Bounds of one step's kernel scratch (im2col panels): prepare gives each step what it can take
   // without raising the pool's peak, between scratch_floor and scratch_cap.
   // CLTRAIN_OPENCL_SCRATCH_BYTES fixes both; else the cap is min(8 MiB, CL_DEVICE_MAX_MEM_ALLOC_SIZE
@@ -70,6 +70,7 @@ struct cltrain_backend {
   uint64_t scratch_cap = 8u << 20, scratch_floor = 256u << 10;
   uint64_t memory_budget = 0;  // the host's (cltrain_backend_config); nonzero: lean kernels allowed
   bool lean = false;           // this prepare takes the lean kernels (prepare.cc)
+  int plan_asks = 0;           // times this prepare asked an op family for a step's plan (prepare.cc)
 
   cltrain::ocl::OpFilter filter;
   std::string last_error;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <tuple>
 
 #include "memory_plan.h"
 #include "program/disk_cache.h"
@@ -52,14 +54,14 @@ void check_step_tensors(const Pool& pool, const StepView& s) {
 
 // What prepare took from the cache directory: one line with CLTRAIN_OPENCL_TRACE; without it,
 // one note when corrupt or stale entries had to be rebuilt (nothing when all is well).
-void report_caches(const Backend& b) {
-  const int rejected = b.cache_rejected + b.programs->entries_rejected();
+void report_caches(const Backend& b, size_t plan_pairs) {
+  const int rejected = b.plans.rejected + b.programs->entries_rejected();
   if (b.trace)
     std::fprintf(stderr,
                  "cltrain opencl: prepare: plan %s; programs: %d built, %d loaded from the cache, %d built from "
-                 "source by choice, %d builds retried\n",
-                 b.plan_source.c_str(), b.programs->programs_built(), b.programs->programs_loaded(),
-                 b.programs->programs_from_source(), b.programs->builds_retried());
+                 "source by choice, %d builds retried; op plans: %d asked for %zu (step, budget) pairs\n",
+                 b.plans.source.c_str(), b.programs->programs_built(), b.programs->programs_loaded(),
+                 b.programs->programs_from_source(), b.programs->builds_retried(), b.plan_asks, plan_pairs);
   else if (rejected > 0)
     std::fprintf(stderr, "cltrain: note: %d corrupt or stale %s in the OpenCL cache %s; rebuilt\n", rejected,
                  rejected == 1 ? "entry" : "entries", b.cache_dir.c_str());
@@ -79,6 +81,29 @@ void trim_cache_dir(const Backend& b, std::filesystem::file_time_type prepare_st
     std::fprintf(stderr, "cltrain opencl: cache: deleted the %d least recently used entries (bound %llu bytes)\n",
                  deleted, static_cast<unsigned long long>(max_bytes));
 }
+
+// The op families' plans of one prepare: each family is asked once per step and budget it is
+// tried at (and per lean choice), and its answer serves every later ask and the step's prepare().
+class StepPlans {
+ public:
+  StepPlans(Backend& b, const HostGraph& g) : b_(b), g_(g) {}
+  const StepPlan& at(int32_t step, uint64_t budget) {
+    const auto key = std::make_tuple(step, budget, b_.lean);
+    auto it = plans_.find(key);
+    if (it == plans_.end()) {
+      const StepView s{b_.steps[static_cast<size_t>(step)], g_.tensors.data(), step};
+      it = plans_.emplace(key, find_op_family(s.step.op)->plan(OpContext(b_, s, budget))).first;
+      ++b_.plan_asks;
+    }
+    return it->second;
+  }
+  size_t size() const { return plans_.size(); }
+
+ private:
+  Backend& b_;
+  const HostGraph& g_;
+  std::map<std::tuple<int32_t, uint64_t, bool>, StepPlan> plans_;
+};
 
 }  // namespace
 
@@ -109,6 +134,12 @@ void prepare_backend(Backend& b, const cltrain_graph_desc* host_graph, cltrain_m
   std::vector<uint64_t> budgets(static_cast<size_t>(graph->num_steps()), b.scratch_floor);
   std::vector<ScratchRequest> scratch;
   b.lean = false;
+  b.plan_asks = 0;
+  StepPlans plans(b, *graph);
+  b.plans.dir = b.cache_dir;
+  b.plans.device_key = b.device_key;
+  b.plans.trace = b.trace;
+  const PoolDevice device{b.device, b.context, b.queue.handle()};
   for (int32_t i = 0; i < graph->num_steps(); ++i) {
     if (!b.assigned[i]) continue;
     const StepView s{b.steps[i], graph->tensors.data(), i};
@@ -123,23 +154,23 @@ void prepare_backend(Backend& b, const cltrain_graph_desc* host_graph, cltrain_m
     if (const std::string why = why_unsupported(&b, s); !why.empty())
       fail(CLTRAIN_INVALID, s.what() + " cannot run on OpenCL: " + why);
     const OpFamily* family = find_op_family(s.step.op);
-    if (!family->scratch) continue;
-    const std::vector<uint64_t> sizes = family->scratch(OpContext(b, s, b.scratch_floor));
+    if (!family->plan) continue;
+    const std::vector<uint64_t>& sizes = plans.at(i, b.scratch_floor).scratch;
     for (size_t k = 0; k < sizes.size(); ++k)
       scratch.push_back({i, sizes[k], s.what() + " scratch " + std::to_string(k)});
   }
   if (b.memory_budget > 0 && g.pool_limit > 0) {
     cltrain_memory_report plain{};
     plain.struct_size = sizeof plain;
-    plan_pool(b, *graph, scratch, RegrowScratch{}, &plain, true);
+    plan_pool(b.pool, device, b.plans, *graph, scratch, RegrowScratch{}, &plain, true);
     if (plain.pool_bytes > g.pool_limit) {
       b.lean = true;
       scratch.clear();
       for (int32_t i = 0; i < graph->num_steps(); ++i) {
         const OpFamily* family = b.assigned[i] ? find_op_family(b.steps[i].op) : nullptr;
-        if (!family || !family->scratch) continue;
+        if (!family || !family->plan) continue;
         const StepView s{b.steps[i], graph->tensors.data(), i};
-        const std::vector<uint64_t> sizes = family->scratch(OpContext(b, s, b.scratch_floor));
+        const std::vector<uint64_t>& sizes = plans.at(i, b.scratch_floor).scratch;
         for (size_t k = 0; k < sizes.size(); ++k)
           scratch.push_back({i, sizes[k], s.what() + " scratch " + std::to_string(k)});
       }
@@ -148,10 +179,8 @@ void prepare_backend(Backend& b, const cltrain_graph_desc* host_graph, cltrain_m
   // The largest budget (from the cap down by quarters, not below the floor) whose scratch fits
   // the free range; {} keeps the least scratch as planned.
   const RegrowScratch regrow = [&](int32_t step, uint64_t free_bytes) -> std::vector<uint64_t> {
-    const StepView s{b.steps[step], graph->tensors.data(), step};
-    const OpFamily* family = find_op_family(s.step.op);
     for (uint64_t budget = std::min(b.scratch_cap, free_bytes); budget > b.scratch_floor; budget = budget * 3 / 4) {
-      const std::vector<uint64_t> sizes = family->scratch(OpContext(b, s, budget));
+      const std::vector<uint64_t>& sizes = plans.at(step, budget).scratch;
       uint64_t total = 0;
       for (uint64_t bytes : sizes)
         total += (std::max<uint64_t>(bytes, 1) + b.pool.alignment - 1) / b.pool.alignment * b.pool.alignment;
@@ -162,17 +191,20 @@ void prepare_backend(Backend& b, const cltrain_graph_desc* host_graph, cltrain_m
     }
     return {};
   };
-  plan_pool(b, *graph, scratch, b.scratch_floor < b.scratch_cap && !dry ? regrow : RegrowScratch{}, report, dry);
+  plan_pool(b.pool, device, b.plans, *graph, scratch, b.scratch_floor < b.scratch_cap && !dry ? regrow : RegrowScratch{},
+            report, dry);
   if (dry) return;
 
   for (int32_t i = 0; i < graph->num_steps(); ++i) {
     if (!b.assigned[i]) continue;
     const StepView s{b.steps[i], b.pool.tensors.data(), i};
     check_step_tensors(b.pool, s);
-    b.runs[i] = find_op_family(s.step.op)->prepare(OpContext(b, s, budgets[static_cast<size_t>(i)]));
+    const OpFamily* family = find_op_family(s.step.op);
+    const uint64_t budget = budgets[static_cast<size_t>(i)];
+    b.runs[i] = family->prepare(OpContext(b, s, budget, family->plan ? &plans.at(i, budget) : nullptr));
   }
   CLT_CALL(clFinish, (b.queue.handle()), "end of prepare");
-  report_caches(b);
+  report_caches(b, plans.size());
   trim_cache_dir(b, prepare_started);
   b.prepared = true;
 }

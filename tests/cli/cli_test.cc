@@ -229,6 +229,24 @@ TEST_F(Cli, PlanJsonHasNoOverlaps) {
   EXPECT_TRUE(std::ifstream(path("plan.svg")).good());
 }
 
+// The OpenCL backend's prepare asks each op family for a step's plan once per budget it tries
+// (the floor, each budget regrowing the scratch tries, the lean floor under a memory budget), and
+// prepares the step with the plan made at its budget: its trace counts the asks and the (step,
+// budget) pairs, which must be as many.
+TEST_F(Cli, OpenclAsksForEachStepPlanOncePerBudget) {
+  const std::string model = model_file(make_named_model("mnist-kaggle", 8), "mk.circle");
+  for (const char* budget : {"", " --batch_size 32 --memory_budget 13000000"}) {
+    const Result r = run_cli("plan " + model + " --backends opencl --no-cache" + budget, "CLTRAIN_OPENCL_TRACE=1");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string line = line_with(r.err, "op plans: ");
+    int asks = -1;
+    size_t pairs = 0;
+    ASSERT_EQ(std::sscanf(line.c_str(), "op plans: %d asked for %zu", &asks, &pairs), 2) << r.err;
+    EXPECT_EQ(static_cast<size_t>(asks), pairs) << line;
+    EXPECT_GE(pairs, 10u) << line;  // 3 convolutions and 2 FullyConnected, forward and backward
+  }
+}
+
 TEST_F(Cli, ValidationSplitReportsValidationLossAndAccuracy) {
   const std::string model = model_file(make_named_model("mlp", 32), "mlp.circle");
   const Result r = run_cli_stdout(model +

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdio>
 
-#include "backend.h"
+#include "device/device.h"
 #include "program/disk_cache.h"
 
 namespace cltrain::ocl {
@@ -14,9 +14,9 @@ namespace {
 constexpr const char* kPlanFormat = "cltrain-ocl-plan-1";
 constexpr const char* kPlanMagic = "CLTPLAN1";
 
-KeyHash plan_key(const cltrain_backend& b, const HostGraph& g, const std::vector<PlanItem>& items) {
+KeyHash plan_key(const PlanCache& cache, uint64_t alignment, const HostGraph& g, const std::vector<PlanItem>& items) {
   KeyHash h;
-  h.str(kPlanFormat).str(plugin_build_id()).str(b.device_key).value(b.pool.alignment);
+  h.str(kPlanFormat).str(plugin_build_id()).str(cache.device_key).value(alignment);
   h.value(static_cast<uint64_t>(sizeof(cltrain_tensor_desc))).value(static_cast<uint64_t>(sizeof(cltrain_step_desc)));
   h.value(g.num_tensors()).value(g.num_steps());
   // Members appended to cltrain_tensor_desc after data_bytes are hashed as bytes, so that a new
@@ -92,39 +92,40 @@ std::string decode(const std::vector<uint8_t>& payload, const std::vector<PlanIt
 
 }  // namespace
 
-MemoryPlan load_or_plan(cltrain_backend& b, const HostGraph& graph, const std::vector<PlanItem>& items) {
-  if (b.cache_dir.empty()) {
-    MemoryPlan plan = plan_memory(items, b.pool.alignment);
-    b.plan_source = "computed (" + plan.algorithm + "), no cache directory";
+MemoryPlan load_or_plan(PlanCache& cache, uint64_t alignment, const HostGraph& graph,
+                        const std::vector<PlanItem>& items) {
+  if (cache.dir.empty()) {
+    MemoryPlan plan = plan_memory(items, alignment);
+    cache.source = "computed (" + plan.algorithm + "), no cache directory";
     return plan;
   }
-  const KeyHash key = plan_key(b, graph, items);
-  const std::string path = b.cache_dir + "/cltrain-ocl-plan-" + key.hex() + ".bin";
+  const KeyHash key = plan_key(cache, alignment, graph, items);
+  const std::string path = cache.dir + "/cltrain-ocl-plan-" + key.hex() + ".bin";
   std::vector<uint8_t> payload;
   std::string why;
   EntryRead read = read_entry(path, kPlanMagic, key, &payload, &why);
   if (read == EntryRead::kLoaded) {
     MemoryPlan plan;
-    why = decode(payload, items, b.pool.alignment, &plan);
+    why = decode(payload, items, alignment, &plan);
     if (why.empty()) {
-      b.plan_source = "loaded from " + path;
+      cache.source = "loaded from " + path;
       return plan;
     }
     read = EntryRead::kInvalid;
   }
   if (read == EntryRead::kInvalid) {
-    ++b.cache_rejected;
-    if (b.trace) std::fprintf(stderr, "cltrain opencl: cache entry %s %s; planning again\n", path.c_str(), why.c_str());
+    ++cache.rejected;
+    if (cache.trace) std::fprintf(stderr, "cltrain opencl: cache entry %s %s; planning again\n", path.c_str(), why.c_str());
   }
 
-  MemoryPlan plan = plan_memory(items, b.pool.alignment);
-  b.plan_source = "computed (" + plan.algorithm + ")";
-  if (!check_plan(items, plan, b.pool.alignment).empty()) return plan;  // never saved; the caller reports it
+  MemoryPlan plan = plan_memory(items, alignment);
+  cache.source = "computed (" + plan.algorithm + ")";
+  if (!check_plan(items, plan, alignment).empty()) return plan;  // never saved; the caller reports it
   try {
-    write_entry(path, kPlanMagic, key, encode(plan, items, b.pool.alignment));
-    b.plan_source += ", saved to " + path;
+    write_entry(path, kPlanMagic, key, encode(plan, items, alignment));
+    cache.source += ", saved to " + path;
   } catch (const std::exception& e) {
-    b.plan_source += std::string(", not saved: ") + e.what();
+    cache.source += std::string(", not saved: ") + e.what();
   }
   return plan;
 }

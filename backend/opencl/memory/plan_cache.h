@@ -9,19 +9,27 @@
 // used: the plan is computed again and the entry rewritten.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "abi_structs.h"
 #include "memory_plan.h"
 
-struct cltrain_backend;
-
 namespace cltrain::ocl {
 
-// The plan of items (b.pool's planned tensors) with b.pool.alignment: loaded from b.cache_dir
+// Where saved plans are kept and what the last load_or_plan did with them.
+struct PlanCache {
+  std::string dir;         // the cache directory; empty: none (plans are computed, never saved)
+  std::string device_key;  // the device's part of the key (device/device.h)
+  bool trace = false;      // CLTRAIN_OPENCL_TRACE: say why an entry was not used
+  std::string source;      // "loaded from PATH", "computed (ALGORITHM), saved to PATH", ...
+  int rejected = 0;        // entries found corrupt or stale (and rebuilt)
+};
+
+// The plan of items (a pool's planned tensors) with the pool's alignment: loaded from cache.dir
 // when a valid entry is there, else plan_memory's, then saved there (best effort). Sets
-// b.plan_source and counts a rejected entry in b.cache_rejected. Throws only what plan_memory
-// throws.
-MemoryPlan load_or_plan(cltrain_backend& b, const HostGraph& graph, const std::vector<PlanItem>& items);
+// cache.source and counts a rejected entry in cache.rejected. Throws only what plan_memory throws.
+MemoryPlan load_or_plan(PlanCache& cache, uint64_t alignment, const HostGraph& graph,
+                        const std::vector<PlanItem>& items);
 
 }  // namespace cltrain::ocl

@@ -4,34 +4,34 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "backend.h"
 #include "device/cl_error.h"
+#include "device/device.h"
 #include "memory/plan_cache.h"
 #include "memory_plan.h"
 
 namespace cltrain::ocl {
 namespace {
 
-void allocate_pool(cltrain_backend& b, uint64_t bytes) {
-  const std::string sizes = "pool of " + std::to_string(bytes) + " bytes on " + b.device.name +
-                            " (CL_DEVICE_MAX_MEM_ALLOC_SIZE " + std::to_string(b.device.max_alloc) +
-                            ", CL_DEVICE_GLOBAL_MEM_SIZE " + std::to_string(b.device.global_mem) + ")";
-  if (bytes > b.device.max_alloc) fail(CLTRAIN_OUT_OF_MEMORY, "the " + sizes + " exceeds the largest allocation");
+void allocate_pool(Pool& pool, const PoolDevice& d, uint64_t bytes) {
+  const std::string sizes = "pool of " + std::to_string(bytes) + " bytes on " + d.info.name +
+                            " (CL_DEVICE_MAX_MEM_ALLOC_SIZE " + std::to_string(d.info.max_alloc) +
+                            ", CL_DEVICE_GLOBAL_MEM_SIZE " + std::to_string(d.info.global_mem) + ")";
+  if (bytes > d.info.max_alloc) fail(CLTRAIN_OUT_OF_MEMORY, "the " + sizes + " exceeds the largest allocation");
   if (bytes / 4 > UINT32_MAX)
     fail(CLTRAIN_OUT_OF_MEMORY, "the " + sizes + " exceeds the 32-bit element offsets of the kernels");
   cl_int err = CL_SUCCESS;
-  b.pool.buffer = clCreateBuffer(b.context, CL_MEM_READ_WRITE, bytes, nullptr, &err);
+  pool.buffer = clCreateBuffer(d.context, CL_MEM_READ_WRITE, bytes, nullptr, &err);
   if (err != CL_SUCCESS && is_allocation_error(err))
     fail(CLTRAIN_OUT_OF_MEMORY, "clCreateBuffer: " + cl_error_name(err) + " for the " + sizes);
   CLT_CHECK(err, "clCreateBuffer", sizes);
-  b.pool.bytes = bytes;
+  pool.bytes = bytes;
   // CLTRAIN_OPENCL_POISON=1: the pool starts as NaNs, as a GPU's fresh memory may hold anything,
   // so that a kernel reading bytes nobody wrote turns the loss into NaN even on POCL (whose fresh
   // allocations read as zeros, and zeros times anything hide the read).
   if (const char* p = std::getenv("CLTRAIN_OPENCL_POISON"); p && std::strcmp(p, "1") == 0) {
     const uint32_t nan_bits = 0x7fc00000u;
     CLT_CALL(clEnqueueFillBuffer,
-             (b.queue.handle(), b.pool.buffer, &nan_bits, sizeof nan_bits, 0, bytes, 0, nullptr, nullptr),
+             (d.queue, pool.buffer, &nan_bits, sizeof nan_bits, 0, bytes, 0, nullptr, nullptr),
              "poisoning the " + sizes);
   }
 }
@@ -132,9 +132,9 @@ uint64_t Pool::planned_bytes(int32_t id) const {
   return tensor_bytes(tensors[id]);
 }
 
-void plan_pool(cltrain_backend& b, const HostGraph& graph, const std::vector<ScratchRequest>& scratch,
-               const RegrowScratch& regrow, cltrain_memory_report* report, bool dry) {
-  Pool& pool = b.pool;
+void plan_pool(Pool& pool, const PoolDevice& device, PlanCache& cache, const HostGraph& graph,
+               const std::vector<ScratchRequest>& scratch, const RegrowScratch& regrow, cltrain_memory_report* report,
+               bool dry) {
   const size_t host = static_cast<size_t>(graph.num_tensors());
   pool.num_host_tensors = graph.num_tensors();
   pool.tensors.assign(graph.tensors.begin(), graph.tensors.end());
@@ -190,8 +190,8 @@ void plan_pool(cltrain_backend& b, const HostGraph& graph, const std::vector<Scr
 
   if (const std::string e = link_aliases(items, graph.tensors.data(), host); !e.empty())
     fail(CLTRAIN_INVALID, "prepare: " + e);
-  pool.alignment = std::max<uint64_t>(64, b.device.base_addr_align_bits / 8);
-  MemoryPlan plan = load_or_plan(b, graph, items);  // plan_cache.h: a saved plan, or a new one
+  pool.alignment = std::max<uint64_t>(64, device.info.base_addr_align_bits / 8);
+  MemoryPlan plan = load_or_plan(cache, pool.alignment, graph, items);  // plan_cache.h: a saved plan, or a new one
   if (regrow) regrow_scratch(pool, items, plan, regrow);
   if (const std::string conflict = check_plan(items, plan, pool.alignment); !conflict.empty())
     fail(CLTRAIN_ERROR, "memory plan (" + plan.algorithm + ") is wrong: " + conflict);
@@ -201,7 +201,7 @@ void plan_pool(cltrain_backend& b, const HostGraph& graph, const std::vector<Scr
     if (report) fill_memory_report(plan, items.size(), report);
     return;
   }
-  if (plan.pool_bytes > 0) allocate_pool(b, plan.pool_bytes);
+  if (plan.pool_bytes > 0) allocate_pool(pool, device, plan.pool_bytes);
 
   // Blocking writes: the host's data is only valid during prepare. The first write also makes a
   // lazily allocating driver commit the pool, so running out of memory shows here.
@@ -213,16 +213,16 @@ void plan_pool(cltrain_backend& b, const HostGraph& graph, const std::vector<Scr
         fail(CLTRAIN_INVALID, pool.label(it.id) + " has " + std::to_string(it.bytes) +
                                   " bytes but its initial data has " + std::to_string(src.data_bytes));
       CLT_CALL(clEnqueueWriteBuffer,
-               (b.queue.handle(), pool.buffer, CL_TRUE, pool.offsets[it.id], it.bytes, src.data, 0, nullptr, nullptr),
+               (device.queue, pool.buffer, CL_TRUE, pool.offsets[it.id], it.bytes, src.data, 0, nullptr, nullptr),
                "initial data of " + pool.label(it.id));
     } else if (src.role == CLTRAIN_ROLE_OPTIMIZER && it.bytes > 0) {
       const float zero = 0.0f;
       CLT_CALL(clEnqueueFillBuffer,
-               (b.queue.handle(), pool.buffer, &zero, sizeof zero, pool.offsets[it.id], it.bytes, 0, nullptr, nullptr),
+               (device.queue, pool.buffer, &zero, sizeof zero, pool.offsets[it.id], it.bytes, 0, nullptr, nullptr),
                "zeroing " + pool.label(it.id));
     }
   }
-  CLT_CALL(clFinish, (b.queue.handle()), "after the initial uploads");
+  CLT_CALL(clFinish, (device.queue), "after the initial uploads");
 
   if (report) fill_memory_report(plan, items.size(), report);  // only what fits in the host's struct
 }

@@ -11,8 +11,7 @@
 #include "abi_structs.h"
 #include "cltrain/cltrain_backend.h"
 #include "device/cl_headers.h"
-
-struct cltrain_backend;
+#include "memory/plan_cache.h"
 
 namespace cltrain::ocl {
 
@@ -61,13 +60,25 @@ struct ScratchRequest {
 // was planned.
 using RegrowScratch = std::function<std::vector<uint64_t>(int32_t step, uint64_t bytes)>;
 
-// Copies the tensor table into b.pool, appends the private tensors (b.pool.step_scratch lists
-// them per step, in the order requested), plans all of them (memory/plan_cache.h: a saved plan, or
-// a new one; dry: no more than that and the report), lets regrow (if set) enlarge each step's scratch into the bytes
-// the plan leaves free at that step (the pool does not grow), allocates the buffer, uploads and
-// fills the report (may be NULL; the private tensors count as layer-scope). Throws Error: CLTRAIN_INVALID for a bad
-// table, CLTRAIN_ERROR for a plan conflict, CLTRAIN_OUT_OF_MEMORY when the pool does not fit.
-void plan_pool(cltrain_backend& b, const HostGraph& graph, const std::vector<ScratchRequest>& scratch,
-               const RegrowScratch& regrow, cltrain_memory_report* report, bool dry = false);
+struct DeviceInfo;
+
+// The device a pool lives on: its limits, the context its buffer is made in and the queue that
+// uploads the initial data.
+struct PoolDevice {
+  const DeviceInfo& info;
+  cl_context context;
+  cl_command_queue queue;
+};
+
+// Copies the tensor table into pool, appends the private tensors (pool.step_scratch lists them
+// per step, in the order requested), plans all of them (cache: a saved plan, or a new one; dry: no
+// more than that and the report), lets regrow (if set) enlarge each step's scratch into the bytes
+// the plan leaves free at that step (the pool does not grow), allocates the buffer on the device,
+// uploads and fills the report (may be NULL; the private tensors count as layer-scope). Throws
+// Error: CLTRAIN_INVALID for a bad table, CLTRAIN_ERROR for a plan conflict, CLTRAIN_OUT_OF_MEMORY
+// when the pool does not fit.
+void plan_pool(Pool& pool, const PoolDevice& device, PlanCache& cache, const HostGraph& graph,
+               const std::vector<ScratchRequest>& scratch, const RegrowScratch& regrow, cltrain_memory_report* report,
+               bool dry = false);
 
 }  // namespace cltrain::ocl

@@ -47,19 +47,20 @@ std::string check(const StepView& s) {
   return check_conv(s, sh);
 }
 
-// Private tensors, in this order where needed: the panel (or dcol), a float16 y's chunk, CLBlast's
-// scratch.
-std::vector<uint64_t> scratch(const OpContext& c) {
-  const ConvPlan p = make_plan(c);
-  std::vector<uint64_t> out;
-  for (uint64_t bytes : {p.panel_bytes, p.out_bytes, p.temp_bytes})
-    if (bytes > 0) out.push_back(bytes);
+// The plan, and its private tensors in this order where needed: the panel (or dcol), a float16
+// y's chunk, CLBlast's scratch.
+StepPlan plan(const OpContext& c) {
+  auto p = std::make_shared<ConvPlan>(make_plan(c));
+  StepPlan out;
+  for (uint64_t bytes : {p->panel_bytes, p->out_bytes, p->temp_bytes})
+    if (bytes > 0) out.scratch.push_back(bytes);
+  out.detail = std::move(p);
   return out;
 }
 
 StepRun prepare(const OpContext& c) {
   const StepView& s = c.s;
-  const ConvPlan p = make_plan(c);
+  const ConvPlan& p = c.plan<ConvPlan>();
   const ConvShape& sh = p.sh;
   size_t next = 0;
   const int32_t panel = p.panel_bytes > 0 ? c.scratch(next++) : -1;
@@ -195,6 +196,6 @@ StepRun prepare(const OpContext& c) {
 
 }  // namespace
 
-const OpFamily kOp_CONV_2D = {check, prepare, scratch, true};
+const OpFamily kOp_CONV_2D = {check, prepare, plan, true};
 
 }  // namespace cltrain::ocl

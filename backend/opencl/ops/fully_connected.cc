@@ -102,15 +102,17 @@ std::vector<Gemm> gemms(const StepView& s, const FcShape& sh) {
 // rounds each element into y once.
 bool half_output(const OpContext& c) { return c.s.step.phase == CLTRAIN_PHASE_FORWARD && c.half(c.s.out(0)); }
 
-// One private tensor: CLBlast's scratch, the largest any GEMM of the step needs (none if 0).
-std::vector<uint64_t> scratch(const OpContext& c) {
+// One private tensor: CLBlast's scratch, the largest any GEMM of the step needs (none if 0). The
+// GEMMs themselves depend on the shapes alone: prepare() makes them again.
+StepPlan plan(const OpContext& c) {
   const StepView& s = c.s;
   FcShape sh;
   check_shape(s, sh);
   uint64_t bytes = 0;
   for (const Gemm& g : gemms(s, sh)) bytes = std::max(bytes, c.gemm_temp_bytes(g));
-  if (bytes == 0) return {};
-  return {bytes};
+  StepPlan out;
+  if (bytes > 0) out.scratch.push_back(bytes);
+  return out;
 }
 
 std::vector<PreparedGemm> prepare_gemms(const OpContext& c, const StepView& s, const FcShape& sh) {
@@ -176,6 +178,6 @@ StepRun prepare(const OpContext& c) {
 
 }  // namespace
 
-const OpFamily kOp_FULLY_CONNECTED = {check, prepare, scratch, true};
+const OpFamily kOp_FULLY_CONNECTED = {check, prepare, plan, true};
 
 }  // namespace cltrain::ocl

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,13 +43,21 @@ struct StepView {
 // What run() enqueues for one prepared step.
 using StepRun = std::function<void(const Queue& queue, const cltrain_run_args* args)>;
 
-// What a step's scratch() and prepare() may read and touch. scratch() runs before the pool is
-// planned: it may use the device, the budget and the GEMM engine's sizes. prepare() may use
-// everything.
+// A step's plan within one scratch budget (OpFamily::plan): the bytes of each private scratch
+// tensor, and what the family keeps of the plan for its prepare() (detail, the family's own type).
+struct StepPlan {
+  std::vector<uint64_t> scratch;
+  std::shared_ptr<const void> detail;
+};
+
+// What a step's plan() and prepare() may read and touch. plan() runs before the pool is planned:
+// it may use the device, the budget and the GEMM engine's sizes. prepare() may use everything,
+// and gets the plan made at its budget.
 class OpContext {
  public:
   // budget: the bytes the step's scratch may take without raising the pool's peak.
-  OpContext(cltrain_backend& b, const StepView& s, uint64_t budget) : s(s), b_(b), budget_(budget) {}
+  OpContext(cltrain_backend& b, const StepView& s, uint64_t budget, const StepPlan* plan = nullptr)
+      : s(s), b_(b), budget_(budget), plan_(plan) {}
 
   const StepView& s;
 
@@ -67,6 +76,12 @@ class OpContext {
   uint64_t gemm_temp_bytes(const Gemm& g) const { return gemm().temp_bytes(with_storage(g)); }
 
   // --- prepare() only ---
+  // The family's plan of this step at this budget (what its plan() kept as detail).
+  template <class T>
+  const T& plan() const {
+    if (!plan_ || !plan_->detail) fail(CLTRAIN_ERROR, s.what() + ": prepared without its plan");
+    return *static_cast<const T*>(plan_->detail.get());
+  }
   Kernel kernel(const std::string& family, const Defines& defines, const char* name) const;
   cl_mem pool() const;
   // In elements of the tensor's storage (floats, or halves for CLTRAIN_FLOAT16), as kernels take it.
@@ -81,6 +96,7 @@ class OpContext {
  private:
   cltrain_backend& b_;
   uint64_t budget_;
+  const StepPlan* plan_;
 };
 
 struct OpFamily {
@@ -90,11 +106,12 @@ struct OpFamily {
   // At prepare: generates the step's kernels, sets their constant arguments and returns what
   // run() enqueues. Only called after check() passed.
   StepRun (*prepare)(const OpContext& c) = nullptr;
-  // Optional: the bytes of each private scratch tensor the step needs (im2col panels, CLBlast's
-  // GEMM scratch). Called before the pool is planned, after check() passed; the tensors are
-  // planned as CLTRAIN_ROLE_LAYER_SCOPE, live during this step only, and prepare finds them as
-  // c.scratch(i) in the same order.
-  std::vector<uint64_t> (*scratch)(const OpContext& c) = nullptr;
+  // Optional: the step's plan within c.scratch_budget(): the bytes of each private scratch tensor
+  // it needs (im2col panels, CLBlast's GEMM scratch) and what prepare() enqueues. Called before the
+  // pool is planned, after check() passed, once per budget prepare tries (prepare.cc); the tensors
+  // are planned as CLTRAIN_ROLE_LAYER_SCOPE, live during this step only, and prepare() finds them
+  // as c.scratch(i) in the same order and the plan as c.plan<T>().
+  StepPlan (*plan)(const OpContext& c) = nullptr;
   // The family's kernels load and store float16 tensors (CLTRAIN_FLOAT16 activations and
   // back-prop tensors, the host's --storage fp16), each output element rounded once.
   bool half_storage = false;
