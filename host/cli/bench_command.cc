@@ -148,12 +148,11 @@ int run_bench(const Options& o) {
     }
   nlohmann::json steps = nlohmann::json::array();
   std::vector<double> times;
-  int64_t iteration = 0;
   for (int32_t s = 0; s < o.warmup + o.steps; ++s) {
     if (s == o.warmup)  // count the measured steps only
       for (size_t u : used) session.backend(u).reset_stats();
     const auto t0 = std::chrono::steady_clock::now();
-    const float loss = session.train_step(input.data(), expected.data(), ++iteration, nullptr);
+    const float loss = session.train_step(input.data(), expected.data(), nullptr);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const bool warm = s >= o.warmup;
     std::printf("%s %d - loss: %.6f - %.3f ms\n", warm ? "step" : "warm-up step", warm ? s - o.warmup + 1 : s + 1, loss,

@@ -304,7 +304,9 @@ TrainingPosition load_checkpoint(Session& s, const Model& m, const std::vector<u
     load_entries(s, m, b, *entries, opt1, 1, what);
     load_entries(s, m, b, *entries, opt2, 2, what);
   }
-  return {get32(b, other), get32(b, other + 4)};
+  const TrainingPosition pos{get32(b, other), get32(b, other + 4)};
+  s.set_iterations(pos.step);  // the optimizer goes on from the checkpoint's step
+  return pos;
 }
 
 std::vector<uint8_t> read_file_bytes(const std::string& path) {

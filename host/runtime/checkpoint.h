@@ -43,7 +43,8 @@ std::vector<uint8_t> make_checkpoint(Session& session, const Model& model, const
 
 // Checks bytes against the session's model and loads them into it. Throws CheckpointError naming
 // the first mismatch (magic, schema, tensor count, a tensor's size, truncation, a constant that
-// differs from the model's while this session does not train it, missing Adam state).
+// differs from the model's while this session does not train it, missing Adam state). The
+// session's optimizer iterations become the checkpoint's step.
 TrainingPosition load_checkpoint(Session& session, const Model& model, const std::vector<uint8_t>& bytes,
                                  const std::string& what);
 

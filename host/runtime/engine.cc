@@ -335,20 +335,19 @@ void Engine::set_expected(const float* data, uint64_t count) {
 float Engine::train_step(float* prediction) {
   require_prepared("train_step");
   if (!have_input_ || !have_expected_) throw std::logic_error("train_step before set_input and set_expected");
-  const float loss = session_->train_step(input_.data(), expected_.data(), position_.steps + 1, prediction);
-  ++position_.steps;
+  const float loss = session_->train_step(input_.data(), expected_.data(), prediction);
+  const int64_t steps = session_->iterations();
   if (!std::isfinite(loss))
     throw TrainingError("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
-                        std::to_string(position_.epochs + 1) + ", step " +
-                        std::to_string(position_.steps - epoch_start_steps_) + " (optimizer step " +
-                        std::to_string(position_.steps) +
+                        std::to_string(epochs_ + 1) + ", step " + std::to_string(steps - epoch_start_steps_) +
+                        " (optimizer step " + std::to_string(steps) +
                         "; is the learning rate too high, or the data not scaled?); nothing exported");
   return loss;
 }
 
 void Engine::set_epochs_done(int32_t epochs) {
-  position_.epochs = epochs;
-  epoch_start_steps_ = position_.steps;
+  epochs_ = epochs;
+  epoch_start_steps_ = position().steps;
 }
 
 float Engine::evaluate(float* prediction) {

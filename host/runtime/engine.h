@@ -108,7 +108,7 @@ class Engine {
   float evaluate(float* prediction = nullptr);
   void predict(const float* input, uint64_t input_count, float* output, uint64_t output_count);
   void predict_int32(const int32_t* input, uint64_t input_count, float* output, uint64_t output_count);
-  const Position& position() const { return position_; }
+  Position position() const { return {session_ ? session_->iterations() : 0, epochs_}; }
   // Epochs done; the steps since then count as the next epoch's in messages.
   void set_epochs_done(int32_t epochs);
 
@@ -162,8 +162,8 @@ class Engine {
   std::unique_ptr<Session> session_;
   std::vector<float> input_, expected_;
   bool have_input_ = false, have_expected_ = false;
-  Position position_;
-  int64_t epoch_start_steps_ = 0;  // position_.steps when set_epochs_done was last called
+  int32_t epochs_ = 0;             // epochs done (the session counts the optimizer's iterations)
+  int64_t epoch_start_steps_ = 0;  // the iterations done when set_epochs_done was last called
   std::vector<std::string> warnings_;
   std::vector<std::string> rewrites_;
   void log_rewrites(const std::vector<Rewrite>& training);

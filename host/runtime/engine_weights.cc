@@ -72,7 +72,8 @@ void Engine::reset_optimizer() {
     for (int32_t t : {moments.first, moments.second})
       session_->write_persistent(t, std::vector<float>(session_->read_persistent(t).size(), 0.0f));
   }
-  position_ = Position{};
+  session_->set_iterations(0);
+  epochs_ = 0;
   epoch_start_steps_ = 0;
 }
 
@@ -92,7 +93,7 @@ std::map<int32_t, std::vector<float>> Engine::trained_weights(const std::string&
   std::string bad;
   auto weights = read_weights(&bad);
   if (!bad.empty())
-    throw TrainingError(bad + " after " + std::to_string(position_.steps) + " steps; " + path + " not written");
+    throw TrainingError(bad + " after " + std::to_string(position().steps) + " steps; " + path + " not written");
   return weights;
 }
 
@@ -148,7 +149,7 @@ std::vector<uint8_t> Engine::circleplus_bytes(const Weights& weights) {
 
 std::vector<uint8_t> Engine::checkpoint_bytes() {
   require_prepared("export_checkpoint");
-  const TrainingPosition pos{static_cast<uint32_t>(position_.steps), static_cast<uint32_t>(position_.epochs)};
+  const TrainingPosition pos{static_cast<uint32_t>(position().steps), static_cast<uint32_t>(epochs_)};
   return make_checkpoint(*session_, model_, pos);
 }
 
@@ -206,9 +207,8 @@ void Engine::import_checkpoint(const std::string& path) {
   std::string bad;
   read_weights(&bad);
   if (!bad.empty()) throw CheckpointError(path + ": " + bad);
-  position_.steps = pos.step;
-  position_.epochs = static_cast<int32_t>(pos.epoch);
-  epoch_start_steps_ = position_.steps;
+  epochs_ = static_cast<int32_t>(pos.epoch);
+  epoch_start_steps_ = pos.step;
 }
 
 }  // namespace cltrain

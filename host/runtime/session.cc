@@ -96,12 +96,14 @@ float Session::run(RunMode mode, const float* input, const float* expected, cons
 
 
 
-float Session::train_step(const float* input, const float* expected, int64_t iteration, float* prediction) {
+float Session::train_step(const float* input, const float* expected, float* prediction) {
   cltrain_run_args args{};
   args.struct_size = sizeof(args);
-  args.iteration = iteration;
+  args.iteration = iterations_ + 1;
   args.learning_rate = 0.0f;
-  return run(RunMode::kTrain, input, expected, args, prediction);
+  const float loss = run(RunMode::kTrain, input, expected, args, prediction);
+  ++iterations_;
+  return loss;
 }
 
 float Session::evaluate(const float* input, const float* expected, float* prediction) {

@@ -39,7 +39,11 @@ class Session {
 
   // One training iteration on a batch (inputs and expected outputs, batch-major floats).
   // Returns the loss; fills prediction (batch × outputs) when not null.
-  float train_step(const float* input, const float* expected, int64_t iteration, float* prediction);
+  // The step is optimizer iteration iterations() + 1 (Adam's t), counted once it has run.
+  float train_step(const float* input, const float* expected, float* prediction);
+  // Optimizer iterations done: the one count of them (a checkpoint's step, Engine::position).
+  int64_t iterations() const { return iterations_; }
+  void set_iterations(int64_t done) { iterations_ = done; }
   // Forward and loss only.
   float evaluate(const float* input, const float* expected, float* prediction);
   // Forward only.
@@ -84,6 +88,7 @@ class Session {
   Plan plan_;
   std::vector<BackendMemory> memory_;
   bool half_storage_ = false;
+  int64_t iterations_ = 0;
   std::vector<float> staging_;  // a copy between backends passes through the host
 };
 

@@ -61,7 +61,7 @@ std::vector<uint64_t> epoch_order(uint64_t size, bool shuffle, uint32_t seed, in
 
 std::vector<EpochResult> train(Session& session, const Dataset& data, const Dataset& validation,
                                const TrainerConfig& config, const EpochCallback& on_epoch) {
-  SessionSteps steps(session, config.iterations_done);
+  SessionSteps steps(session);
   return train(steps, data, validation, config, on_epoch);
 }
 

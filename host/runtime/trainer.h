@@ -30,15 +30,15 @@ class Steps {
   virtual void predict(const float* input, float* prediction) = 0;
 };
 
-// A Session as Steps; iterations count on from iterations_done.
+// A Session as Steps (the session counts the optimizer's iterations).
 class SessionSteps : public Steps {
  public:
-  explicit SessionSteps(Session& s, int64_t iterations_done = 0) : s_(s), iteration_(iterations_done) {}
+  explicit SessionSteps(Session& s) : s_(s) {}
   uint64_t batch() const override { return static_cast<uint64_t>(s_.batch()); }
   uint64_t input_size() const override { return s_.input_elements() / batch(); }
   uint64_t output_size() const override { return s_.prediction_elements() / batch(); }
   float train_step(const float* input, const float* expected, float* prediction) override {
-    return s_.train_step(input, expected, ++iteration_, prediction);
+    return s_.train_step(input, expected, prediction);
   }
   float evaluate(const float* input, const float* expected, float* prediction) override {
     return s_.evaluate(input, expected, prediction);
@@ -47,7 +47,6 @@ class SessionSteps : public Steps {
 
  private:
   Session& s_;
-  int64_t iteration_;
 };
 
 struct TrainerConfig {
@@ -56,12 +55,11 @@ struct TrainerConfig {
   bool shuffle = true;    // reshuffle the training samples each epoch
   uint32_t seed = 1;      // of the shuffle
   bool progress = false;  // a progress line that refreshes in place (for terminals)
-  // Where training starts (from a checkpoint): epochs and optimizer iterations already done.
-  // Epochs done+1 .. epochs run; each epoch's shuffle depends only on (seed, epoch number), so a
-  // resumed run sees the same batches as an uninterrupted one. (iterations_done is for the
-  // Session overloads; Steps count their own.)
+  // Where training starts (from a checkpoint): the epochs already done. Epochs done+1 .. epochs
+  // run; each epoch's shuffle depends only on (seed, epoch number), so a resumed run sees the same
+  // batches as an uninterrupted one. (The optimizer's iterations done are the session's,
+  // Session::iterations.)
   int32_t epochs_done = 0;
-  int64_t iterations_done = 0;
 };
 
 struct EpochResult {

@@ -86,7 +86,7 @@ std::vector<float> cpu_step_losses(const std::string& model_name, int32_t optimi
   std::vector<float> losses;
   for (int s = 0; s < steps; ++s)
     losses.push_back(session.train_step(data.input(static_cast<uint64_t>(s) * kBatch),
-                                        data.expected_of(static_cast<uint64_t>(s) * kBatch), s + 1, nullptr));
+                                        data.expected_of(static_cast<uint64_t>(s) * kBatch), nullptr));
   return losses;
 }
 

@@ -146,7 +146,7 @@ std::optional<Run> train_every_op(bool with_opencl, std::string* why) {
   for (size_t n = 0; n < static_cast<size_t>(session.batch()); ++n) expected[n * classes + n % classes] = 1.0f;
   Run run;
   for (int64_t it = 1; it <= 5; ++it)
-    run.losses.push_back(session.train_step(input.data(), expected.data(), it, nullptr));
+    run.losses.push_back(session.train_step(input.data(), expected.data(), nullptr));
   run.placement = session.model_op_placement();
   return run;
 }
@@ -188,7 +188,7 @@ std::optional<EmbeddingRun> train_embedding(bool with_opencl, int32_t optimizer,
     std::vector<int32_t> step_ids = ids;
     step_ids[static_cast<size_t>(it) % ids.size()] = it % 2 ? 7 : 8;
     std::memcpy(input.data(), step_ids.data(), step_ids.size() * sizeof(int32_t));  // the ids' bits
-    r.run.losses.push_back(session.train_step(input.data(), expected.data(), it, nullptr));
+    r.run.losses.push_back(session.train_step(input.data(), expected.data(), nullptr));
   }
   r.table_after = session.read_persistent(table);
   r.run.placement = session.model_op_placement();
