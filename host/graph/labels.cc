@@ -3,6 +3,7 @@
 #include "graph/labels.h"
 
 #include "cltrain/cltrain_ops.h"
+#include "graph/activations.h"
 
 namespace cltrain {
 namespace graph {
@@ -40,15 +41,8 @@ std::string operator_label(const Model& m, size_t i) {
 }
 
 std::string activation_str(int32_t act) {
-  switch (act) {
-    case CLTRAIN_ACT_NONE: return "NONE";
-    case CLTRAIN_ACT_RELU: return "RELU";
-    case CLTRAIN_ACT_RELU_N1_TO_1: return "RELU_N1_TO_1";
-    case CLTRAIN_ACT_RELU6: return "RELU6";
-    case CLTRAIN_ACT_TANH: return "TANH";
-    case 5: return "SIGN_BIT";
-    default: return "activation " + std::to_string(act);
-  }
+  const Activation* a = find_activation(act);
+  return a ? a->name : std::to_string(act);
 }
 
 int64_t window_out_size(int64_t in, int64_t filter, int64_t stride, int64_t dilation, int32_t padding) {

@@ -29,7 +29,8 @@ std::string operator_label(const Model& m, size_t i);
 // Bytes per element of a cltrain_dtype.
 inline uint64_t dtype_size(int32_t dtype) { return dtype == CLTRAIN_UINT8 ? 1 : 4; }
 
-// Name of a cltrain_activation ("RELU6"), or "activation N" for another value.
+// Name of a fused activation code ("RELU6", graph/activations.h), or the number of one the format
+// does not define.
 std::string activation_str(int32_t act);
 
 // Output size of a convolution or pool along one axis (cltrain_ops.h, cltrain_padding): SAME

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "graph/activations.h"
 #include "graph/labels.h"
 #include "ops/op_descriptor.h"
 
@@ -105,8 +106,7 @@ void check_operands(Model& m, size_t index, const std::string& what, bool infer)
   OperandCheck c(m, index, what, infer);
   const OpDescriptor& d = *find_op(c.op.op);
   const int32_t a = c.op.params.activation;
-  if (a < CLTRAIN_ACT_NONE || a > CLTRAIN_ACT_TANH)
-    c.bad("fused activation " + std::to_string(a) + " is not supported");
+  if (!activation_supported(a)) c.bad("fused activation " + graph::activation_str(a) + " is not supported");
   if (d.fused_activation != FusedActivation::kAny && a != CLTRAIN_ACT_NONE)
     c.bad("fused activation " + graph::activation_str(a) + " is not supported (only NONE)");
   d.check(c);

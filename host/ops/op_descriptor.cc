@@ -1,7 +1,8 @@
 #include "ops/op_descriptor.h"
 
-#include "memory_plan.h"
+#include "graph/activations.h"
 #include "graph/labels.h"
+#include "memory_plan.h"
 
 namespace cltrain {
 
@@ -47,8 +48,7 @@ OpDescriptor descriptor_of(int32_t op) {
 
 int32_t OptionReader::activation(fb::ActivationFunctionType a) const {
   const int32_t act = static_cast<int8_t>(a);
-  if (act < CLTRAIN_ACT_NONE || act > CLTRAIN_ACT_TANH)
-    fail("fused activation " + std::to_string(act) + " is not supported");
+  if (!activation_supported(act)) fail("fused activation " + graph::activation_str(act) + " is not supported");
   return act;
 }
 
@@ -65,23 +65,13 @@ int64_t StepTensors::dim(int32_t id, int d) const {
 }
 
 uint64_t activation_forward_flops(int32_t act) {
-  switch (act) {
-    case CLTRAIN_ACT_RELU: return 1;
-    case CLTRAIN_ACT_RELU_N1_TO_1:
-    case CLTRAIN_ACT_RELU6: return 2;
-    case CLTRAIN_ACT_TANH: return 5;
-    default: return 0;
-  }
+  const Activation* a = find_activation(act);
+  return a ? a->forward_flops : 0;
 }
 
 uint64_t activation_backward_flops(int32_t act) {
-  switch (act) {
-    case CLTRAIN_ACT_RELU:
-    case CLTRAIN_ACT_RELU_N1_TO_1:
-    case CLTRAIN_ACT_RELU6: return 1;
-    case CLTRAIN_ACT_TANH: return 3;
-    default: return 0;
-  }
+  const Activation* a = find_activation(act);
+  return a ? a->backward_flops : 0;
 }
 
 }  // namespace cltrain

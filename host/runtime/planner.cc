@@ -7,6 +7,7 @@
 #include <string>
 
 #include "flops.h"
+#include "graph/activations.h"
 #include "memory_plan.h"
 #include "ops/op_descriptor.h"
 #include "recompute.h"
@@ -212,8 +213,9 @@ void Planner::choose_storage() {
   std::vector<uint8_t> ok(graph_.tensors.size(), 1);
   for (const cltrain_step_desc& st : graph_.steps) {
     const OpDescriptor* d = find_op(st.op);
-    const bool allows =
-        d && d->half_storage && st.params.activation != CLTRAIN_ACT_TANH && st.params.dx_activation != CLTRAIN_ACT_TANH;
+    const Activation* act = find_activation(st.params.activation);
+    const Activation* dx_act = find_activation(st.params.dx_activation);
+    const bool allows = d && d->half_storage && (!act || act->half_storage) && (!dx_act || dx_act->half_storage);
     for (int32_t i = 0; i < st.num_inputs + st.num_outputs; ++i) {
       const int32_t t = i < st.num_inputs ? st.inputs[i] : st.outputs[i - st.num_inputs];
       if (t >= 0 && !allows) ok[static_cast<size_t>(t)] = 0;

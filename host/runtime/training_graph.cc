@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "graph/activations.h"
 #include "memory_plan.h"
 #include "ops/op_descriptor.h"
 #include "passes/passes.h"
@@ -149,9 +150,8 @@ int32_t GraphBuilder::producer_activation(int32_t x, size_t consumer) const {
   const Operator& prod = ops_[static_cast<size_t>(p)];
   if (prod.outputs.size() != 1 || find_op(prod.op)->fused_activation != FusedActivation::kAny) return CLTRAIN_ACT_NONE;
   const int32_t act = prod.params.activation;
-  const bool from_output =
-      act == CLTRAIN_ACT_RELU || act == CLTRAIN_ACT_RELU6 || act == CLTRAIN_ACT_RELU_N1_TO_1 || act == CLTRAIN_ACT_TANH;
-  return from_output ? act : CLTRAIN_ACT_NONE;
+  const Activation* a = find_activation(act);
+  return a && a->derivative_from_y ? act : CLTRAIN_ACT_NONE;
 }
 
 // One operator's step as its descriptor makes it (op_descriptor.h's StepBuilder).

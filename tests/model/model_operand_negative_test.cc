@@ -114,9 +114,9 @@ TEST(ModelLoadCnn, neg_BadWindowParams) {
 
 TEST(ModelLoadCnn, neg_UnsupportedFusedActivation) {
   EXPECT_LOAD_ERROR(bytes_of(with_params("conv", [](cltrain_op_params& p) { p.activation = 5; })),
-                    "operator 0 (Conv2D): fused activation 5 is not supported");
+                    "operator 0 (Conv2D): fused activation SIGN_BIT is not supported");
   EXPECT_LOAD_ERROR(bytes_of(with_params("add", [](cltrain_op_params& p) { p.activation = 5; })),
-                    "(Add): fused activation 5 is not supported");
+                    "(Add): fused activation SIGN_BIT is not supported");
 }
 
 TEST(ModelLoadCnn, neg_UnsupportedPoolActivation) {
