@@ -120,13 +120,13 @@ cltrain_settings current_settings(cltrain_session& s, const Engine& e) {
   cltrain_settings c{};
   c.struct_size = sizeof c;
   c.batch_size = st.batch_size;
-  c.optimizer = st.optimizer;
+  c.optimizer = static_cast<int32_t>(st.optimizer);
   c.learning_rate = st.learning_rate;
   c.beta1 = st.beta1;
   c.beta2 = st.beta2;
   c.epsilon = st.epsilon;
-  c.loss = st.loss;
-  c.loss_reduction = st.loss_reduction;
+  c.loss = static_cast<int32_t>(st.loss);
+  c.loss_reduction = static_cast<int32_t>(st.loss_reduction);
   c.num_trainable_ops = st.num_trainable_ops;
   c.epochs = st.epochs;
   c.device = st.device;
@@ -199,13 +199,13 @@ cltrain_status cltrain_set_settings(cltrain_session* s, const cltrain_settings* 
     std::memcpy(&given, in, std::min<size_t>(in->struct_size, sizeof given));
     cltrain::Settings st = e.settings();
     st.batch_size = given.batch_size;
-    st.optimizer = given.optimizer;
+    st.optimizer = static_cast<cltrain::Optimizer>(given.optimizer);  // the one translation; prepare checks it
     st.learning_rate = given.learning_rate;
     st.beta1 = given.beta1;
     st.beta2 = given.beta2;
     st.epsilon = given.epsilon;
-    st.loss = given.loss;
-    st.loss_reduction = given.loss_reduction;
+    st.loss = static_cast<cltrain::Loss>(given.loss);
+    st.loss_reduction = static_cast<cltrain::Reduction>(given.loss_reduction);
     st.num_trainable_ops = given.num_trainable_ops;
     st.epochs = given.epochs;
     st.device = given.device;

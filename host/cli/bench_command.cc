@@ -134,8 +134,9 @@ int run_bench(const Options& o) {
   for (uint64_t i = 0; i < b; ++i) expected[i * p.output_size + rng() % p.output_size] = 1.0f;
 
   std::printf("bench %s: batch %d, %s, %s, backends %s\n", o.model.c_str(), p.batch,
-              p.settings.optimizer == 1 ? "sgd" : "adam",
-              p.settings.loss == 1 ? "mean squared error" : "categorical crossentropy", p.backend_names.c_str());
+              p.settings.optimizer == CLTRAIN_OPTIMIZER_SGD ? "sgd" : "adam",
+              p.settings.loss == CLTRAIN_LOSS_MEAN_SQUARED_ERROR ? "mean squared error" : "categorical crossentropy",
+              p.backend_names.c_str());
   std::printf("device: %s\n", p.device_names.c_str());
   std::printf("MODEL_LOAD takes %.4f ms, PREPARE takes %.4f ms\n", p.ms_load, p.ms_prepare);
   if (const std::string line = memory_budget_line(session); !line.empty()) std::printf("%s\n", line.c_str());

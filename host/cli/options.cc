@@ -168,11 +168,14 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       o.learning_rate = to_float(a, next());
       if (!(o.learning_rate > 0)) throw UsageError("--learning_rate must be positive");
     } else if (a == "--loss") {
-      o.loss = one_of(a, to_int(a, next()), {1, 2}, "1 (mean squared error), 2 (categorical cross-entropy)");
+      o.loss = one_of(a, to_int(a, next()), {CLTRAIN_LOSS_MEAN_SQUARED_ERROR, CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY},
+                      "1 (mean squared error), 2 (categorical cross-entropy)");
     } else if (a == "--loss_reduction_type") {
-      o.loss_reduction = one_of(a, to_int(a, next()), {1, 2}, "1 (sum over batch size), 2 (sum)");
+      o.loss_reduction =
+          one_of(a, to_int(a, next()), {CLTRAIN_REDUCTION_TYPE_SUM_OVER_BATCH_SIZE, CLTRAIN_REDUCTION_TYPE_SUM},
+                 "1 (sum over batch size), 2 (sum)");
     } else if (a == "--optimizer") {
-      o.optimizer = one_of(a, to_int(a, next()), {1, 2}, "1 (SGD), 2 (Adam)");
+      o.optimizer = one_of(a, to_int(a, next()), {CLTRAIN_OPTIMIZER_SGD, CLTRAIN_OPTIMIZER_ADAM}, "1 (SGD), 2 (Adam)");
     } else if (a == "--metric") {
       o.metric = one_of(a, to_int(a, next()), {-1, 0}, "-1 (none), 0 (categorical accuracy)");
     } else if (a == "--validation_split") {

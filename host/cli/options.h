@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "cltrain/cltrain.h"
+
 namespace cltrain {
 
 // A bad command line; what() is one line.
@@ -20,9 +22,9 @@ struct Options {
   int32_t epochs = 5;
   std::optional<int32_t> batch_size;  // default: the model's first dimension
   float learning_rate = 0.001f;
-  int32_t loss = 2;            // 1 = MSE, 2 = CCE (onert_train's codes)
-  int32_t loss_reduction = 1;  // 1 = sum over batch size, 2 = sum
-  int32_t optimizer = 2;       // 1 = SGD, 2 = Adam
+  int32_t loss = CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY;                    // a cltrain_loss
+  int32_t loss_reduction = CLTRAIN_REDUCTION_TYPE_SUM_OVER_BATCH_SIZE;    // a cltrain_reduction_type
+  int32_t optimizer = CLTRAIN_OPTIMIZER_ADAM;                             // a cltrain_optimizer
   int32_t metric = -1;         // -1 none, 0 categorical accuracy
   float validation_split = 0.0f;
   int32_t num_of_trainable_ops = -1;

@@ -66,9 +66,9 @@ void print_parameters(const Options& o, const cltrain_settings& c, int32_t batch
   std::printf("- learning_rate   = %g\n", static_cast<double>(c.learning_rate));
   std::printf("- batch_size      = %d\n", batch);
   std::printf("- loss_info       = {loss = %s, reduction = %s}\n",
-              c.loss == 1 ? "mean squared error" : "categorical crossentropy",
-              c.loss_reduction == 1 ? "sum over batch size" : "sum");
-  std::printf("- optimizer       = %s\n", c.optimizer == 1 ? "sgd" : "adam");
+              c.loss == CLTRAIN_LOSS_MEAN_SQUARED_ERROR ? "mean squared error" : "categorical crossentropy",
+              c.loss_reduction == CLTRAIN_REDUCTION_TYPE_SUM_OVER_BATCH_SIZE ? "sum over batch size" : "sum");
+  std::printf("- optimizer       = %s\n", c.optimizer == CLTRAIN_OPTIMIZER_SGD ? "sgd" : "adam");
   std::printf("- num_of_trainable_ops = %d\n", c.num_trainable_ops);
   std::printf("========================\n");
   std::fflush(stdout);

@@ -31,9 +31,10 @@ namespace {
 
 TrainOptions train_options(const Settings& s) {
   TrainOptions t;
-  t.loss = s.loss == 1 ? CLTRAIN_OP_LOSS_MSE : CLTRAIN_OP_LOSS_CCE;
-  t.reduction = s.loss_reduction == 1 ? CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE : CLTRAIN_REDUCTION_SUM;
-  t.optimizer = s.optimizer == 1 ? CLTRAIN_OP_UPDATE_SGD : CLTRAIN_OP_UPDATE_ADAM;
+  t.loss = s.loss == Loss::kMeanSquaredError ? CLTRAIN_OP_LOSS_MSE : CLTRAIN_OP_LOSS_CCE;
+  t.reduction = s.loss_reduction == Reduction::kSumOverBatchSize ? CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE
+                                                                 : CLTRAIN_REDUCTION_SUM;
+  t.optimizer = s.optimizer == Optimizer::kSgd ? CLTRAIN_OP_UPDATE_SGD : CLTRAIN_OP_UPDATE_ADAM;
   t.learning_rate = s.learning_rate;
   t.beta1 = s.beta1;
   t.beta2 = s.beta2;
@@ -61,11 +62,11 @@ void apply_training_info(const Model& m, Settings& s) {
   const std::optional<TrainingInfo> info = read_training_info(m);
   if (!info) return;
   if (info->learning_rate > 0) s.learning_rate = info->learning_rate;
-  s.optimizer = info->optimizer == TrainingInfo::kSgd ? 1 : 2;
-  s.loss = info->loss == TrainingInfo::kSparseCategoricalCrossentropy ? 0
-           : info->loss == TrainingInfo::kMeanSquaredError            ? 1
-                                                                      : 2;
-  s.loss_reduction = info->reduction == TrainingInfo::kSum ? 2 : 1;
+  s.optimizer = info->optimizer == TrainingInfo::kSgd ? Optimizer::kSgd : Optimizer::kAdam;
+  s.loss = info->loss == TrainingInfo::kSparseCategoricalCrossentropy ? Loss::kSparseCategoricalCrossentropy
+           : info->loss == TrainingInfo::kMeanSquaredError            ? Loss::kMeanSquaredError
+                                                                      : Loss::kCategoricalCrossentropy;
+  s.loss_reduction = info->reduction == TrainingInfo::kSum ? Reduction::kSum : Reduction::kSumOverBatchSize;
   if (info->epochs > 0) s.epochs = info->epochs;
   if (info->batch_size > 0) s.batch_size = info->batch_size;
   s.beta1 = info->beta1;
@@ -81,17 +82,18 @@ void apply_training_info(const Model& m, Settings& s) {
 
 void check_settings(const Settings& s, const std::string& model) {
   auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
-  if (s.loss == 0)
+  const auto code = [](auto e) { return std::to_string(static_cast<int32_t>(e)); };
+  if (s.loss == Loss::kSparseCategoricalCrossentropy)
     throw ModelError(model +
                      ": CIRCLE_TRAINING asks for sparse categorical cross-entropy, which cltrain does not train; set "
                      "the loss (1 MSE, 2 categorical cross-entropy)");
   if (s.batch_size < 0) bad("batch size " + std::to_string(s.batch_size) + " is negative");
-  if (s.optimizer != 1 && s.optimizer != 2)
-    bad("optimizer " + std::to_string(s.optimizer) + " is not 1 (SGD) or 2 (Adam)");
-  if (s.loss != 1 && s.loss != 2)
-    bad("loss " + std::to_string(s.loss) + " is not 1 (MSE) or 2 (categorical cross-entropy)");
-  if (s.loss_reduction != 1 && s.loss_reduction != 2)
-    bad("loss reduction " + std::to_string(s.loss_reduction) + " is not 1 (sum over batch size) or 2 (sum)");
+  if (s.optimizer != Optimizer::kSgd && s.optimizer != Optimizer::kAdam)
+    bad("optimizer " + code(s.optimizer) + " is not 1 (SGD) or 2 (Adam)");
+  if (s.loss != Loss::kMeanSquaredError && s.loss != Loss::kCategoricalCrossentropy)
+    bad("loss " + code(s.loss) + " is not 1 (MSE) or 2 (categorical cross-entropy)");
+  if (s.loss_reduction != Reduction::kSumOverBatchSize && s.loss_reduction != Reduction::kSum)
+    bad("loss reduction " + code(s.loss_reduction) + " is not 1 (sum over batch size) or 2 (sum)");
   if (!(s.learning_rate > 0.0f) || !std::isfinite(s.learning_rate))
     bad("learning rate " + std::to_string(s.learning_rate) + " is not a positive finite number");
   if (!(s.beta1 >= 0.0f && s.beta1 < 1.0f) || !(s.beta2 >= 0.0f && s.beta2 < 1.0f))

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cltrain/cltrain.h"
 #include "model/model.h"
 #include "passes/model_edits.h"
 #include "session.h"
@@ -24,12 +25,25 @@ namespace cltrain {
 // "" when every value of v[0..n) is finite, else what the first non-finite one is and where.
 std::string non_finite_element(const float* v, size_t n);
 
+// The choices of cltrain.h's settings with its values (onert's codes), as the runtime keeps them
+// from the API on: any value the API is given (prepare refuses one that is not listed).
+enum class Optimizer : int32_t { kSgd = CLTRAIN_OPTIMIZER_SGD, kAdam = CLTRAIN_OPTIMIZER_ADAM };
+enum class Loss : int32_t {
+  kSparseCategoricalCrossentropy = 0,  // only from a model's CIRCLE_TRAINING; prepare refuses it
+  kMeanSquaredError = CLTRAIN_LOSS_MEAN_SQUARED_ERROR,
+  kCategoricalCrossentropy = CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY,
+};
+enum class Reduction : int32_t {
+  kSumOverBatchSize = CLTRAIN_REDUCTION_TYPE_SUM_OVER_BATCH_SIZE,
+  kSum = CLTRAIN_REDUCTION_TYPE_SUM,
+};
+
 struct Settings {
   int32_t batch_size = 0;  // 0: the model's training info, else its first dimension
-  int32_t optimizer = 2;   // 1 SGD, 2 Adam
+  Optimizer optimizer = Optimizer::kAdam;
   float learning_rate = 0.001f, beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-7f;
-  int32_t loss = 2;            // 1 MSE, 2 CCE
-  int32_t loss_reduction = 1;  // 1 sum over batch size, 2 sum
+  Loss loss = Loss::kCategoricalCrossentropy;
+  Reduction loss_reduction = Reduction::kSumOverBatchSize;
   // -1 all, 0 none, N the last N operators, -2 as op_ranks says (the operators a model's
   // CIRCLE_TRAINING lists, or a train config)
   int32_t num_trainable_ops = -1;

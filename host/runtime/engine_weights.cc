@@ -128,16 +128,17 @@ Engine::Weights Engine::merged_lora(const Weights& trained) const {
 
 std::vector<uint8_t> Engine::circleplus_bytes(const Weights& weights) {
   TrainingInfo info;
-  info.optimizer = settings_.optimizer == 1 ? TrainingInfo::kSgd : TrainingInfo::kAdam;
+  info.optimizer = settings_.optimizer == Optimizer::kSgd ? TrainingInfo::kSgd : TrainingInfo::kAdam;
   info.learning_rate = settings_.learning_rate;
   info.beta1 = settings_.beta1;
   info.beta2 = settings_.beta2;
   info.epsilon = settings_.epsilon;
-  info.loss = settings_.loss == 1 ? TrainingInfo::kMeanSquaredError : TrainingInfo::kCategoricalCrossentropy;
+  info.loss = settings_.loss == Loss::kMeanSquaredError ? TrainingInfo::kMeanSquaredError
+                                                        : TrainingInfo::kCategoricalCrossentropy;
   info.from_logits = false;
   info.epochs = settings_.epochs;
   info.batch_size = batch();
-  info.reduction = settings_.loss_reduction == 2 ? TrainingInfo::kSum : TrainingInfo::kSumOverBatchSize;
+  info.reduction = settings_.loss_reduction == Reduction::kSum ? TrainingInfo::kSum : TrainingInfo::kSumOverBatchSize;
   if (prepared()) {
     const auto& ranks = session_->graph().op_ranks;
     for (size_t i = 0; i < ranks.size(); ++i)

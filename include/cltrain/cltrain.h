@@ -63,17 +63,29 @@ extern "C" {
 
 typedef struct cltrain_session cltrain_session; /* opaque */
 
+/* The choices of cltrain_settings, named; the values are onert_train's codes (its --optimizer,
+ * --loss and --loss_reduction_type). */
+typedef enum cltrain_optimizer { CLTRAIN_OPTIMIZER_SGD = 1, CLTRAIN_OPTIMIZER_ADAM = 2 } cltrain_optimizer;
+typedef enum cltrain_loss {
+  CLTRAIN_LOSS_MEAN_SQUARED_ERROR = 1,
+  CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY = 2
+} cltrain_loss;
+typedef enum cltrain_reduction_type {
+  CLTRAIN_REDUCTION_TYPE_SUM_OVER_BATCH_SIZE = 1,
+  CLTRAIN_REDUCTION_TYPE_SUM = 2
+} cltrain_reduction_type;
+
 /* Training settings, in onert_train's codes. A struct of a newer or older header is read as far
  * as its struct_size reaches; members it lacks keep their value. */
 typedef struct cltrain_settings {
   uint32_t struct_size;       /* sizeof(cltrain_settings) as the caller knows it */
   int32_t batch_size;         /* 0: the model's training info, else its first dimension */
-  int32_t optimizer;          /* 1 SGD, 2 Adam */
+  int32_t optimizer;          /* a cltrain_optimizer: 1 SGD, 2 Adam */
   float learning_rate;        /* > 0 */
   float beta1, beta2;         /* Adam, in [0, 1) */
   float epsilon;              /* Adam, >= 0 */
-  int32_t loss;               /* 1 mean squared error, 2 categorical cross-entropy */
-  int32_t loss_reduction;     /* 1 sum over batch size, 2 sum */
+  int32_t loss;               /* a cltrain_loss: 1 mean squared error, 2 categorical cross-entropy */
+  int32_t loss_reduction;     /* a cltrain_reduction_type: 1 sum over batch size, 2 sum */
   int32_t num_trainable_ops;  /* -1 all, 0 none, N the last N operators, -2 the operators the model's
                                  CIRCLE_TRAINING or train_config lists */
   int32_t epochs;             /* recorded in a circle+ export */

@@ -39,10 +39,10 @@ nlohmann::json read_json(const std::string& path) {
 Settings settings(const std::string& optimizer, float lr, const std::string& backend, int32_t batch) {
   Settings s;
   s.batch_size = batch;
-  s.optimizer = optimizer == "sgd" ? 1 : 2;
+  s.optimizer = optimizer == "sgd" ? Optimizer::kSgd : Optimizer::kAdam;
   s.learning_rate = lr;
-  s.loss = 2;
-  s.loss_reduction = 1;
+  s.loss = Loss::kCategoricalCrossentropy;
+  s.loss_reduction = Reduction::kSumOverBatchSize;
   s.backends = {backend};
   s.cache_dir = CLTRAIN_TEST_CACHE_DIR;
   return s;

@@ -75,9 +75,9 @@ std::unique_ptr<Engine> engine(const std::string& opt, const std::string& backen
   auto e = Engine::from_file(kDir + "/mk_small.circle");
   Settings s = e->settings();
   s.batch_size = kBatch;
-  s.optimizer = opt == "adam" ? 2 : 1;
+  s.optimizer = opt == "adam" ? Optimizer::kAdam : Optimizer::kSgd;
   s.learning_rate = opt == "adam" ? 0.001f : 0.01f;
-  s.loss = 2;
+  s.loss = Loss::kCategoricalCrossentropy;
   s.backends = {backend};
   s.cache_dir = "";
   e->set_settings(s);
