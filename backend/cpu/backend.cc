@@ -20,8 +20,8 @@
 #include "cltrain/cltrain_cpu.h"
 #include "cpu_op.h"
 #include "half.h"
-#include "steps.h"
 #include "memory_plan.h"
+#include "steps.h"
 
 namespace cltrain {
 namespace cpu {

@@ -106,6 +106,5 @@ std::string check_tensor(const cltrain_tensor_desc& t, int32_t id, int32_t last_
   return m.str();
 }
 
-
 }  // namespace cpu
 }  // namespace cltrain

@@ -12,8 +12,8 @@
 namespace cltrain {
 namespace cpu {
 
-extern const CpuOp* const kOps[CLTRAIN_OP_COUNT];   // per op, its CPU steps
-extern const int kOpKinds[CLTRAIN_OP_COUNT];        // per op, its CLTRAIN_KIND_*
+extern const CpuOp* const kOps[CLTRAIN_OP_COUNT];  // per op, its CPU steps
+extern const int kOpKinds[CLTRAIN_OP_COUNT];       // per op, its CLTRAIN_KIND_*
 
 const char* phase_name(int32_t phase);  // "forward", "backward", "update"
 

@@ -191,8 +191,8 @@ void prepare_backend(Backend& b, const cltrain_graph_desc* host_graph, cltrain_m
     }
     return {};
   };
-  plan_pool(b.pool, device, b.plans, *graph, scratch, b.scratch_floor < b.scratch_cap && !dry ? regrow : RegrowScratch{},
-            report, dry);
+  plan_pool(b.pool, device, b.plans, *graph, scratch,
+            b.scratch_floor < b.scratch_cap && !dry ? regrow : RegrowScratch{}, report, dry);
   if (dry) return;
 
   for (int32_t i = 0; i < graph->num_steps(); ++i) {

@@ -10,16 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "diagnostics.h"
+#include "api_guard.h"
 #include "backend.h"
 #include "checkpoint.h"
 #include "cltrain/cltrain.h"
 #include "dataset.h"
+#include "diagnostics.h"
 #include "engine.h"
 #include "model/model.h"
 #include "trainer.h"
-#include "api_guard.h"
-
 
 // (api_guard.h)
 cltrain_status cltrain::api::status_of(std::string* message) {
@@ -75,7 +74,6 @@ void copy_line(char* dst, size_t len, const std::string& s) {
   std::memcpy(dst, s.data(), n);
   dst[n] = '\0';
 }
-
 
 template <class F>
 cltrain_status create(cltrain_session** out, char* err, size_t err_len, F&& load) {

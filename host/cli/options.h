@@ -22,10 +22,10 @@ struct Options {
   int32_t epochs = 5;
   std::optional<int32_t> batch_size;  // default: the model's first dimension
   float learning_rate = 0.001f;
-  int32_t loss = CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY;                    // a cltrain_loss
-  int32_t loss_reduction = CLTRAIN_REDUCTION_TYPE_SUM_OVER_BATCH_SIZE;    // a cltrain_reduction_type
-  int32_t optimizer = CLTRAIN_OPTIMIZER_ADAM;                             // a cltrain_optimizer
-  int32_t metric = -1;         // -1 none, 0 categorical accuracy
+  int32_t loss = CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY;                 // a cltrain_loss
+  int32_t loss_reduction = CLTRAIN_REDUCTION_TYPE_SUM_OVER_BATCH_SIZE;  // a cltrain_reduction_type
+  int32_t optimizer = CLTRAIN_OPTIMIZER_ADAM;                           // a cltrain_optimizer
+  int32_t metric = -1;                                                  // -1 none, 0 categorical accuracy
   float validation_split = 0.0f;
   int32_t num_of_trainable_ops = -1;
   std::string load_input_raw, load_expected_raw;

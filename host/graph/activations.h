@@ -8,13 +8,13 @@
 namespace cltrain {
 
 struct Activation {
-  int32_t code;              // CLTRAIN_ACT_* (the file's ActivationFunctionType)
-  const char* name;          // as the file format names it ("RELU6")
-  bool supported;            // cltrain trains it
-  uint64_t forward_flops;    // per output element
-  uint64_t backward_flops;   // per element of the derivative
-  bool derivative_from_y;    // its derivative is a function of its output (a consumer may apply it)
-  bool half_storage;         // its output and derivative may be stored as float16 (--storage fp16)
+  int32_t code;             // CLTRAIN_ACT_* (the file's ActivationFunctionType)
+  const char* name;         // as the file format names it ("RELU6")
+  bool supported;           // cltrain trains it
+  uint64_t forward_flops;   // per output element
+  uint64_t backward_flops;  // per element of the derivative
+  bool derivative_from_y;   // its derivative is a function of its output (a consumer may apply it)
+  bool half_storage;        // its output and derivative may be stored as float16 (--storage fp16)
 };
 
 // The activation of a code, or nullptr for a code the format does not define.

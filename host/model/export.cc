@@ -8,8 +8,8 @@
 #include <string>
 
 #include "circle_generated.h"
-#include "model/builder.h"
 #include "graph/labels.h"
+#include "model/builder.h"
 
 namespace cltrain {
 

@@ -14,12 +14,12 @@
 
 #include "circle_generated.h"
 #include "graph/builtin_names.h"
-#include "model/model.h"
 #include "graph/labels.h"
 #include "model/graph_check.h"
+#include "model/model.h"
+#include "ops/op_descriptor.h"
 #include "passes/passes.h"
 #include "passes/shape_ops.h"
-#include "ops/op_descriptor.h"
 
 namespace cltrain {
 

@@ -1,6 +1,6 @@
 // The named benchmark models (`cltrain make-model NAME`), built with ModelBuilder.
-#include "model/builder.h"
 #include "graph/labels.h"
+#include "model/builder.h"
 
 namespace cltrain {
 

@@ -3,8 +3,8 @@
 #include <string>
 
 #include "circle_traininfo_generated.h"
-#include "model/export.h"
 #include "graph/labels.h"
+#include "model/export.h"
 
 namespace cltrain {
 
@@ -84,7 +84,7 @@ std::optional<TrainingInfo> read_training_info(const Model& m) {
   const std::vector<uint8_t>& bytes = entry->data;
   auto invalid = [&](const std::string& why) {
     graph::fail(what, std::string(kTrainingInfoMetadataName) + " metadata is not a valid training-info flatbuffer (" +
-                           why + ")");
+                          why + ")");
   };
   if (bytes.empty()) invalid("buffer " + std::to_string(entry->buffer) + " is empty");
   if (bytes.size() < 8) invalid("only " + std::to_string(bytes.size()) + " bytes");

@@ -4,8 +4,8 @@
 #include <stdexcept>
 
 #include "circle_generated.h"
-#include "model/builder.h"
 #include "graph/builtin_names.h"
+#include "model/builder.h"
 #include "ops/op_descriptor.h"
 
 namespace cltrain {

@@ -22,7 +22,8 @@ std::string index_guards_pass(PassInput& in) {
   std::vector<std::vector<std::pair<int32_t, size_t>>> readers(nt);
   for (size_t i = 0; i < ops.size(); ++i) {
     for (size_t k = 0; k < ops[i].inputs.size(); ++k)
-      if (valid(ops[i].inputs[k])) readers[static_cast<size_t>(ops[i].inputs[k])].push_back({static_cast<int32_t>(i), k});
+      if (valid(ops[i].inputs[k]))
+        readers[static_cast<size_t>(ops[i].inputs[k])].push_back({static_cast<int32_t>(i), k});
     for (int32_t t : ops[i].outputs)
       if (valid(t)) producer[static_cast<size_t>(t)] = static_cast<int32_t>(i);
   }

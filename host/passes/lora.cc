@@ -113,7 +113,6 @@ std::vector<float> merged_lora_weight(const std::vector<float>& w, const std::ve
   return out;
 }
 
-
 std::string lora_pass(PassInput& in) {
   const SetupChoices& c = *in.choices;
   if (c.lora_rank <= 0) return "";

@@ -57,14 +57,14 @@ struct SetupResults {
 // The training stage's input: the operators as trained, which pad fusion may rewrite.
 struct TrainingOps {
   std::vector<Operator>& ops;
-  std::vector<bool>& fused;                  // per operator: folded into another (not run)
-  std::map<int32_t, int32_t>& folded_into;   // folded operator -> the operator it went into
-  int32_t prediction = -1;                   // the tensor the loss reads (never folded away)
+  std::vector<bool>& fused;                 // per operator: folded into another (not run)
+  std::map<int32_t, int32_t>& folded_into;  // folded operator -> the operator it went into
+  int32_t prediction = -1;                  // the tensor the loss reads (never folded away)
 };
 
 struct PassInput {
   Model& m;
-  const std::string& what;  // the model's name for errors
+  const std::string& what;                    // the model's name for errors
   std::vector<FileOperator>* file = nullptr;  // import stage
   const SetupChoices* choices = nullptr;      // setup stage
   SetupResults* results = nullptr;            // setup stage

@@ -32,8 +32,8 @@ namespace {
 TrainOptions train_options(const Settings& s) {
   TrainOptions t;
   t.loss = s.loss == Loss::kMeanSquaredError ? CLTRAIN_OP_LOSS_MSE : CLTRAIN_OP_LOSS_CCE;
-  t.reduction = s.loss_reduction == Reduction::kSumOverBatchSize ? CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE
-                                                                 : CLTRAIN_REDUCTION_SUM;
+  t.reduction =
+      s.loss_reduction == Reduction::kSumOverBatchSize ? CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE : CLTRAIN_REDUCTION_SUM;
   t.optimizer = s.optimizer == Optimizer::kSgd ? CLTRAIN_OP_UPDATE_SGD : CLTRAIN_OP_UPDATE_ADAM;
   t.learning_rate = s.learning_rate;
   t.beta1 = s.beta1;

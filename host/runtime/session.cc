@@ -35,14 +35,6 @@ uint64_t Session::prediction_elements() const {
   return tensor_elements(graph_.tensors[static_cast<size_t>(graph_.prediction)]);
 }
 
-
-
-
-
-
-
-
-
 void Session::prepare(uint64_t memory_budget) {
   plan_ = Planner(graph_, backends_, half_storage_).make(memory_budget);
   memory_.clear();
@@ -94,8 +86,6 @@ float Session::run(RunMode mode, const float* input, const float* expected, cons
   return loss;
 }
 
-
-
 float Session::train_step(const float* input, const float* expected, float* prediction) {
   cltrain_run_args args{};
   args.struct_size = sizeof(args);
@@ -136,7 +126,8 @@ void Session::write_persistent(int32_t t, const std::vector<float>& values) {
   if (!d.persistent || values.size() != tensor_elements(d))
     throw BackendError(std::string("internal: cannot write ") + d.name);
   for (size_t b = 0; b < backends_.size(); ++b)
-    if (plan_.holders[static_cast<size_t>(t)] & (1u << b)) backends_[b]->write(t, values.data(), values.size() * sizeof(float));
+    if (plan_.holders[static_cast<size_t>(t)] & (1u << b))
+      backends_[b]->write(t, values.data(), values.size() * sizeof(float));
 }
 
 std::vector<std::string> Session::model_op_placement() const {

@@ -80,8 +80,7 @@ class Session {
 
  private:
   // Replays the mode's schedule: nothing is decided here.
-  float run(RunMode mode, const float* input, const float* expected, const cltrain_run_args& args,
-            float* prediction);
+  float run(RunMode mode, const float* input, const float* expected, const cltrain_run_args& args, float* prediction);
 
   TrainingGraph graph_;
   std::vector<std::unique_ptr<Backend>> backends_;

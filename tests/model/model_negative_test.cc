@@ -198,7 +198,8 @@ TEST(ModelLoad, neg_MissingRequiredInput) {
 TEST(ModelLoad, neg_UnsupportedActivation) {
   Model m = make_named_model("mlp", 4);
   m.operators[0].params.activation = 5;  // SIGN_BIT
-  EXPECT_LOAD_ERROR(write_model(m, "circle"), "operator 0 (FullyConnected): fused activation SIGN_BIT is not supported");
+  EXPECT_LOAD_ERROR(write_model(m, "circle"),
+                    "operator 0 (FullyConnected): fused activation SIGN_BIT is not supported");
 }
 
 TEST(ModelLoad, neg_WrongOptionsType) {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "backend.h"
-#include "cltrain/cltrain_cpu.h"
 #include "cltrain/cltrain_backend.h"
+#include "cltrain/cltrain_cpu.h"
 
 namespace cltrain {
 namespace {

@@ -59,8 +59,7 @@ Trained train(std::unique_ptr<Backend> plugin) {
   std::vector<float> input(24), expected(12, 0.0f);
   for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(static_cast<int>(i % 7) - 3) * 0.25f;
   for (size_t n = 0; n < 4; ++n) expected[n * 3 + n % 3] = 1.0f;
-  for (int64_t it = 1; it <= 3; ++it)
-    t.losses.push_back(session.train_step(input.data(), expected.data(), nullptr));
+  for (int64_t it = 1; it <= 3; ++it) t.losses.push_back(session.train_step(input.data(), expected.data(), nullptr));
   t.placement = session.model_op_placement();
   if (with_plugin) {
     t.rows = session.backend(0).plan_private();

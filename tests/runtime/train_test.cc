@@ -145,8 +145,7 @@ std::optional<Run> train_every_op(bool with_opencl, std::string* why) {
   const size_t classes = expected.size() / static_cast<size_t>(session.batch());
   for (size_t n = 0; n < static_cast<size_t>(session.batch()); ++n) expected[n * classes + n % classes] = 1.0f;
   Run run;
-  for (int64_t it = 1; it <= 5; ++it)
-    run.losses.push_back(session.train_step(input.data(), expected.data(), nullptr));
+  for (int64_t it = 1; it <= 5; ++it) run.losses.push_back(session.train_step(input.data(), expected.data(), nullptr));
   run.placement = session.model_op_placement();
   return run;
 }

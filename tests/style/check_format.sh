@@ -8,7 +8,7 @@ command -v clang-format > /dev/null || { echo "check_format: clang-format is not
 if git rev-parse --git-dir > /dev/null 2>&1; then
   mapfile -t files < <(git ls-files '*.cc' '*.h' '*.c' '*.cl' | grep -v '^host/model/schema/')
 else
-  mapfile -t files < <(find host backend kernels tests -name '*.cc' -o -name '*.h' -o -name '*.c' -o -name '*.cl' | grep -v 'host/model/schema/')
+  mapfile -t files < <(find include common host backend kernels tests -name '*.cc' -o -name '*.h' -o -name '*.c' -o -name '*.cl' | grep -v 'host/model/schema/')
 fi
 bad=0
 for f in "${files[@]}"; do

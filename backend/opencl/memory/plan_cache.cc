@@ -115,7 +115,8 @@ MemoryPlan load_or_plan(PlanCache& cache, uint64_t alignment, const HostGraph& g
   }
   if (read == EntryRead::kInvalid) {
     ++cache.rejected;
-    if (cache.trace) std::fprintf(stderr, "cltrain opencl: cache entry %s %s; planning again\n", path.c_str(), why.c_str());
+    if (cache.trace)
+      std::fprintf(stderr, "cltrain opencl: cache entry %s %s; planning again\n", path.c_str(), why.c_str());
   }
 
   MemoryPlan plan = plan_memory(items, alignment);

@@ -30,8 +30,7 @@ void allocate_pool(Pool& pool, const PoolDevice& d, uint64_t bytes) {
   // allocations read as zeros, and zeros times anything hide the read).
   if (const char* p = std::getenv("CLTRAIN_OPENCL_POISON"); p && std::strcmp(p, "1") == 0) {
     const uint32_t nan_bits = 0x7fc00000u;
-    CLT_CALL(clEnqueueFillBuffer,
-             (d.queue, pool.buffer, &nan_bits, sizeof nan_bits, 0, bytes, 0, nullptr, nullptr),
+    CLT_CALL(clEnqueueFillBuffer, (d.queue, pool.buffer, &nan_bits, sizeof nan_bits, 0, bytes, 0, nullptr, nullptr),
              "poisoning the " + sizes);
   }
 }

@@ -51,7 +51,6 @@ struct ConvPlan {
   uint64_t budget = 0;                       // for the panel
 };
 
-
 // The plan of c's step: of the panel budgets c.scratch_budget(), cap, 3/4 cap, ... 64 KiB, the
 // one whose panel is largest and whose total scratch fits.
 ConvPlan make_plan(const OpContext& c);
