@@ -1,6 +1,8 @@
 // The one list of rewrite passes (passes.h), in the order they run.
 #include "passes/passes.h"
 
+#include <algorithm>
+
 namespace cltrain {
 
 // Each pass lives in its own file; the comment names it.
@@ -35,6 +37,18 @@ const std::vector<Pass>& pass_list() {
       {"pad-fusion", PassStage::kTraining, pad_fusion_pass},
   };
   return list;
+}
+
+void fold_operators(Model& m, const std::vector<bool>& drop) {
+  std::vector<Operator> kept;
+  for (size_t i = 0; i < m.operators.size(); ++i) {
+    if (drop[i])
+      m.folded_ops.push_back(m.operators[i].file_index);
+    else
+      kept.push_back(std::move(m.operators[i]));
+  }
+  m.operators = std::move(kept);
+  std::sort(m.folded_ops.begin(), m.folded_ops.end());
 }
 
 std::vector<Rewrite> run_passes(PassStage stage, PassInput& in) {

@@ -71,6 +71,10 @@ struct PassInput {
   TrainingOps* training = nullptr;            // training stage
 };
 
+// Takes the operators marked in drop out of m.operators into Model::folded_ops (the file keeps
+// them: export writes them back), in file order.
+void fold_operators(Model& m, const std::vector<bool>& drop);
+
 struct Pass {
   const char* name;  // "untie-constants"
   PassStage stage;

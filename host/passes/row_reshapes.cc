@@ -81,15 +81,7 @@ int32_t fold_row_reshapes(Model& m) {
     drop[static_cast<size_t>(p)] = drop[static_cast<size_t>(q)] = true;
     ++folded;
   }
-  std::vector<Operator> kept_ops;
-  for (size_t i = 0; i < m.operators.size(); ++i) {
-    if (drop[i])
-      m.folded_ops.push_back(m.operators[i].file_index);
-    else
-      kept_ops.push_back(std::move(m.operators[i]));
-  }
-  m.operators = std::move(kept_ops);
-  std::sort(m.folded_ops.begin(), m.folded_ops.end());
+  fold_operators(m, drop);
   return folded;
 }
 

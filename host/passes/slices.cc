@@ -207,15 +207,7 @@ void fold_transposed_unpacks(Model& m) {
     }
     drop[i] = true;
   }
-  std::vector<Operator> kept;
-  for (size_t i = 0; i < m.operators.size(); ++i) {
-    if (drop[i])
-      m.folded_ops.push_back(m.operators[i].file_index);
-    else
-      kept.push_back(std::move(m.operators[i]));
-  }
-  m.operators = std::move(kept);
-  std::sort(m.folded_ops.begin(), m.folded_ops.end());
+  fold_operators(m, drop);
 }
 
 // Pass split-slices (import).

@@ -196,24 +196,21 @@ class Session(_FilesAndReports):
         """What cltrain's rewrite passes changed in the model, one "pass: change" line each
         ("missing-biases: added 2 zero biases"): after loading, the passes that load the file's
         operators; after compile, also those of prepare and the training graph."""
-        out, i = [], 0
-        while True:
-            line = self._lib.cltrain_rewrite(self._s, i)
-            if line is None:
-                return out
-            out.append(line.decode())
-            i += 1
+        return self._lines(self._lib.cltrain_rewrite)
 
     @property
     def warnings(self):
         """What prepare left out (a backend that cannot run here, a cache directory not usable)."""
-        out, i = [], 0
+        return self._lines(self._lib.cltrain_warning)
+
+    def _lines(self, call):
+        """The strings call(session, 0), call(session, 1), ... up to the first NULL."""
+        out = []
         while True:
-            w = self._lib.cltrain_warning(self._s, i)
-            if w is None:
+            line = call(self._s, len(out))
+            if line is None:
                 return out
-            out.append(w.decode())
-            i += 1
+            out.append(line.decode())
 
     @property
     def batch_size(self):

@@ -298,3 +298,16 @@ def test_lora_trains_adapters_only_and_exports_them_merged(tmp_path):
     assert np.abs(got - want).max() <= 1e-6
     with pytest.raises(ValueError, match="lora"):
         session(TRANSFORMER, "cpu", 4, lora=0)
+
+
+def test_rewrites_say_what_the_passes_changed(tmp_path):
+    """Session.rewrites: after loading, the passes that load the converted transformer's file
+    (its Embedding's index guard, its shape operators); after compile with add_missing_biases,
+    the biases added too."""
+    s = cltrain.Session(TRANSFORMER, backends=["cpu"], batch_size=4, cache_dir=CACHE)
+    loaded = s.rewrites
+    assert any(r.startswith("index-guards: folded 1 index guard") for r in loaded), loaded
+    assert any(r.startswith("shape-operators: computes 28 shape operators") for r in loaded), loaded
+    s.compile(optimizer="sgd", learning_rate=0.01, loss="categorical_crossentropy", add_missing_biases=True)
+    assert s.rewrites[:len(loaded)] == loaded
+    assert "missing-biases: added 10 zero biases" in s.rewrites
