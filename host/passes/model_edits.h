@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/model.h"
+#include "graph/graph.h"
 
 namespace cltrain {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model/model.h"
+#include "graph/graph.h"
 
 namespace cltrain {
 

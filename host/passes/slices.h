@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/model.h"
+#include "graph/graph.h"
 
 namespace cltrain {
 
