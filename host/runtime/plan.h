@@ -35,6 +35,13 @@ struct ScheduleAction {
   std::vector<int32_t> steps;
 };
 
+// The lowest backend of a mask of backends (a bit each), or -1 for none.
+inline int32_t lowest_bit(uint32_t mask) {
+  for (int32_t i = 0; i < 32; ++i)
+    if (mask & (1u << i)) return i;
+  return -1;
+}
+
 // The ways a session runs its steps.
 enum class RunMode { kTrain, kEvaluate, kPredict };
 constexpr int kRunModes = 3;

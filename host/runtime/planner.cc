@@ -20,12 +20,6 @@ bool reads_outputs(const cltrain_step_desc& s) {
   return s.op == CLTRAIN_OP_ACCUMULATE || s.phase == CLTRAIN_PHASE_UPDATE;
 }
 
-int32_t lowest_bit(uint32_t mask) {
-  for (int32_t i = 0; i < 32; ++i)
-    if (mask & (1u << i)) return i;
-  return -1;
-}
-
 }  // namespace
 
 void Planner::place() {

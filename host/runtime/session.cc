@@ -1,25 +1,9 @@
 // The session (session.h): prepares the backends with the plan and replays its schedules.
 #include "session.h"
 
-#include <algorithm>
-#include <functional>
-#include <sstream>
-
-#include "flops.h"
 #include "memory_plan.h"
-#include "ops/op_descriptor.h"
-#include "recompute.h"
 
 namespace cltrain {
-namespace {
-
-int32_t lowest_bit(uint32_t mask) {
-  for (int32_t i = 0; i < 32; ++i)
-    if (mask & (1u << i)) return i;
-  return -1;
-}
-
-}  // namespace
 
 Session::Session(TrainingGraph graph, std::vector<std::unique_ptr<Backend>> backends)
     : graph_(std::move(graph)), backends_(std::move(backends)) {

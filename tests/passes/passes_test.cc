@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "circle_generated.h"
 #include "engine.h"
 #include "model/builder.h"
 #include "model/model.h"
@@ -58,7 +59,7 @@ TEST(PassList, OneListInStageOrderWithUniqueNames) {
     EXPECT_GE(static_cast<int>(p.stage), static_cast<int>(last)) << p.name << " is out of its stage's place";
     last = p.stage;
   }
-  EXPECT_EQ(names.size(), 10u);
+  EXPECT_EQ(names.size(), 11u);
 }
 
 TEST(PassList, NothingFiresOnAPlainModel) {
@@ -112,6 +113,80 @@ TEST(RowReshapes, TensordotKeepsItsLeadingDimensions) {
     rank3 += op.op == CLTRAIN_OP_FULLY_CONNECTED && m.tensors[static_cast<size_t>(op.inputs[0])].shape.size() == 3;
   EXPECT_GE(rank3, 4u);
   EXPECT_TRUE(change_of(load_model(kData + "/mlp_flatten.tflite").rewrites, "row-reshapes").empty());
+}
+
+// A dense model with h [1,6] -> RESHAPE [1,6,1] -> RESHAPE [1,6] in the middle; with `converted`,
+// the two RESHAPEs written as a converter writes them: EXPAND_DIMS(h, axis) and SQUEEZE(e,
+// squeeze_dims) (squeeze_axis: the dimension SQUEEZE names).
+std::vector<uint8_t> squeeze_expand_file(bool converted, int32_t squeeze_axis = 2) {
+  ModelBuilder b;
+  const int x = b.input({1, 8});
+  const int h = b.fully_connected(x, 6, CLTRAIN_ACT_RELU);
+  const int s = b.reshape(b.reshape(h, {1, 6, 1}), {1, 6});
+  b.output(b.softmax(b.fully_connected(s, 3, CLTRAIN_ACT_NONE)));
+  std::vector<uint8_t> bytes = write_model(b.build(), "tflite");
+  if (!converted) return bytes;
+  std::unique_ptr<fb::ModelT> m(fb::GetModel(bytes.data())->UnPack());
+  fb::SubGraphT& sg = *m->subgraphs[0];
+  auto code = [&](int32_t builtin) {
+    auto oc = std::make_unique<fb::OperatorCodeT>();
+    oc->deprecated_builtin_code = static_cast<int8_t>(builtin);
+    oc->builtin_code = builtin;
+    m->operator_codes.push_back(std::move(oc));
+    return static_cast<uint32_t>(m->operator_codes.size() - 1);
+  };
+  fb::OperatorT& expand = *sg.operators[1];
+  fb::OperatorT& squeeze = *sg.operators[2];
+  expand.opcode_index = code(70);
+  expand.builtin_options.Reset();
+  fb::TensorT& axis = *sg.tensors[static_cast<size_t>(expand.inputs[1])];  // its shape operand, now the axis
+  axis.shape = {};
+  m->buffers[axis.buffer]->data = {2, 0, 0, 0};
+  squeeze.opcode_index = code(43);
+  squeeze.inputs.resize(1);
+  fb::SqueezeOptionsT o;
+  o.squeeze_dims = {squeeze_axis};
+  squeeze.builtin_options.Set(std::move(o));
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.Finish(fb::Model::Pack(fbb, m.get()), "TFL3");
+  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+}
+
+TEST(SqueezeExpand, LoadAsReshapesAndTrainAsThey) {
+  const Model m = load_model_from_memory(squeeze_expand_file(true), "converted.tflite");
+  EXPECT_EQ(change_of(m.rewrites, "squeeze-expand"),
+            "loaded 1 SQUEEZE and 1 EXPAND_DIMS as RESHAPEs (the same elements, another shape)");
+  EXPECT_EQ(count_op(m, CLTRAIN_OP_RESHAPE), 2u);
+  // At another batch, the same losses as the model written with RESHAPEs, bit for bit.
+  Settings s;
+  s.optimizer = Optimizer::kSgd;
+  s.learning_rate = 0.1f;
+  s.batch_size = 3;
+  s.backends = {"cpu"};
+  std::vector<float> x(3 * 8), y(3 * 3, 0.0f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) * 0.25f - 0.6f;
+  y[0] = y[4] = y[8] = 1.0f;
+  std::vector<float> losses[2];
+  for (bool converted : {false, true}) {
+    auto e = Engine::from_buffer(squeeze_expand_file(converted), "m.tflite");
+    e->set_settings(s);
+    e->prepare();
+    for (int step = 0; step < 3; ++step) {
+      e->set_input(x.data(), x.size());
+      e->set_expected(y.data(), y.size());
+      losses[converted].push_back(e->train_step());
+    }
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+}
+
+TEST(SqueezeExpand, neg_TheBatchAxisStaysUnsupported) {
+  try {
+    load_model_from_memory(squeeze_expand_file(true, 0), "batch_axis.tflite");
+    ADD_FAILURE() << "a SQUEEZE of the batch axis loaded";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("SQUEEZE (builtin 43)"), std::string::npos) << e.what();
+  }
 }
 
 TEST(BroadcastRanks, ConstantsTakeTheOtherOperandsRank) {
