@@ -279,7 +279,7 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
     check_indices(f.outputs, nt, false, what, label, ": output ");
     file_ops.push_back(std::move(f));
   }
-  PassInput import{m, what};
+  PassInput import{&m, what};
   import.file = &file_ops;
   m.rewrites = run_passes(PassStage::kImport, import);
   Unsupported unsupported;
@@ -326,7 +326,7 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   }
 
   fold_shape_ops(m, what);
-  PassInput load{m, what};
+  PassInput load{&m, what};
   for (Rewrite& r : run_passes(PassStage::kLoad, load)) m.rewrites.push_back(std::move(r));
   check_graph(m, what);
   m.file = std::move(bytes);

@@ -36,7 +36,7 @@ int32_t align_broadcast_ranks(Model& m) {
 }  // namespace
 
 std::string broadcast_ranks_pass(PassInput& in) {
-  const int32_t n = align_broadcast_ranks(in.m);
+  const int32_t n = align_broadcast_ranks(*in.m);
   return n ? "gave " + std::to_string(n) + " broadcast constant" + (n == 1 ? "" : "s") + " the rank of " +
                  (n == 1 ? "its" : "their") + " other operand"
            : "";

@@ -14,7 +14,7 @@ namespace cltrain {
 
 std::string index_guards_pass(PassInput& in) {
   const std::vector<FileOperator>& ops = *in.file;
-  Model& m = in.m;
+  Model& m = *in.m;
   const size_t nt = m.tensors.size();
   auto valid = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t) < nt; };
   // Per tensor: its producer and its readers (operator, slot).

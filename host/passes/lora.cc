@@ -116,9 +116,9 @@ std::vector<float> merged_lora_weight(const std::vector<float>& w, const std::ve
 std::string lora_pass(PassInput& in) {
   const SetupChoices& c = *in.choices;
   if (c.lora_rank <= 0) return "";
-  in.results->base = in.m;
+  in.results->base = *in.m;
   const float alpha = c.lora_alpha > 0 ? c.lora_alpha : static_cast<float>(c.lora_rank);
-  in.results->lora = add_lora(in.m, c.lora_rank, alpha, c.chosen);
+  in.results->lora = add_lora(*in.m, c.lora_rank, alpha, c.chosen);
   const size_t n = in.results->lora.size();
   return n ? "added rank-" + std::to_string(c.lora_rank) + " adapters to " + std::to_string(n) + " weight" +
                  (n == 1 ? "" : "s")

@@ -50,14 +50,14 @@ int32_t add_missing_biases(Model& m) {
 
 std::string missing_biases_pass(PassInput& in) {
   if (!in.choices->add_missing_biases) {
-    if (const int32_t n = count_missing_biases(in.m))
+    if (const int32_t n = count_missing_biases(*in.m))
       in.results->warnings.push_back(
           std::to_string(n) + " FullyConnected/Conv2D/DepthwiseConv2D operator" + (n == 1 ? " has" : "s have") +
           " no bias (converters drop zero biases), so " + (n == 1 ? "it trains" : "they train") +
           " without one; add_missing_biases (--add_missing_biases) gives them a trained zero bias");
     return "";
   }
-  const int32_t n = add_missing_biases(in.m);
+  const int32_t n = add_missing_biases(*in.m);
   return n ? "added " + std::to_string(n) + " zero bias" + (n == 1 ? "" : "es") : "";
 }
 

@@ -11,7 +11,7 @@
 namespace cltrain {
 
 std::string pad_fusion_pass(PassInput& in) {
-  const Model& m = in.m;
+  const Model& m = in.training->model;
   std::vector<Operator>& ops = in.training->ops;
   std::vector<bool>& fused = in.training->fused;
   std::map<int32_t, int32_t>& folded_into = in.training->folded_into;

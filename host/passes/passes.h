@@ -56,6 +56,7 @@ struct SetupResults {
 
 // The training stage's input: the operators as trained, which pad fusion may rewrite.
 struct TrainingOps {
+  const Model& model;  // read only: the training passes change the training graph's copy alone
   std::vector<Operator>& ops;
   std::vector<bool>& fused;                 // per operator: folded into another (not run)
   std::map<int32_t, int32_t>& folded_into;  // folded operator -> the operator it went into
@@ -63,7 +64,7 @@ struct TrainingOps {
 };
 
 struct PassInput {
-  Model& m;
+  Model* m;                                   // import, load, setup: the model rewritten; training: none
   const std::string& what;                    // the model's name for errors
   std::vector<FileOperator>* file = nullptr;  // import stage
   const SetupChoices* choices = nullptr;      // setup stage

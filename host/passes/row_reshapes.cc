@@ -88,7 +88,7 @@ int32_t fold_row_reshapes(Model& m) {
 }  // namespace
 
 std::string row_reshapes_pass(PassInput& in) {
-  const int32_t n = fold_row_reshapes(in.m);
+  const int32_t n = fold_row_reshapes(*in.m);
   return n ? "folded the RESHAPEs around " + std::to_string(n) + " FULLY_CONNECTED operator" + (n == 1 ? "" : "s") +
                  " (a Dense on rank 3 or more)"
            : "";

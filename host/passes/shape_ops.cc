@@ -371,7 +371,7 @@ void fold_shape_ops(Model& m, const std::string& what) {
 // Pass shape-operators (import): the integer operators over shapes whose inputs the host knows
 // (constants, and what earlier shape operators compute) leave the graph for Model::shape_ops.
 std::string shape_operators_pass(PassInput& in) {
-  Model& m = in.m;
+  Model& m = *in.m;
   const size_t nt = m.tensors.size();
   // int32 tensors whose values the host knows at load: constants, and what shape operators compute.
   std::vector<bool> known_int(nt, false);

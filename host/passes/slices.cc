@@ -215,10 +215,10 @@ std::string split_slices_pass(PassInput& in) {
   size_t files = 0, slices = 0;
   for (FileOperator& fo : *in.file) {
     if (fo.fate != FileOperator::Fate::kPending) continue;
-    const size_t before = in.m.operators.size();
-    if (!load_slices(in.m, *fo.op, fo.code, fo.index, in.what, fo.label)) continue;
-    fo.lowered.assign(in.m.operators.begin() + static_cast<std::ptrdiff_t>(before), in.m.operators.end());
-    in.m.operators.resize(before);
+    const size_t before = in.m->operators.size();
+    if (!load_slices(*in.m, *fo.op, fo.code, fo.index, in.what, fo.label)) continue;
+    fo.lowered.assign(in.m->operators.begin() + static_cast<std::ptrdiff_t>(before), in.m->operators.end());
+    in.m->operators.resize(before);
     fo.fate = FileOperator::Fate::kLowered;
     ++files, slices += fo.lowered.size();
   }
@@ -229,9 +229,9 @@ std::string split_slices_pass(PassInput& in) {
 
 // Pass transposed-unpacks (load).
 std::string transposed_unpacks_pass(PassInput& in) {
-  const size_t before = in.m.folded_ops.size();
-  fold_transposed_unpacks(in.m);
-  const size_t n = in.m.folded_ops.size() - before;
+  const size_t before = in.m->folded_ops.size();
+  fold_transposed_unpacks(*in.m);
+  const size_t n = in.m->folded_ops.size() - before;
   return n ? "folded " + std::to_string(n) + " TRANSPOSE" + (n == 1 ? "" : "s") +
                  " before UNPACK (its parts slice the TRANSPOSE's input)"
            : "";

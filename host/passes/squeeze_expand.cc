@@ -42,7 +42,7 @@ std::vector<int32_t> moved_axes(const Model& m, const FileOperator& fo, const Te
 
 std::string squeeze_expand_pass(PassInput& in) {
   constexpr int32_t kSqueeze = 43, kExpandDims = 70;
-  const Model& m = in.m;
+  const Model& m = *in.m;
   auto tensor = [&](int32_t t) -> const Tensor* {
     return t >= 0 && static_cast<size_t>(t) < m.tensors.size() ? &m.tensors[static_cast<size_t>(t)] : nullptr;
   };

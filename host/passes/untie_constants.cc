@@ -63,7 +63,7 @@ std::string untie_merged_constants(Model& m) {
 }
 
 std::string untie_constants_pass(PassInput& in) {
-  std::string line = untie_merged_constants(in.m);
+  std::string line = untie_merged_constants(*in.m);
   if (!line.empty()) in.results->warnings.push_back(line);
   return line;
 }

@@ -178,7 +178,7 @@ void Engine::prepare() {
     choices.lora_alpha = settings_.lora_alpha;
   }
   SetupResults results;
-  PassInput setup{edited, model_.source};
+  PassInput setup{&edited, model_.source};
   setup.choices = &choices;
   setup.results = &results;
   for (Rewrite& r : run_passes(PassStage::kSetup, setup)) edited.rewrites.push_back(std::move(r));

@@ -131,8 +131,8 @@ void GraphBuilder::find_consumers() {
 
 void GraphBuilder::fuse_pads() {
   fused_.assign(ops_.size(), false);
-  TrainingOps t{ops_, fused_, g_.folded_into, g_.prediction};
-  PassInput in{const_cast<Model&>(model_), model_.source};
+  TrainingOps t{model_, ops_, fused_, g_.folded_into, g_.prediction};
+  PassInput in{nullptr, model_.source};
   in.training = &t;
   g_.rewrites = run_passes(PassStage::kTraining, in);
   find_consumers();
