@@ -148,7 +148,7 @@ cltrain::Engine* cltrain::engine_of(cltrain_session* s) { return s ? s->engine.g
 
 extern "C" {
 
-const char* cltrain_version(void) { return "0.1.0 (API 3)"; }
+const char* cltrain_version(void) { return "0.1.0 (API 4)"; }
 
 cltrain_status cltrain_session_create(const char* model_path, cltrain_session** out, char* err, size_t err_len) {
   return create(out, err, err_len, [&] {

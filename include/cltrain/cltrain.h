@@ -58,8 +58,9 @@ extern "C" {
 
 /* The version of this API: calls and structs added later raise it. 2: cltrain_settings.memory_budget,
  * cltrain_budget_info and cltrain_get_budget; the trained-weight calls and cltrain_reset_optimizer.
- * 3: cltrain_settings.storage; later (by struct_size) lora_rank and lora_alpha. */
-#define CLTRAIN_API_VERSION 3
+ * 3: cltrain_settings.storage; later (by struct_size) lora_rank and lora_alpha. 4: cltrain_rewrite;
+ * the named choices cltrain_optimizer, cltrain_loss and cltrain_reduction_type. */
+#define CLTRAIN_API_VERSION 4
 
 typedef struct cltrain_session cltrain_session; /* opaque */
 

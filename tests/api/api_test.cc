@@ -53,7 +53,7 @@ TEST_P(ApiMatchesCli, MnistKaggle20AdamSteps) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, ApiMatchesCli, ::testing::Values("cpu", "opencl"));
 
-TEST(Api, VersionNamesTheApi) { EXPECT_NE(std::strstr(cltrain_version(), "API 3"), nullptr); }
+TEST(Api, VersionNamesTheApi) { EXPECT_NE(std::strstr(cltrain_version(), "API 4"), nullptr); }
 
 // The caller's buffer may go right after the call: the session keeps its own copy.
 TEST(Api, ModelBufferMayBeFreedAfterCreate) {
@@ -288,6 +288,7 @@ TEST(Api, neg_NullSession) {
   EXPECT_EQ(cltrain_train_step(nullptr, &loss), CLTRAIN_INVALID);
   EXPECT_EQ(cltrain_export_circle(nullptr, "x.circle"), CLTRAIN_INVALID);
   EXPECT_EQ(cltrain_warning(nullptr, 0), nullptr);
+  EXPECT_EQ(cltrain_rewrite(nullptr, 0), nullptr);
   EXPECT_NE(std::strstr(cltrain_last_error(nullptr), "NULL"), nullptr);
   cltrain_session_destroy(nullptr);
   char err[256];
