@@ -15,7 +15,7 @@ struct cltrain_session {
   std::unique_ptr<cltrain::Engine> engine;
   std::string error;
   // Strings handed out, valid until the next call.
-  std::string backends, cache_dir, train_config, name, device;
+  std::string backends, cache_dir, train_config, name, device, checkpoint_dir;
   std::string train_config_path;  // the train config file read into the settings, if any
 };
 

@@ -133,12 +133,17 @@ cltrain_settings current_settings(cltrain_session& s, const Engine& e) {
   c.storage = st.half_storage ? 1 : 0;
   c.lora_rank = st.lora_rank;
   c.lora_alpha = st.lora_alpha;
+  c.on_nonfinite = static_cast<int32_t>(st.on_nonfinite);
   s.backends = join_commas(st.backends);
   c.backends = s.backends.c_str();
   s.cache_dir = st.cache_dir ? *st.cache_dir : std::string();
   c.cache_dir = st.cache_dir ? s.cache_dir.c_str() : nullptr;
   s.train_config = s.train_config_path;
   c.train_config = s.train_config.empty() ? nullptr : s.train_config.c_str();
+  c.checkpoint_every = st.checkpoint_every;
+  s.checkpoint_dir = st.checkpoint_dir;
+  c.checkpoint_dir = s.checkpoint_dir.c_str();
+  c.keep_checkpoints = st.keep_checkpoints;
   return c;
 }
 
@@ -148,7 +153,7 @@ cltrain::Engine* cltrain::engine_of(cltrain_session* s) { return s ? s->engine.g
 
 extern "C" {
 
-const char* cltrain_version(void) { return "0.1.0 (API 4)"; }
+const char* cltrain_version(void) { return "0.1.0 (API 5)"; }
 
 cltrain_status cltrain_session_create(const char* model_path, cltrain_session** out, char* err, size_t err_len) {
   return create(out, err, err_len, [&] {
@@ -218,6 +223,17 @@ cltrain_status cltrain_set_settings(cltrain_session* s, const cltrain_settings* 
                                   ": the rank takes 0 (none) or more, alpha 0 or more");
     st.lora_rank = given.lora_rank;
     st.lora_alpha = given.lora_alpha;
+    if (given.on_nonfinite != CLTRAIN_NONFINITE_STOP && given.on_nonfinite != CLTRAIN_NONFINITE_SKIP)
+      throw std::invalid_argument("on_nonfinite is " + std::to_string(given.on_nonfinite) +
+                                  "; it takes 0 (stop) or 1 (skip)");
+    st.on_nonfinite = static_cast<cltrain::NonFinite>(given.on_nonfinite);
+    if (given.checkpoint_every < 0 || given.keep_checkpoints < 0)
+      throw std::invalid_argument("checkpoint_every " + std::to_string(given.checkpoint_every) +
+                                  " / keep_checkpoints " + std::to_string(given.keep_checkpoints) +
+                                  ": each takes 0 or more");
+    st.checkpoint_every = given.checkpoint_every;
+    st.checkpoint_dir = given.checkpoint_dir ? given.checkpoint_dir : "";
+    st.keep_checkpoints = given.keep_checkpoints > 0 ? given.keep_checkpoints : 3;
     if (given.backends) st.backends = split_commas(given.backends);
     st.cache_dir = given.cache_dir ? std::optional<std::string>(given.cache_dir) : std::nullopt;
     const std::string train_config = given.train_config ? given.train_config : "";
@@ -323,6 +339,20 @@ cltrain_status cltrain_get_position(cltrain_session* s, int64_t* steps, int32_t*
   return guarded(s, [&](Engine& e) {
     if (steps) *steps = e.position().steps;
     if (epochs) *epochs = e.position().epochs;
+  });
+}
+
+cltrain_status cltrain_get_skipped_steps(cltrain_session* s, int64_t* skipped) {
+  return guarded(s, [&](Engine& e) {
+    require(skipped, "skipped");
+    *skipped = e.skipped_steps();
+  });
+}
+
+cltrain_status cltrain_get_progress(cltrain_session* s, int64_t* epoch_batches, double* epoch_loss_sum) {
+  return guarded(s, [&](Engine& e) {
+    if (epoch_batches) *epoch_batches = e.progress().epoch_batches;
+    if (epoch_loss_sum) *epoch_loss_sum = e.progress().epoch_loss_sum;
   });
 }
 

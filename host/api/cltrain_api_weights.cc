@@ -96,6 +96,18 @@ cltrain_status cltrain_export_files(cltrain_session* s, const char* model, const
   });
 }
 
+cltrain_status cltrain_resume(cltrain_session* s, const char* dir, char* used, size_t used_len) {
+  return guarded(s, [&](Engine& e) {
+    require(dir, "dir");
+    const std::string path = e.resume(dir, nullptr);
+    if (used && used_len > 0) {
+      const size_t n = std::min(path.size(), used_len - 1);
+      std::memcpy(used, path.data(), n);
+      used[n] = '\0';
+    }
+  });
+}
+
 cltrain_status cltrain_import_checkpoint(cltrain_session* s, const char* path) {
   return guarded(s, [&](Engine& e) {
     require(path, "path");

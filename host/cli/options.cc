@@ -115,6 +115,14 @@ const char* train_usage() {
          "  --checkpoint FILE         resume from an onert checkpoint (weights, Adam state, step, epoch);\n"
          "                            --epoch stays the total, so training goes on from the next epoch\n"
          "  --export_checkpoint FILE  write a checkpoint after training (atomically)\n"
+         "  --checkpoint_every N      a checkpoint every N steps (atomic, with a checksum) into\n"
+         "                            --checkpoint_dir (default: --resume's DIR, else .), the newest\n"
+         "                            --keep_checkpoints K (3) kept\n"
+         "  --resume DIR              go on from the newest checkpoint of DIR that loads (a torn or\n"
+         "                            corrupted one is passed over), mid-epoch, with the same batches;\n"
+         "                            from the start where DIR holds none\n"
+         "  --on_nonfinite stop|skip  a step whose loss or gradients are not finite is never applied;\n"
+         "                            stop (default): exit with one line; skip: go on, counting it\n"
          "  --no-progress             no progress line while an epoch runs\n"
          "  --add_missing_biases      a zero bias, trained and exported, for each FullyConnected, Conv2D and\n"
          "                            DepthwiseConv2D without one (converters drop zero biases)\n"
@@ -216,6 +224,20 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       o.export_circleplus = next();
     } else if (a == "--checkpoint") {
       o.checkpoint = next();
+    } else if (a == "--resume") {
+      o.resume = next();
+    } else if (a == "--checkpoint_every") {
+      o.checkpoint_every = to_int(a, next());
+      if (o.checkpoint_every < 1) throw UsageError("--checkpoint_every takes a number of steps, 1 or more");
+    } else if (a == "--checkpoint_dir") {
+      o.checkpoint_dir = next();
+    } else if (a == "--keep_checkpoints") {
+      o.keep_checkpoints = to_int(a, next());
+      if (o.keep_checkpoints < 1) throw UsageError("--keep_checkpoints takes 1 or more");
+    } else if (a == "--on_nonfinite") {
+      const std::string v = next();
+      if (v != "stop" && v != "skip") throw UsageError("--on_nonfinite takes stop or skip, not '" + v + "'");
+      o.on_nonfinite_skip = v == "skip";
     } else if (a == "--export_checkpoint") {
       o.export_checkpoint = next();
     } else if (a == "--report") {

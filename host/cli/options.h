@@ -38,6 +38,10 @@ struct Options {
   std::optional<std::string> cache_dir;
   std::string report;
   std::string checkpoint, export_checkpoint;
+  std::string resume, checkpoint_dir;  // --resume DIR, --checkpoint_dir DIR
+  int32_t checkpoint_every = 0;
+  int32_t keep_checkpoints = 3;
+  bool on_nonfinite_skip = false;
   std::string train_config;
   std::string export_circle, export_circleplus;
   std::set<std::string> given;  // the options on the command line: they win over a model's training info

@@ -42,6 +42,10 @@ void apply_options(const Options& o, cltrain_settings& c, const std::string& bac
   c.storage = o.half_storage ? 1 : 0;
   if (o.lora_rank > 0) c.lora_rank = o.lora_rank, c.lora_alpha = o.lora_alpha;
   c.cache_dir = o.cache_dir ? o.cache_dir->c_str() : nullptr;
+  c.on_nonfinite = o.on_nonfinite_skip ? CLTRAIN_NONFINITE_SKIP : CLTRAIN_NONFINITE_STOP;
+  c.checkpoint_every = o.checkpoint_every;
+  c.checkpoint_dir = !o.checkpoint_dir.empty() ? o.checkpoint_dir.c_str() : o.resume.c_str();
+  c.keep_checkpoints = o.keep_checkpoints;
 }
 
 }  // namespace

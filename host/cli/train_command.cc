@@ -38,6 +38,11 @@ class ApiSteps : public Steps {
     api_.check(cltrain_evaluate(api_.get(), &loss, prediction, prediction ? outputs() : 0));
     return loss;
   }
+  int64_t skipped() const override {
+    int64_t n = 0;
+    api_.check(cltrain_get_skipped_steps(api_.get(), &n));
+    return n;
+  }
   void predict(const float* input, float* prediction) override {
     if (p_.int32_input)
       api_.check(cltrain_predict_int32(api_.get(), ids(input), batch() * input_size(), prediction, outputs()));
@@ -72,6 +77,25 @@ void print_parameters(const Options& o, const cltrain_settings& c, int32_t batch
   std::printf("- num_of_trainable_ops = %d\n", c.num_trainable_ops);
   std::printf("========================\n");
   std::fflush(stdout);
+}
+
+// --resume DIR: the newest periodic checkpoint of DIR that loads, and where in its epoch it was.
+void resume(const ApiSession& api, const std::string& dir, TrainerConfig& tc) {
+  int32_t warnings = 0;
+  while (cltrain_warning(api.get(), warnings)) ++warnings;
+  char used[4096];
+  api.check(cltrain_resume(api.get(), dir.c_str(), used, sizeof used));
+  for (int32_t i = warnings; const char* w = cltrain_warning(api.get(), i); ++i)
+    std::fprintf(stderr, "cltrain: warning: %s\n", w);
+  if (used[0] == '\0') {
+    std::fprintf(stderr, "cltrain: %s holds no checkpoint: training from the start\n", dir.c_str());
+    return;
+  }
+  int64_t steps = 0;
+  api.check(cltrain_get_position(api.get(), &steps, &tc.epochs_done));
+  api.check(cltrain_get_progress(api.get(), &tc.resume_batches, &tc.resume_loss_sum));
+  std::fprintf(stderr, "cltrain: resuming from %s: %d epochs and %lld steps of the next done (optimizer step %lld)\n",
+               used, tc.epochs_done, static_cast<long long>(tc.resume_batches), static_cast<long long>(steps));
 }
 
 }  // namespace
@@ -109,6 +133,9 @@ int run_train(const Options& o) {
   tc.accuracy = o.metric == 0;
   tc.shuffle = o.shuffle;
   tc.progress = o.progress && isatty(STDOUT_FILENO);
+  if (!o.checkpoint.empty() && !o.resume.empty())
+    throw UsageError("--checkpoint and --resume both say where to start: give one");
+  if (!o.resume.empty()) resume(api, o.resume, tc);
   if (!o.checkpoint.empty()) {
     api.check(cltrain_import_checkpoint(api.get(), o.checkpoint.c_str()));
     int64_t steps = 0;
@@ -138,6 +165,7 @@ int run_train(const Options& o) {
       std::printf(" - val_loss: [0] %.4f", r.val_loss);
       std::printf(" - val_categorical_accuracy: %.4f", r.val_accuracy);
     }
+    if (r.skipped > 0) std::printf(" - skipped: %lld non-finite steps", static_cast<long long>(r.skipped));
     std::printf("\n");
     std::fflush(stdout);
   });

@@ -1,6 +1,7 @@
 #include "checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -14,6 +15,17 @@ namespace {
 constexpr uint16_t kMagic = 429;
 constexpr uint8_t kSchema = 1;
 constexpr size_t kHeaderBytes = 20;
+constexpr size_t kTrailerBytes = 44;
+constexpr char kTrailerMagic[4] = {'C', 'L', 'T', 'P'};
+
+void put64(std::vector<uint8_t>& b, size_t at, uint64_t v) {
+  for (int i = 0; i < 8; ++i) b[at + static_cast<size_t>(i)] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint64_t get64(const std::vector<uint8_t>& b, size_t at) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(b[at + static_cast<size_t>(i)]) << (8 * i);
+  return v;
+}
 
 void put32(std::vector<uint8_t>& b, size_t at, uint32_t v) {
   for (int i = 0; i < 4; ++i) b[at + i] = static_cast<uint8_t>(v >> (8 * i));
@@ -260,10 +272,76 @@ std::vector<uint8_t> make_checkpoint(Session& s, const Model& m, const TrainingP
   put32(out, 8, opt2);
   put32(out, 12, other);
   put32(out, 16, static_cast<uint32_t>(entries.size()));
+  if (pos.has_progress) {
+    const size_t at = out.size();
+    out.resize(at + kTrailerBytes);
+    std::memcpy(out.data() + at, kTrailerMagic, 4);
+    put32(out, at + 4, 1);
+    put64(out, at + 8, static_cast<uint64_t>(pos.progress.batches));
+    put64(out, at + 16, static_cast<uint64_t>(pos.progress.epoch_batches));
+    uint64_t bits;
+    std::memcpy(&bits, &pos.progress.epoch_loss_sum, 8);
+    put64(out, at + 24, bits);
+    put64(out, at + 32, static_cast<uint64_t>(pos.progress.skipped));
+    put32(out, at + 40, crc32_of(out.data(), at + 40));
+  }
   return out;
 }
 
-TrainingPosition load_checkpoint(Session& s, const Model& m, const std::vector<uint8_t>& b, const std::string& what) {
+uint32_t crc32_of(const uint8_t* data, size_t n) {
+  static const auto table = [] {
+    std::vector<uint32_t> t(256);
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) c = table[(c ^ data[i]) & 0xff] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+// onert's layout of b (load_checkpoint less cltrain's trailer).
+static TrainingPosition load_onert_layout(Session& s, const Model& m, const std::vector<uint8_t>& b,
+                                          const std::string& what);
+
+TrainingPosition load_checkpoint(Session& s, const Model& m, const std::vector<uint8_t>& whole,
+                                 const std::string& what) {
+  // cltrain's trailer: checked first, then left out of what onert's layout reads.
+  Progress progress;
+  bool has_progress = false;
+  const size_t n = whole.size();
+  if (n >= kHeaderBytes + kTrailerBytes && std::memcmp(whole.data() + n - kTrailerBytes, kTrailerMagic, 4) == 0) {
+    const size_t at = n - kTrailerBytes;
+    if (get32(whole, at + 40) != crc32_of(whole.data(), at + 40))
+      throw CheckpointError(what + ": checksum mismatch: the file is torn or corrupted");
+    if (get32(whole, at + 4) != 1)
+      throw CheckpointError(what + ": cltrain trailer version " + std::to_string(get32(whole, at + 4)) +
+                            " is not supported");
+    progress.batches = static_cast<int64_t>(get64(whole, at + 8));
+    progress.epoch_batches = static_cast<int64_t>(get64(whole, at + 16));
+    const uint64_t bits = get64(whole, at + 24);
+    std::memcpy(&progress.epoch_loss_sum, &bits, 8);
+    progress.skipped = static_cast<int64_t>(get64(whole, at + 32));
+    if (progress.batches < 0 || progress.epoch_batches < 0 || progress.epoch_batches > progress.batches ||
+        progress.skipped < 0 || !std::isfinite(progress.epoch_loss_sum))
+      throw CheckpointError(what + ": its training progress is not consistent");
+    has_progress = true;
+  }
+  const std::vector<uint8_t> stripped =
+      has_progress ? std::vector<uint8_t>(whole.begin(), whole.end() - static_cast<long>(kTrailerBytes))
+                   : std::vector<uint8_t>();
+  const std::vector<uint8_t>& b = has_progress ? stripped : whole;
+  TrainingPosition pos = load_onert_layout(s, m, b, what);
+  pos.has_progress = has_progress;
+  pos.progress = progress;
+  return pos;
+}
+
+static TrainingPosition load_onert_layout(Session& s, const Model& m, const std::vector<uint8_t>& b,
+                                          const std::string& what) {
   const TrainingGraph& g = s.graph();
   if (b.size() < kHeaderBytes)
     throw CheckpointError(what + ": truncated (" + std::to_string(b.size()) + " bytes, no header)");

@@ -10,6 +10,12 @@
 // opt1_offset = other_offset and opt2_offset = 0. At other_offset: uint32 cur_step, uint32
 // cur_epoch (onert writes 0). Reading also takes the layout earlier cltrain builds wrote (the
 // trained weights in model order) where only that one fits the file.
+//
+// cltrain appends a trailer of 44 bytes after onert's end (where onert reads nothing): "CLTP",
+// uint32 version = 1, int64 batches (steps run, skipped ones included), int64 epoch_batches
+// (those since the last whole epoch), float64 epoch_loss_sum (the losses of its applied steps),
+// int64 skipped, and uint32 CRC-32 (IEEE) of every byte before it. A file with the trailer whose
+// checksum does not match is refused as torn or corrupted; one without it (onert's) loads as before.
 #pragma once
 
 #include <cstdint>
@@ -27,10 +33,23 @@ struct CheckpointError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Where a training loop was, within an epoch (cltrain's trailer).
+struct Progress {
+  int64_t batches = 0;        // steps run since training began (skipped ones included)
+  int64_t epoch_batches = 0;  // of them, since the last whole epoch
+  double epoch_loss_sum = 0;  // the losses of the applied ones among those
+  int64_t skipped = 0;        // steps not applied (on_nonfinite skip)
+};
+
 struct TrainingPosition {
   uint32_t step = 0;   // optimizer iterations done (Adam's t)
   uint32_t epoch = 0;  // epochs done
+  bool has_progress = false;
+  Progress progress;
 };
+
+// CRC-32 (IEEE 802.3, as zlib's crc32) of bytes.
+uint32_t crc32_of(const uint8_t* data, size_t n);
 
 // The model's constants in the order onert (0.1.0, its train backend) lists them in a checkpoint:
 // the iteration order of the chain of hash maps its compiler fills (libstdc++'s unordered_map, as

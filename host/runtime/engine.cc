@@ -337,19 +337,37 @@ void Engine::set_expected(const float* data, uint64_t count) {
 float Engine::train_step(float* prediction) {
   require_prepared("train_step");
   if (!have_input_ || !have_expected_) throw std::logic_error("train_step before set_input and set_expected");
-  const float loss = session_->train_step(input_.data(), expected_.data(), prediction);
-  const int64_t steps = session_->iterations();
-  if (!std::isfinite(loss))
-    throw TrainingError("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
-                        std::to_string(epochs_ + 1) + ", step " + std::to_string(steps - epoch_start_steps_) +
-                        " (optimizer step " + std::to_string(steps) +
-                        "; is the learning rate too high, or the data not scaled?); nothing exported");
-  return loss;
+  bool applied = true;
+  const float loss = session_->train_step(input_.data(), expected_.data(), prediction, &applied);
+  const bool skip = !applied && settings_.on_nonfinite == NonFinite::kSkip;
+  if ((applied && std::isfinite(loss)) || skip) {
+    ++progress_.batches;
+    ++progress_.epoch_batches;
+    if (skip)
+      ++progress_.skipped;
+    else
+      progress_.epoch_loss_sum += static_cast<double>(loss);
+    if (settings_.checkpoint_every > 0 && progress_.batches % settings_.checkpoint_every == 0)
+      write_periodic_checkpoint();
+    return loss;
+  }
+  // The step that failed is the one after those done.
+  const int64_t step = session_->iterations() + (applied ? 0 : 1);
+  const std::string what = std::isfinite(loss)
+                               ? "a gradient became NaN or infinite (loss " + std::to_string(loss) + ")"
+                               : std::string("the loss became ") + (std::isnan(loss) ? "NaN" : "infinite");
+  throw TrainingError(
+      what + " at epoch " + std::to_string(epochs_ + 1) + ", step " + std::to_string(step - epoch_start_steps_) +
+      " (optimizer step " + std::to_string(step) + "; " +
+      (applied ? "nothing exported" : "not applied: the weights and optimizer state are those before it") +
+      "; is the learning rate too high, or the data not scaled?)");
 }
 
 void Engine::set_epochs_done(int32_t epochs) {
   epochs_ = epochs;
   epoch_start_steps_ = position().steps;
+  progress_.epoch_batches = 0;
+  progress_.epoch_loss_sum = 0;
 }
 
 float Engine::evaluate(float* prediction) {

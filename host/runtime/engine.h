@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint.h"
 #include "cltrain/cltrain.h"
 #include "model/model.h"
 #include "passes/model_edits.h"
@@ -36,6 +37,13 @@ enum class Loss : int32_t {
 enum class Reduction : int32_t {
   kSumOverBatchSize = CLTRAIN_REDUCTION_TYPE_SUM_OVER_BATCH_SIZE,
   kSum = CLTRAIN_REDUCTION_TYPE_SUM,
+};
+
+// What a training step whose loss or gradients are not finite does. Either way the step is not
+// applied: the weights and the optimizer state stay as they were (Session::train_step).
+enum class NonFinite : int32_t {
+  kStop = CLTRAIN_NONFINITE_STOP,  // train_step throws TrainingError; the session stays usable
+  kSkip = CLTRAIN_NONFINITE_SKIP,  // train_step returns the loss and counts the step (skipped_steps)
 };
 
 struct Settings {
@@ -63,6 +71,13 @@ struct Settings {
   // the rank (a scale of 1). Exports merge W + (alpha / rank) B A into W.
   int32_t lora_rank = 0;
   float lora_alpha = 0.0f;
+  NonFinite on_nonfinite = NonFinite::kStop;
+  // Periodic checkpoints: after every checkpoint_every-th step (0: none) a checkpoint (weights,
+  // optimizer state, position, progress within the epoch; checkpoint.h) is written atomically into
+  // checkpoint_dir as step-NNNNNNNNNN.ckpt, and all but the newest keep_checkpoints are removed.
+  int32_t checkpoint_every = 0;
+  std::string checkpoint_dir;
+  int32_t keep_checkpoints = 3;
   std::vector<std::string> backends = {"opencl"};  // in order of preference; the CPU is always last
   int32_t device = -1;                             // OpenCL device index, -1: the default
   // Where backends keep saved plans and kernel binaries; "": none; nullopt: $CLTRAIN_CACHE_DIR,
@@ -116,9 +131,16 @@ class Engine {
   // -1 where none reads it.
   int64_t id_rows() const;
   void set_expected(const float* data, uint64_t count);
-  // One optimizer step on the inputs set; the loss (TrainingError where it is not finite).
-  // prediction (batch() * output_size() floats) may be NULL.
+  // One optimizer step on the inputs set; the loss. prediction (batch() * output_size() floats)
+  // may be NULL. Where the loss or a gradient is not finite the step is not applied (weights and
+  // optimizer state as they were) and, as settings().on_nonfinite says, TrainingError is thrown
+  // or the step is counted in skipped_steps() and its loss returned.
   float train_step(float* prediction = nullptr);
+  // Steps not applied (their loss or a gradient not finite) in kSkip mode, since prepare.
+  int64_t skipped_steps() const { return progress_.skipped; }
+  // Where a training loop is: steps run (skipped ones included), those and their losses since the
+  // last set_epochs_done; checkpoints carry it, so that a loop resumes mid-epoch.
+  const Progress& progress() const { return progress_; }
   float evaluate(float* prediction = nullptr);
   void predict(const float* input, uint64_t input_count, float* output, uint64_t output_count);
   void predict_int32(const int32_t* input, uint64_t input_count, float* output, uint64_t output_count);
@@ -148,6 +170,10 @@ class Engine {
   // stop the others; the exception then names it (and those written).
   void export_files(const std::string& model, const std::string& circleplus, const std::string& checkpoint);
   void import_checkpoint(const std::string& path);
+  // Imports the newest checkpoint of dir (periodic checkpoints' step-N.ckpt) that loads; returns its
+  // path, "" when dir holds none. *rejected (and warnings()) get one line per newer one that did
+  // not load (torn, corrupted, of another model) and why; the session is as it was where none loads.
+  std::string resume(const std::string& dir, std::vector<std::string>* rejected);
 
  private:
   void require_input_type(int32_t dtype, const char* what) const;
@@ -176,6 +202,8 @@ class Engine {
   std::unique_ptr<Session> session_;
   std::vector<float> input_, expected_;
   bool have_input_ = false, have_expected_ = false;
+  Progress progress_;
+  void write_periodic_checkpoint();
   int32_t epochs_ = 0;             // epochs done (the session counts the optimizer's iterations)
   int64_t epoch_start_steps_ = 0;  // the iterations done when set_epochs_done was last called
   std::vector<std::string> warnings_;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -150,7 +151,9 @@ std::vector<uint8_t> Engine::circleplus_bytes(const Weights& weights) {
 
 std::vector<uint8_t> Engine::checkpoint_bytes() {
   require_prepared("export_checkpoint");
-  const TrainingPosition pos{static_cast<uint32_t>(position().steps), static_cast<uint32_t>(epochs_)};
+  TrainingPosition pos{static_cast<uint32_t>(position().steps), static_cast<uint32_t>(epochs_)};
+  pos.has_progress = true;
+  pos.progress = progress_;
   return make_checkpoint(*session_, model_, pos);
 }
 
@@ -210,6 +213,62 @@ void Engine::import_checkpoint(const std::string& path) {
   if (!bad.empty()) throw CheckpointError(path + ": " + bad);
   epochs_ = static_cast<int32_t>(pos.epoch);
   epoch_start_steps_ = pos.step;
+  progress_ = pos.has_progress ? pos.progress : Progress{};
+}
+
+namespace {
+
+// The periodic checkpoints of dir, newest (highest step) first.
+std::vector<std::pair<int64_t, std::string>> periodic_checkpoints(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() != 20 || name.compare(0, 5, "step-") != 0 || name.compare(15, 5, ".ckpt") != 0) continue;
+    const std::string digits = name.substr(5, 10);
+    if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    out.emplace_back(std::stoll(digits), e.path().string());
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return out;
+}
+
+}  // namespace
+
+void Engine::write_periodic_checkpoint() {
+  const std::string& dir = settings_.checkpoint_dir;
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%010lld.ckpt", static_cast<long long>(progress_.batches));
+  const std::string path = (dir.empty() ? std::string(".") : dir) + "/" + name;
+  try {
+    std::filesystem::create_directories(dir.empty() ? std::string(".") : dir);
+    export_checkpoint(path);
+  } catch (const std::exception& e) {
+    throw CheckpointError(std::string("the step was applied, but its periodic checkpoint was not written: ") +
+                          e.what());
+  }
+  const auto all = periodic_checkpoints(dir.empty() ? std::string(".") : dir);
+  for (size_t i = static_cast<size_t>(std::max(settings_.keep_checkpoints, 1)); i < all.size(); ++i) {
+    std::error_code ec;
+    std::filesystem::remove(all[i].second, ec);
+  }
+}
+
+std::string Engine::resume(const std::string& dir, std::vector<std::string>* rejected) {
+  require_prepared("resume");
+  for (const auto& [step, path] : periodic_checkpoints(dir)) {
+    (void)step;
+    try {
+      // Checked whole before anything is written (the checksum first), so a rejected file leaves
+      // the session as it was.
+      import_checkpoint(path);
+      return path;
+    } catch (const CheckpointError& e) {
+      warnings_.push_back(std::string(e.what()) + "; resuming from the one before");
+      if (rejected) rejected->push_back(e.what());
+    }
+  }
+  return {};
 }
 
 }  // namespace cltrain

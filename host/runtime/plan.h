@@ -27,6 +27,11 @@ struct ScheduleAction {
     kCopy,   // tensor from backend `from` to backend `to`, before step `step`
     kRun,    // `steps` on backend `to`, in one Backend::run
     kRead,   // the loss or the prediction from backend `from` to the host
+    // The finite flag (TrainingGraph::finite_flag) from backend `from`, before the first update
+    // (step `step`): where it is not 0 the run skips every later kRun and kCopy (the updates and
+    // the syncs of what they write), so the step changes no weight and no optimizer state. The
+    // host's reads of the loss and the prediction come right before it.
+    kGate,
   };
   Kind kind = kRun;
   int32_t tensor = -1;

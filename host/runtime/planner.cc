@@ -17,7 +17,7 @@ namespace {
 
 // Steps that read their outputs as well as write them.
 bool reads_outputs(const cltrain_step_desc& s) {
-  return s.op == CLTRAIN_OP_ACCUMULATE || s.phase == CLTRAIN_PHASE_UPDATE;
+  return s.op == CLTRAIN_OP_ACCUMULATE || s.op == CLTRAIN_OP_CHECK_FINITE || s.phase == CLTRAIN_PHASE_UPDATE;
 }
 
 }  // namespace
@@ -101,6 +101,7 @@ void Planner::compute_lifetimes() {
       if (a.kind == ScheduleAction::kWrite) access(a.to, a.tensor, 0);
       if (a.kind == ScheduleAction::kCopy) access(a.from, a.tensor, a.step), access(a.to, a.tensor, a.step);
       if (a.kind == ScheduleAction::kRead) access(a.from, a.tensor, nsteps - 1);
+      if (a.kind == ScheduleAction::kGate) access(a.from, a.tensor, a.step);
     }
 
   plan_.tensors.assign(nb, graph_.tensors);
@@ -148,9 +149,32 @@ Schedule Planner::schedule(int32_t end, bool with_expected, bool read_loss) cons
     a.kind = ScheduleAction::kCopy, a.tensor = t, a.from = from, a.to = to, a.step = s;
     acts.push_back(a);
   };
+  // The host reads the loss and the prediction after the last step, or where a gate comes: before
+  // it (they are complete by then), so that the updates after the gate need no wait of the host.
+  auto host_reads = [&] {
+    for (int32_t t : {read_loss ? graph_.loss : -1, graph_.prediction}) {
+      if (t < 0) continue;
+      const int32_t from = lowest_bit(valid[static_cast<size_t>(t)]);
+      if (from < 0)
+        throw BackendError(std::string("internal: ") + graph_.name_of(t) + " is not computed by these steps");
+      ScheduleAction a;
+      a.kind = ScheduleAction::kRead, a.tensor = t, a.from = from;
+      acts.push_back(a);
+    }
+  };
+  bool gated = false;
   for (int32_t s = 0; s < end; ++s) {
     const auto& st = graph_.steps[static_cast<size_t>(s)];
     const int32_t b = where[static_cast<size_t>(s)];
+    if (st.phase == CLTRAIN_PHASE_UPDATE && !gated && graph_.finite_flag >= 0) {
+      gated = true;
+      host_reads();
+      ScheduleAction a;
+      a.kind = ScheduleAction::kGate, a.tensor = graph_.finite_flag, a.step = s;
+      a.from = lowest_bit(valid[static_cast<size_t>(a.tensor)]);
+      if (a.from < 0) throw BackendError("internal: the finite flag is not computed before the updates");
+      acts.push_back(a);
+    }
     auto need = [&](int32_t t) {
       if (t < 0 || (valid[static_cast<size_t>(t)] & (1u << b))) return;
       const int32_t from = lowest_bit(valid[static_cast<size_t>(t)]);
@@ -172,14 +196,7 @@ Schedule Planner::schedule(int32_t end, bool with_expected, bool read_loss) cons
     for (int32_t i = 0; i < st.num_outputs; ++i)
       if (st.outputs[i] >= 0) valid[static_cast<size_t>(st.outputs[i])] = 1u << b;
   }
-  for (int32_t t : {read_loss ? graph_.loss : -1, graph_.prediction}) {
-    if (t < 0) continue;
-    const int32_t from = lowest_bit(valid[static_cast<size_t>(t)]);
-    if (from < 0) throw BackendError(std::string("internal: ") + graph_.name_of(t) + " is not computed by these steps");
-    ScheduleAction a;
-    a.kind = ScheduleAction::kRead, a.tensor = t, a.from = from;
-    acts.push_back(a);
-  }
+  if (!gated) host_reads();
   // What the updates wrote goes to the other holders: the next run starts as this one did.
   for (size_t t = 0; t < valid.size(); ++t) {
     if (!graph_.tensors[t].persistent || valid[t] == plan_.holders[t]) continue;

@@ -42,10 +42,13 @@ void Session::prepare(uint64_t memory_budget) {
 }
 
 float Session::run(RunMode mode, const float* input, const float* expected, const cltrain_run_args& args,
-                   float* prediction) {
+                   float* prediction, bool* applied) {
   auto bytes_of = [&](int32_t t) { return tensor_bytes(graph_.tensors[static_cast<size_t>(t)]); };
   float loss = 0.0f;
+  bool closed = false;  // a gate found the flag set: no more runs or copies
+  if (applied) *applied = true;
   for (const ScheduleAction& a : plan_.schedule(mode).actions) {
+    if (closed && (a.kind == ScheduleAction::kRun || a.kind == ScheduleAction::kCopy)) continue;
     switch (a.kind) {
       case ScheduleAction::kWrite:
         backends_[static_cast<size_t>(a.to)]->write(a.tensor, a.tensor == graph_.input ? input : expected,
@@ -59,6 +62,13 @@ float Session::run(RunMode mode, const float* input, const float* expected, cons
         break;
       }
       case ScheduleAction::kRun: backends_[static_cast<size_t>(a.to)]->run(a.steps, args); break;
+      case ScheduleAction::kGate: {
+        float flag = 0.0f;
+        backends_[static_cast<size_t>(a.from)]->read(a.tensor, &flag, sizeof(float));
+        closed = flag != 0.0f;
+        if (closed && applied) *applied = false;
+        break;
+      }
       case ScheduleAction::kRead:
         if (a.tensor == graph_.loss)
           backends_[static_cast<size_t>(a.from)]->read(a.tensor, &loss, sizeof(float));
@@ -70,13 +80,15 @@ float Session::run(RunMode mode, const float* input, const float* expected, cons
   return loss;
 }
 
-float Session::train_step(const float* input, const float* expected, float* prediction) {
+float Session::train_step(const float* input, const float* expected, float* prediction, bool* applied) {
   cltrain_run_args args{};
   args.struct_size = sizeof(args);
   args.iteration = iterations_ + 1;
   args.learning_rate = 0.0f;
-  const float loss = run(RunMode::kTrain, input, expected, args, prediction);
-  ++iterations_;
+  bool done = true;
+  const float loss = run(RunMode::kTrain, input, expected, args, prediction, &done);
+  if (done) ++iterations_;
+  if (applied) *applied = done;
   return loss;
 }
 
@@ -84,14 +96,14 @@ float Session::evaluate(const float* input, const float* expected, float* predic
   cltrain_run_args args{};
   args.struct_size = sizeof(args);
   args.iteration = 1;
-  return run(RunMode::kEvaluate, input, expected, args, prediction);
+  return run(RunMode::kEvaluate, input, expected, args, prediction, nullptr);
 }
 
 void Session::predict(const float* input, float* prediction) {
   cltrain_run_args args{};
   args.struct_size = sizeof(args);
   args.iteration = 1;
-  run(RunMode::kPredict, input, nullptr, args, prediction);
+  run(RunMode::kPredict, input, nullptr, args, prediction, nullptr);
 }
 
 std::vector<float> Session::read_persistent(int32_t t) {

@@ -38,7 +38,9 @@ class Session {
   // One training iteration on a batch (inputs and expected outputs, batch-major floats).
   // Returns the loss; fills prediction (batch × outputs) when not null.
   // The step is optimizer iteration iterations() + 1 (Adam's t), counted once it has run.
-  float train_step(const float* input, const float* expected, float* prediction);
+  // Transactional: where the loss or a gradient is not finite, no update runs (the weights and
+  // the optimizer state stay as they were, the iteration is not counted) and *applied is false.
+  float train_step(const float* input, const float* expected, float* prediction, bool* applied = nullptr);
   // Optimizer iterations done: the one count of them (a checkpoint's step, Engine::position).
   int64_t iterations() const { return iterations_; }
   void set_iterations(int64_t done) { iterations_ = done; }
@@ -78,7 +80,9 @@ class Session {
 
  private:
   // Replays the mode's schedule: nothing is decided here.
-  float run(RunMode mode, const float* input, const float* expected, const cltrain_run_args& args, float* prediction);
+  // *applied (may be null) false where the gate closed (plan.h).
+  float run(RunMode mode, const float* input, const float* expected, const cltrain_run_args& args, float* prediction,
+            bool* applied);
 
   TrainingGraph graph_;
   std::vector<std::unique_ptr<Backend>> backends_;

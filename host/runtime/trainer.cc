@@ -83,13 +83,22 @@ std::vector<EpochResult> train(Steps& session, const Dataset& data, const Datase
     EpochResult r;
     r.epoch = e;
     r.steps = static_cast<int64_t>(steps);
-    double loss_sum = 0;
-    uint64_t correct = 0;
+    const bool resumed = e == config.epochs_done + 1 && config.resume_batches > 0;
+    const uint64_t first = resumed ? std::min<uint64_t>(static_cast<uint64_t>(config.resume_batches), steps) : 0;
+    double loss_sum = resumed ? config.resume_loss_sum : 0;
+    uint64_t correct = 0, applied = first;
     const auto t0 = Clock::now();
     auto last_progress = t0;
-    for (uint64_t s = 0; s < steps; ++s) {
+    for (uint64_t s = first; s < steps; ++s) {
       gather(data, order, s * batch, batch, in, out);
+      const int64_t skipped_before = session.skipped();
       const float loss = session.train_step(in.data(), out.data(), config.accuracy ? pred.data() : nullptr);
+      if (session.skipped() != skipped_before) {  // not applied; left out of the epoch's loss
+        ++r.skipped;
+        if (step_log) std::fprintf(step_log.get(), "%d %llu skipped\n", e, static_cast<unsigned long long>(s));
+        continue;
+      }
+      ++applied;
       if (!std::isfinite(loss))
         throw TrainingError("the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
                             std::to_string(e) + ", step " + std::to_string(s + 1) +
@@ -101,14 +110,16 @@ std::vector<EpochResult> train(Steps& session, const Dataset& data, const Datase
         last_progress = Clock::now();
         std::fprintf(stdout, "\rEpoch %d/%d - step %llu/%llu - loss: %.4f", e, config.epochs,
                      static_cast<unsigned long long>(s + 1), static_cast<unsigned long long>(steps),
-                     loss_sum / static_cast<double>(s + 1));
+                     loss_sum / static_cast<double>(std::max<uint64_t>(applied, 1)));
         std::fflush(stdout);
       }
     }
     r.ms = ms_since(t0);
-    r.ms_per_step = r.ms / static_cast<double>(steps);
-    r.loss = loss_sum / static_cast<double>(steps);
-    if (config.accuracy) r.accuracy = static_cast<double>(correct) / static_cast<double>(steps * batch);
+    r.ms_per_step = r.ms / static_cast<double>(std::max<uint64_t>(steps - first, 1));
+    r.loss = loss_sum / static_cast<double>(std::max<uint64_t>(applied, 1));
+    // (accuracy counts the steps this run made: a resumed epoch's earlier ones are not kept)
+    if (config.accuracy)
+      r.accuracy = static_cast<double>(correct) / static_cast<double>(std::max<uint64_t>(applied - first, 1) * batch);
     if (config.progress) {
       std::fprintf(stdout, "\r\033[K");
       std::fflush(stdout);

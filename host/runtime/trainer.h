@@ -28,6 +28,9 @@ class Steps {
   virtual float train_step(const float* input, const float* expected, float* prediction) = 0;
   virtual float evaluate(const float* input, const float* expected, float* prediction) = 0;
   virtual void predict(const float* input, float* prediction) = 0;
+  // Steps not applied so far because their loss or a gradient was not finite (on_nonfinite skip):
+  // a step that raises it is left out of the epoch's loss.
+  virtual int64_t skipped() const { return 0; }
 };
 
 // A Session as Steps (the session counts the optimizer's iterations).
@@ -60,6 +63,10 @@ struct TrainerConfig {
   // batches as an uninterrupted one. (The optimizer's iterations done are the session's,
   // Session::iterations.)
   int32_t epochs_done = 0;
+  // Resumed mid-epoch (a periodic checkpoint's progress): the batches of epoch epochs_done + 1
+  // already run, and the sum of their applied losses. The epoch goes on at the next batch.
+  int64_t resume_batches = 0;
+  double resume_loss_sum = 0;
 };
 
 struct EpochResult {
@@ -69,6 +76,7 @@ struct EpochResult {
   double val_loss = -1, val_accuracy = -1;
   double ms = 0, ms_per_step = 0;
   int64_t steps = 0;
+  int64_t skipped = 0;  // steps not applied (on_nonfinite skip)
 };
 
 // Called after each epoch (for printing as training goes).

@@ -95,6 +95,15 @@ class GraphBuilder {
   void backward_step(size_t i);
   friend class OperatorStep;
   void update_steps_after(int32_t step, const std::vector<int32_t>& weights_done);
+  void check_then_update();
+  // An update step, made once its gradient is complete and added after the backward steps.
+  struct PendingUpdate {
+    int32_t op, model_op;
+    std::vector<int32_t> in, out;
+    cltrain_op_params params;
+    int32_t owner;
+  };
+  std::vector<PendingUpdate> pending_;
 
   const Model& model_;
   const TrainOptions& opt_;
@@ -236,8 +245,9 @@ void GraphBuilder::backward_step(size_t i) {
   update_steps_after(step, s.weights_done);
 }
 
-// A weight is updated right after the last backward step that contributes to its gradient, so
-// that gradients live for one step only.
+// A weight's update is made once the last backward step that contributes to its gradient is
+// made; the updates run after every backward step, behind the check of the loss and the gradients
+// (check_then_update), so that a step whose loss or gradients are not finite changes nothing.
 void GraphBuilder::update_steps_after(int32_t step, const std::vector<int32_t>& weights_done) {
   for (int32_t w : weights_done) {
     if (--remaining_[w] > 0) continue;
@@ -253,6 +263,7 @@ void GraphBuilder::update_steps_after(int32_t step, const std::vector<int32_t>& 
       state_shape = {r->second.second};
     }
     const std::string name = g_.name_of(w);
+    const int32_t model_op = g_.steps[static_cast<size_t>(step)].model_op;
     if (opt_.optimizer == CLTRAIN_OP_UPDATE_ADAM) {
       const int32_t m = add_tensor("adam_m/" + name, state_shape, CLTRAIN_ROLE_OPTIMIZER, true);
       const int32_t v = add_tensor("adam_v/" + name, state_shape, CLTRAIN_ROLE_OPTIMIZER, true);
@@ -260,12 +271,42 @@ void GraphBuilder::update_steps_after(int32_t step, const std::vector<int32_t>& 
       const auto q = squares_.find(w);
       std::vector<int32_t> in = {grad_.at(w)};
       if (q != squares_.end()) in.push_back(q->second);
-      add_step(q != squares_.end() ? CLTRAIN_OP_UPDATE_ADAM_SQUARES : CLTRAIN_OP_UPDATE_ADAM, CLTRAIN_PHASE_UPDATE,
-               g_.steps[step].model_op, in, {w, m, v}, p, step);
+      pending_.push_back({q != squares_.end() ? CLTRAIN_OP_UPDATE_ADAM_SQUARES : CLTRAIN_OP_UPDATE_ADAM,
+                          model_op,
+                          in,
+                          {w, m, v},
+                          p,
+                          step});
     } else {
-      add_step(CLTRAIN_OP_UPDATE_SGD, CLTRAIN_PHASE_UPDATE, g_.steps[step].model_op, {grad_.at(w)}, {w}, p, step);
+      pending_.push_back({CLTRAIN_OP_UPDATE_SGD, model_op, {grad_.at(w)}, {w}, p, step});
     }
   }
+}
+
+// After the backward steps: the flag set to 0 (FILL), CHECK_FINITE steps over the loss and every
+// tensor an update reads (up to 8 a step, each where the backward step that made its first
+// gradient runs), then the updates. The host reads the flag before the first update (plan.h's
+// gate) and runs the updates only when it is 0.
+void GraphBuilder::check_then_update() {
+  if (pending_.empty()) return;
+  g_.finite_flag = add_tensor("finite_flag", {1}, CLTRAIN_ROLE_NON_CONST, false);
+  add_step(CLTRAIN_OP_FILL, CLTRAIN_PHASE_FORWARD, -1, {}, {g_.finite_flag}, {}, -1);
+  std::vector<int32_t> group = {g_.loss};
+  int32_t owner = g_.loss_step;
+  auto flush = [&] {
+    if (!group.empty())
+      add_step(CLTRAIN_OP_CHECK_FINITE, CLTRAIN_PHASE_BACKWARD, -1, group, {g_.finite_flag}, {}, owner);
+    group.clear();
+  };
+  for (const PendingUpdate& u : pending_)
+    for (int32_t t : u.in) {
+      if (group.size() == CLTRAIN_MAX_STEP_IO) flush();
+      if (group.empty()) owner = u.owner;
+      group.push_back(t);
+    }
+  flush();
+  for (const PendingUpdate& u : pending_)
+    add_step(u.op, CLTRAIN_PHASE_UPDATE, u.model_op, u.in, u.out, u.params, u.owner);
 }
 
 // Float constants of the trained operators are trained: all of them, or those of the last
@@ -373,6 +414,7 @@ TrainingGraph GraphBuilder::build() {
     if (fused_[i] || !needs_grad(op.outputs[0]) || !grad_.count(op.outputs[0])) continue;
     backward_step(i);
   }
+  check_then_update();
   return std::move(g_);
 }
 

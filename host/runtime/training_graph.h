@@ -51,6 +51,9 @@ struct TrainingGraph {
   int32_t num_forward = 0;          // steps [0, num_forward) run the model forward
   int32_t loss_step = 0;            // == num_forward: the loss forward step
   int32_t input = -1, expected = -1, loss = -1, prediction = -1;
+  // 0 after the CHECK_FINITE steps when the loss and every gradient the updates read are finite,
+  // else 1; the host reads it before the updates (plan.h's gate). -1 when nothing trains.
+  int32_t finite_flag = -1;
   std::vector<int32_t> weights;                               // trainable weight tensors, in model order
   std::map<int32_t, std::pair<int32_t, int32_t>> adam_state;  // weight -> (m, v)
   std::vector<int32_t> op_ranks;                              // per model operator, as trained (kRank*)

@@ -59,8 +59,11 @@ extern "C" {
 /* The version of this API: calls and structs added later raise it. 2: cltrain_settings.memory_budget,
  * cltrain_budget_info and cltrain_get_budget; the trained-weight calls and cltrain_reset_optimizer.
  * 3: cltrain_settings.storage; later (by struct_size) lora_rank and lora_alpha. 4: cltrain_rewrite;
- * the named choices cltrain_optimizer, cltrain_loss and cltrain_reduction_type. */
-#define CLTRAIN_API_VERSION 4
+ * the named choices cltrain_optimizer, cltrain_loss and cltrain_reduction_type. 5: transactional
+ * steps: cltrain_settings.on_nonfinite (cltrain_nonfinite), cltrain_get_skipped_steps; periodic
+ * checkpoints: cltrain_settings.checkpoint_every, checkpoint_dir, keep_checkpoints, cltrain_resume,
+ * cltrain_get_progress. */
+#define CLTRAIN_API_VERSION 5
 
 typedef struct cltrain_session cltrain_session; /* opaque */
 
@@ -75,6 +78,13 @@ typedef enum cltrain_reduction_type {
   CLTRAIN_REDUCTION_TYPE_SUM_OVER_BATCH_SIZE = 1,
   CLTRAIN_REDUCTION_TYPE_SUM = 2
 } cltrain_reduction_type;
+
+/* What a training step whose loss or gradients are not finite does. Either way the step is not
+ * applied: the weights and the optimizer state (Adam's moments and t) stay as they were, and the
+ * session stays usable. STOP: cltrain_train_step returns CLTRAIN_ERROR naming the step. SKIP: it
+ * returns CLTRAIN_OK with the step's loss, and the step is counted (cltrain_get_skipped_steps), as
+ * mixed-precision trainers skip overflowing steps. */
+typedef enum cltrain_nonfinite { CLTRAIN_NONFINITE_STOP = 0, CLTRAIN_NONFINITE_SKIP = 1 } cltrain_nonfinite;
 
 /* Training settings, in onert_train's codes. A struct of a newer or older header is read as far
  * as its struct_size reaches; members it lacks keep their value. */
@@ -111,6 +121,12 @@ typedef struct cltrain_settings {
                                  model's weights stay frozen); exports merge W + (alpha / rank) B A
                                  into W. 0: none */
   float lora_alpha;           /* LoRA's alpha; 0: the rank (a scale of 1) */
+  int32_t on_nonfinite;       /* a cltrain_nonfinite: 0 stop, 1 skip */
+  int32_t checkpoint_every;   /* > 0: after every N-th step (skipped ones count) a checkpoint is written
+                                 atomically into checkpoint_dir as step-NNNNNNNNNN.ckpt (N: the steps
+                                 run), with a checksum; 0: none */
+  const char* checkpoint_dir; /* where; NULL or "": the working directory */
+  int32_t keep_checkpoints;   /* the newest K are kept, older ones removed; 0: 3 */
 } cltrain_settings;
 
 /* A backend that runs steps, and its planned memory in bytes (roles as in cltrain_backend.h). */
@@ -184,8 +200,9 @@ CLTRAIN_API cltrain_status cltrain_get_input_type(cltrain_session* session, int3
 CLTRAIN_API cltrain_status cltrain_set_input_int32(cltrain_session* session, const int32_t* data, uint64_t count);
 CLTRAIN_API cltrain_status cltrain_predict_int32(cltrain_session* session, const int32_t* input, uint64_t input_count,
                                                  float* output, uint64_t output_count);
-/* One optimizer step on the batch set; *loss its loss (before the update). CLTRAIN_ERROR when
- * the loss is not finite. The _outputs form also gives the model's outputs of the step
+/* One optimizer step on the batch set; *loss its loss (before the update). Where the loss or a
+ * gradient is not finite the step is not applied (cltrain_nonfinite): CLTRAIN_ERROR, or with
+ * on_nonfinite SKIP CLTRAIN_OK and the step counted. The _outputs form also gives the model's outputs of the step
  * (output_count = batch * output_size floats; outputs NULL with count 0 for none). */
 CLTRAIN_API cltrain_status cltrain_train_step(cltrain_session* session, float* loss);
 CLTRAIN_API cltrain_status cltrain_train_step_outputs(cltrain_session* session, float* loss, float* outputs,
@@ -201,6 +218,9 @@ CLTRAIN_API cltrain_status cltrain_predict(cltrain_session* session, const float
  * checkpoint records them; set by cltrain_set_epochs_done or a checkpoint). */
 CLTRAIN_API cltrain_status cltrain_get_position(cltrain_session* session, int64_t* steps, int32_t* epochs);
 CLTRAIN_API cltrain_status cltrain_set_epochs_done(cltrain_session* session, int32_t epochs);
+/* Steps not applied because their loss or a gradient was not finite (on_nonfinite SKIP), since
+ * prepare. */
+CLTRAIN_API cltrain_status cltrain_get_skipped_steps(cltrain_session* session, int64_t* skipped);
 
 /* A float32 constant of the model (a weight or bias) by tensor name: its element count, and its
  * values (after prepare the trained ones). count must equal the element count. */
@@ -233,6 +253,15 @@ CLTRAIN_API cltrain_status cltrain_export_files(cltrain_session* session, const 
                                                 const char* checkpoint);
 /* After prepare: weights, Adam state and position from a checkpoint of this model. */
 CLTRAIN_API cltrain_status cltrain_import_checkpoint(cltrain_session* session, const char* path);
+/* After prepare: imports the newest periodic checkpoint of dir that loads (a torn, corrupted or
+ * mismatched newer one is passed over, each named in a cltrain_warning). used (used_len bytes,
+ * may be NULL) gets its path, "" when dir holds none (the session is then as it was). */
+CLTRAIN_API cltrain_status cltrain_resume(cltrain_session* session, const char* dir, char* used, size_t used_len);
+/* Where a training loop is within the epoch (cltrain_set_epochs_done starts an epoch): the steps
+ * run since, and the sum of the losses of the applied ones; a checkpoint carries both, so that a
+ * loop resumed from one goes on at the next batch of the epoch. */
+CLTRAIN_API cltrain_status cltrain_get_progress(cltrain_session* session, int64_t* epoch_batches,
+                                                double* epoch_loss_sum);
 
 /* After prepare: the backends that run steps, with their devices and planned memory, and the
  * backend each model operator runs on. */

@@ -120,6 +120,11 @@
  * FILL  fwd in [] out [y]: every element params.fill_value (an RNN's zero state, of the shape
  *     the batch gives). No backward: its operands (the dims, the value) are constants.
  * ACCUMULATE  bwd in [a] out [acc]: acc += a (acc is read and written).
+ * CHECK_FINITE  bwd in [x0, x1, ...] (1 to 8 float32 tensors) out [flag] (one float32 element,
+ *     read and written): flag = 1 where any element of any input is NaN or +-Inf (exponent bits all
+ *     set), else flag unchanged. The training graph sets flag to 0 (FILL) and checks the loss and
+ *     every gradient before the first update: the host reads flag once and runs the updates only
+ *     when it is 0 (a transactional step).
  * UPDATE_SGD  update in [grad] out [W]: W = W - lr * g.
  * UPDATE_ADAM  update in [grad] out [W, m, v] (t = run_args.iteration).
  *     UPDATE_ADAM_SQUARES  update in [grad, gsq] out [W, m, v]: Adam with GATHER's dsq in place of
@@ -171,7 +176,8 @@
   X(UPDATE_ADAM_SQUARES, "AdamSquares", -1, CLTRAIN_KIND_UPDATE)     \
   X(BATCH_MATMUL, "BatchMatMul", 126, CLTRAIN_KIND_MODEL)            \
   X(SLICE, "Slice", 65, CLTRAIN_KIND_MODEL)                          \
-  X(FILL, "Fill", 94, CLTRAIN_KIND_MODEL)
+  X(FILL, "Fill", 94, CLTRAIN_KIND_MODEL)                            \
+  X(CHECK_FINITE, "CheckFinite", -1, CLTRAIN_KIND_GRAPH)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

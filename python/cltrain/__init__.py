@@ -28,6 +28,7 @@ _OPTIMIZERS = {"sgd": 1, "adam": 2}
 _LOSSES = {"mse": 1, "mean_squared_error": 1, "categorical_crossentropy": 2, "cce": 2}
 _REDUCTIONS = {"sum_over_batch_size": 1, "sum": 2}
 _STORAGES = {"float32": 0, "fp32": 0, "fp16": 1, "float16": 1}
+_NONFINITE = {"stop": 0, "skip": 1}
 
 _lib = None
 
@@ -154,7 +155,7 @@ class Session(_FilesAndReports):
 
     def compile(self, optimizer=None, learning_rate=None, loss=None, reduction=None, beta_1=None, beta_2=None,
                 epsilon=None, trainable_ops=None, train_config=None, epochs=None, add_missing_biases=None,
-                memory_budget=None, storage=None, lora=None):
+                memory_budget=None, storage=None, lora=None, on_nonfinite=None):
         """Sets what is given (the rest stays as the model or the defaults say) and prepares: builds
         the training graph, plans memory and builds kernels. Once per session.
 
@@ -167,7 +168,10 @@ class Session(_FilesAndReports):
         storage: "fp16" (activations and back-prop tensors stored as float16: about half their bytes,
         float32 arithmetic, weights and optimizer state) or "float32" (the default);
         lora: a rank, or (rank, alpha): LoRA adapters on the Dense (FullyConnected) layers the
-        trainable choice covers, which alone train; exports merge them into the weights.
+        trainable choice covers, which alone train; exports merge them into the weights;
+        on_nonfinite: what a step whose loss or gradients are not finite (a NaN in the batch) does;
+        either way it is not applied (weights and optimizer state stay as they were): "stop" (the
+        default) raises CltrainError, "skip" returns its loss and counts it in skipped_steps.
         """
         if self._shape is not None:
             raise CltrainError("invalid call: compile() was already called (once per session)", _capi.INVALID)
@@ -181,6 +185,7 @@ class Session(_FilesAndReports):
             add_missing_biases=None if add_missing_biases is None else int(bool(add_missing_biases)),
             memory_budget=None if memory_budget is None else int(memory_budget),
             storage=None if storage is None else _name(storage, _STORAGES, "storage"),
+            on_nonfinite=None if on_nonfinite is None else _name(on_nonfinite, _NONFINITE, "on_nonfinite"),
             **_lora_settings(lora))
         self._check(self._lib.cltrain_prepare(self._s))
         b, i, o = ctypes.c_int32(), ctypes.c_uint64(), ctypes.c_uint64()
@@ -190,6 +195,13 @@ class Session(_FilesAndReports):
         self._check(self._lib.cltrain_get_input_type(self._s, ctypes.byref(t)))
         self._ids = t.value == 1  # the model takes int32 token ids (a converted Keras Embedding)
         return self
+
+    @property
+    def skipped_steps(self):
+        """Steps not applied because their loss or a gradient was not finite (on_nonfinite="skip")."""
+        n = ctypes.c_int64()
+        self._check(self._lib.cltrain_get_skipped_steps(self._s, ctypes.byref(n)))
+        return n.value
 
     @property
     def rewrites(self):
@@ -357,10 +369,14 @@ class Session(_FilesAndReports):
             order = np.random.default_rng(seed * 1000003 + epoch).permutation(x.shape[0]) if shuffle \
                 else np.arange(x.shape[0])
             t0 = time.monotonic()
-            loss_sum, correct = 0.0, 0
+            loss_sum, correct, applied = 0.0, 0, 0
             for s in range(steps):
                 idx = order[s * b:(s + 1) * b]
+                skipped = self.skipped_steps
                 loss, out = self.train_step(x[idx], y[idx], outputs=True)
+                if self.skipped_steps != skipped:  # on_nonfinite="skip": not applied, not in the mean
+                    continue
+                applied += 1
                 loss_sum += loss
                 correct += int(np.sum(np.argmax(out, axis=1) == np.argmax(y[idx], axis=1)))
                 if on_step is not None:
@@ -368,9 +384,9 @@ class Session(_FilesAndReports):
                 if bar and (s % 20 == 0 or s + 1 == steps):
                     done = (s + 1) * 30 // steps
                     sys.stdout.write("\rEpoch %d/%d [%s%s] %d/%d - loss: %.4f" % (
-                        epoch, epochs, "=" * done, "." * (30 - done), s + 1, steps, loss_sum / (s + 1)))
+                        epoch, epochs, "=" * done, "." * (30 - done), s + 1, steps, loss_sum / max(applied, 1)))
                     sys.stdout.flush()
-            values = {"loss": loss_sum / steps, "accuracy": correct / (steps * b)}
+            values = {"loss": loss_sum / max(applied, 1), "accuracy": correct / (max(applied, 1) * b)}
             if xv.shape[0] >= b:
                 values["val_loss"], values["val_accuracy"] = self.evaluate(xv, yv)
             self._check(self._lib.cltrain_set_epochs_done(self._s, epoch))

@@ -37,6 +37,7 @@ class Settings(ctypes.Structure):
         ("storage", ctypes.c_int32),
         ("lora_rank", ctypes.c_int32),
         ("lora_alpha", ctypes.c_float),
+        ("on_nonfinite", ctypes.c_int32),
     ]
 
 
@@ -94,6 +95,7 @@ _SIGNATURES = {
     "cltrain_predict": (ctypes.c_int, [_sess, _f, _u64, _f, _u64]),
     "cltrain_get_position": (ctypes.c_int, [_sess, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int32)]),
     "cltrain_set_epochs_done": (ctypes.c_int, [_sess, ctypes.c_int32]),
+    "cltrain_get_skipped_steps": (ctypes.c_int, [_sess, ctypes.POINTER(ctypes.c_int64)]),
     "cltrain_weight_elements": (ctypes.c_int, [_sess, ctypes.c_char_p, ctypes.POINTER(_u64)]),
     "cltrain_get_weight": (ctypes.c_int, [_sess, ctypes.c_char_p, _f, _u64]),
     "cltrain_set_weight": (ctypes.c_int, [_sess, ctypes.c_char_p, _f, _u64]),

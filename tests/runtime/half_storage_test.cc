@@ -121,10 +121,12 @@ TEST(HalfStorage, OnlyActivationsAndBackPropAreHalved) {
 // With a memory budget too: the repeats compute the same halves.
 TEST(HalfStorage, WithinABudgetTheLossesStayBitwise) {
   std::string why;
-  const Model m = make_named_model("mnist-kaggle", 8);
+  // Batch 32: at 8, fc's gradient, held until the updates' check, sets the peak and no repeat
+  // lowers it.
+  const Model m = make_named_model("mnist-kaggle", 32);
   auto free_run = session(m, true, true, 0, &why);
   ASSERT_TRUE(free_run) << why;
-  const uint64_t budget = pools(*free_run) / 100 * 95;
+  const uint64_t budget = pools(*free_run) / 100 * 97;
   auto tight = session(m, true, true, budget, &why);
   ASSERT_TRUE(tight) << why;
   EXPECT_LE(pools(*tight), budget);

@@ -88,7 +88,9 @@ void expect_budget_keeps_losses(bool opencl) {
   auto free_run = session(opencl, 8, 0, &why);
   ASSERT_TRUE(free_run) << why;
   const uint64_t unbudgeted = pools(*free_run);
-  const uint64_t budget = unbudgeted / 100 * 90;
+  // 98%: at batch 8 fc's gradient, held until the updates' check, takes much of the peak, which
+  // repeats of the convolutions lower by 2.5-3.6% only.
+  const uint64_t budget = unbudgeted / 100 * 98;
   auto tight = session(opencl, 8, budget, &why);
   ASSERT_TRUE(tight) << why;
   EXPECT_LE(pools(*tight), budget);
@@ -164,7 +166,9 @@ TEST(OpenclPlan, MnistKaggleIsWithinOnePercentOfItsLowerBound) {
   const cltrain_memory_report& r = s->memory()[0].report;
   EXPECT_GE(r.pool_bytes, r.lower_bound);
   EXPECT_LE(static_cast<double>(r.pool_bytes), 1.01 * static_cast<double>(r.lower_bound));
-  EXPECT_LT(r.pool_bytes, 15000000u);  // 15,853,440 before scratch was planned at its least
+  // 15,853,440 before scratch was planned at its least, 14,484,480 since; 15,980,544 with the
+  // transactional step, which holds fc's 4.7 MB gradient until the updates' check.
+  EXPECT_LT(r.pool_bytes, 16100000u);
 }
 
 }  // namespace

@@ -53,12 +53,20 @@ TEST(Schedule, OneBackendRunsEachModeOnce) {
   const TrainingGraph& g = s->graph();
   using A = ScheduleAction;
   const Schedule& train = s->plan().schedule(RunMode::kTrain);
-  ASSERT_EQ(kinds(train), (Kinds{A::kWrite, A::kWrite, A::kRun, A::kRead, A::kRead}));
+  // The steps up to the checks, the host's reads, the gate on the finite flag, the updates.
+  ASSERT_EQ(kinds(train), (Kinds{A::kWrite, A::kWrite, A::kRun, A::kRead, A::kRead, A::kGate, A::kRun}));
   EXPECT_EQ(train.actions[0].tensor, g.input);
   EXPECT_EQ(train.actions[1].tensor, g.expected);
-  EXPECT_EQ(train.actions[2].steps, range(static_cast<int32_t>(g.steps.size())));
+  const int32_t first_update = train.actions[5].step;
+  EXPECT_EQ(g.steps[static_cast<size_t>(first_update)].phase, CLTRAIN_PHASE_UPDATE);
+  EXPECT_EQ(g.steps[static_cast<size_t>(first_update) - 1].op, CLTRAIN_OP_CHECK_FINITE);
+  EXPECT_EQ(train.actions[2].steps, range(first_update));
   EXPECT_EQ(train.actions[3].tensor, g.loss);
   EXPECT_EQ(train.actions[4].tensor, g.prediction);
+  EXPECT_EQ(train.actions[5].tensor, g.finite_flag);
+  std::vector<int32_t> updates;
+  for (int32_t k = first_update; k < static_cast<int32_t>(g.steps.size()); ++k) updates.push_back(k);
+  EXPECT_EQ(train.actions[6].steps, updates);
   const Schedule& eval = s->plan().schedule(RunMode::kEvaluate);
   ASSERT_EQ(kinds(eval), (Kinds{A::kWrite, A::kWrite, A::kRun, A::kRead, A::kRead}));
   EXPECT_EQ(eval.actions[2].steps, range(g.loss_step + 1));
