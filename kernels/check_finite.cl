@@ -11,29 +11,35 @@ __kernel void check_finite(__global float* pool, uint flag_off, uint o0, uint o1
   uint at;
   if (i < END0) at = o0 + i;
 #if N_IN > 1
-  else if (i < END1) at = o1 + (i - END0);
+  else if (i < END1)
+    at = o1 + (i - END0);
 #endif
 #if N_IN > 2
-  else if (i < END2) at = o2 + (i - END1);
+  else if (i < END2)
+    at = o2 + (i - END1);
 #endif
 #if N_IN > 3
-  else if (i < END3) at = o3 + (i - END2);
+  else if (i < END3)
+    at = o3 + (i - END2);
 #endif
 #if N_IN > 4
-  else if (i < END4) at = o4 + (i - END3);
+  else if (i < END4)
+    at = o4 + (i - END3);
 #endif
 #if N_IN > 5
-  else if (i < END5) at = o5 + (i - END4);
+  else if (i < END5)
+    at = o5 + (i - END4);
 #endif
 #if N_IN > 6
-  else if (i < END6) at = o6 + (i - END5);
+  else if (i < END6)
+    at = o6 + (i - END5);
 #endif
 #if N_IN > 7
-  else at = o7 + (i - END6);
+  else
+    at = o7 + (i - END6);
 #endif
 #if N_IN <= 7
   else return;
 #endif
-  if ((as_uint(pool[at]) & 0x7f800000u) == 0x7f800000u)
-    atomic_xchg((__global int*)(pool + flag_off), as_int(1.0f));
+  if ((as_uint(pool[at]) & 0x7f800000u) == 0x7f800000u) atomic_xchg((__global int*)(pool + flag_off), as_int(1.0f));
 }

@@ -11,7 +11,8 @@
 // cur_epoch (onert writes 0). Reading also takes the layout earlier cltrain builds wrote (the
 // trained weights in model order) where only that one fits the file.
 //
-// cltrain appends a trailer of 44 bytes after onert's end (where onert reads nothing): "CLTP",
+// Exported checkpoints (--export_checkpoint) are onert's bytes exactly. Periodic ones
+// (--checkpoint_every) carry a trailer of 44 bytes after onert's end: "CLTP",
 // uint32 version = 1, int64 batches (steps run, skipped ones included), int64 epoch_batches
 // (those since the last whole epoch), float64 epoch_loss_sum (the losses of its applied steps),
 // int64 skipped, and uint32 CRC-32 (IEEE) of every byte before it. A file with the trailer whose

@@ -225,9 +225,24 @@ void Engine::prepare() {
     else
       warnings_.push_back(why + "; continuing without it");
   }
+  const bool others = backends.size() > 1;
   auto session = std::make_unique<Session>(std::move(graph), std::move(backends));
   session->set_half_storage(settings_.half_storage);
-  session->prepare(settings_.memory_budget);
+  try {
+    session->prepare(settings_.memory_budget);
+  } catch (const BackendError& e) {
+    // A backend that fails at prepare (a device out of memory, a driver's error) leaves the
+    // training to the CPU backend, as one that cannot start does; the CPU's own failure stands.
+    if (!others) throw;
+    warnings_.push_back(std::string(e.what()) + "; training on the CPU backend instead");
+    std::vector<std::unique_ptr<Backend>> cpu;
+    std::string why;
+    cpu.push_back(open_backend("cpu", config, &why));
+    if (!cpu.back()) throw BackendError(why);
+    session = std::make_unique<Session>(build_training_graph(model_, train_options(settings_)), std::move(cpu));
+    session->set_half_storage(settings_.half_storage);
+    session->prepare(settings_.memory_budget);
+  }
   session_ = std::move(session);
   input_.assign(static_cast<size_t>(batch()) * input_size(), 0.0f);
   expected_.assign(static_cast<size_t>(batch()) * output_size(), 0.0f);
@@ -334,8 +349,17 @@ void Engine::set_expected(const float* data, uint64_t count) {
   have_expected_ = true;
 }
 
+void Engine::require_consistent(const std::string& what) const {
+  if (session_ && !session_->consistent())
+    throw TrainingError(
+        "a training step failed while its updates ran: the weights and optimizer state are partly "
+        "updated, so " +
+        what + " is refused; resume from the last checkpoint");
+}
+
 float Engine::train_step(float* prediction) {
   require_prepared("train_step");
+  require_consistent("training on");
   if (!have_input_ || !have_expected_) throw std::logic_error("train_step before set_input and set_expected");
   bool applied = true;
   const float loss = session_->train_step(input_.data(), expected_.data(), prediction, &applied);

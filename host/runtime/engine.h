@@ -182,6 +182,8 @@ class Engine {
   void predict_into(const std::vector<float>& in, float* output, uint64_t output_count, const char* what);
   Engine() = default;
   void require_prepared(const char* what) const;
+  // TrainingError where a failed step left the weights partly updated (Session::consistent).
+  void require_consistent(const std::string& what) const;
   int32_t tensor_index(const std::string& name) const;
   using Weights = std::map<int32_t, std::vector<float>>;
   // The trained weights (none before prepare); *bad names the first non-finite one, "" if none.
@@ -190,7 +192,8 @@ class Engine {
   Weights trained_weights(const std::string& path);
   std::vector<uint8_t> model_bytes(const std::string& path, const Weights& weights);
   std::vector<uint8_t> circleplus_bytes(const Weights& weights);
-  std::vector<uint8_t> checkpoint_bytes();
+  // onert's bytes; with_progress: and cltrain's trailer (checksum, progress; checkpoint.h).
+  std::vector<uint8_t> checkpoint_bytes(bool with_progress = false);
 
   Model model_;
   // With LoRA: the model before the adapters (what exports write, with the adapters merged), and

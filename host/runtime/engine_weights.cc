@@ -81,6 +81,7 @@ void Engine::reset_optimizer() {
 std::map<int32_t, std::vector<float>> Engine::read_weights(std::string* bad) {
   std::map<int32_t, std::vector<float>> weights;
   if (!prepared()) return weights;
+  require_consistent("reading the weights");
   for (int32_t w : session_->graph().weights) {
     std::vector<float> v = session_->read_persistent(w);
     if (const std::string what = non_finite_element(v.data(), v.size()); !what.empty() && bad->empty())
@@ -149,10 +150,11 @@ std::vector<uint8_t> Engine::circleplus_bytes(const Weights& weights) {
   return cltrain::export_circleplus(model_, weights, info);
 }
 
-std::vector<uint8_t> Engine::checkpoint_bytes() {
+std::vector<uint8_t> Engine::checkpoint_bytes(bool with_progress) {
   require_prepared("export_checkpoint");
+  require_consistent("a checkpoint");
   TrainingPosition pos{static_cast<uint32_t>(position().steps), static_cast<uint32_t>(epochs_)};
-  pos.has_progress = true;
+  pos.has_progress = with_progress;
   pos.progress = progress_;
   return make_checkpoint(*session_, model_, pos);
 }
@@ -242,7 +244,8 @@ void Engine::write_periodic_checkpoint() {
   const std::string path = (dir.empty() ? std::string(".") : dir) + "/" + name;
   try {
     std::filesystem::create_directories(dir.empty() ? std::string(".") : dir);
-    export_checkpoint(path);
+    trained_weights(path);  // refuses non-finite weights
+    save_file_atomic(path, checkpoint_bytes(true));
   } catch (const std::exception& e) {
     throw CheckpointError(std::string("the step was applied, but its periodic checkpoint was not written: ") +
                           e.what());

@@ -67,6 +67,7 @@ float Session::run(RunMode mode, const float* input, const float* expected, cons
         backends_[static_cast<size_t>(a.from)]->read(a.tensor, &flag, sizeof(float));
         closed = flag != 0.0f;
         if (closed && applied) *applied = false;
+        updating_ = !closed;
         break;
       }
       case ScheduleAction::kRead:
@@ -86,7 +87,16 @@ float Session::train_step(const float* input, const float* expected, float* pred
   args.iteration = iterations_ + 1;
   args.learning_rate = 0.0f;
   bool done = true;
-  const float loss = run(RunMode::kTrain, input, expected, args, prediction, &done);
+  float loss = 0.0f;
+  updating_ = false;
+  try {
+    loss = run(RunMode::kTrain, input, expected, args, prediction, &done);
+  } catch (...) {
+    if (updating_) consistent_ = false;
+    updating_ = false;
+    throw;
+  }
+  updating_ = false;
   if (done) ++iterations_;
   if (applied) *applied = done;
   return loss;

@@ -43,6 +43,10 @@ class Session {
   float train_step(const float* input, const float* expected, float* prediction, bool* applied = nullptr);
   // Optimizer iterations done: the one count of them (a checkpoint's step, Engine::position).
   int64_t iterations() const { return iterations_; }
+  // False once a training step failed (a backend's error) after its gate let the updates run: the
+  // weights and the optimizer state may then be partly updated. A step that fails before its gate
+  // (forward, backward, the checks, the host's reads) leaves them as they were.
+  bool consistent() const { return consistent_; }
   void set_iterations(int64_t done) { iterations_ = done; }
   // Forward and loss only.
   float evaluate(const float* input, const float* expected, float* prediction);
@@ -90,6 +94,8 @@ class Session {
   std::vector<BackendMemory> memory_;
   bool half_storage_ = false;
   int64_t iterations_ = 0;
+  bool updating_ = false;  // a run is past its gate
+  bool consistent_ = true;
   std::vector<float> staging_;  // a copy between backends passes through the host
 };
 

@@ -155,7 +155,8 @@ class Session(_FilesAndReports):
 
     def compile(self, optimizer=None, learning_rate=None, loss=None, reduction=None, beta_1=None, beta_2=None,
                 epsilon=None, trainable_ops=None, train_config=None, epochs=None, add_missing_biases=None,
-                memory_budget=None, storage=None, lora=None, on_nonfinite=None):
+                memory_budget=None, storage=None, lora=None, on_nonfinite=None, checkpoint_every=None,
+                checkpoint_dir=None, keep_checkpoints=None):
         """Sets what is given (the rest stays as the model or the defaults say) and prepares: builds
         the training graph, plans memory and builds kernels. Once per session.
 
@@ -171,7 +172,9 @@ class Session(_FilesAndReports):
         trainable choice covers, which alone train; exports merge them into the weights;
         on_nonfinite: what a step whose loss or gradients are not finite (a NaN in the batch) does;
         either way it is not applied (weights and optimizer state stay as they were): "stop" (the
-        default) raises CltrainError, "skip" returns its loss and counts it in skipped_steps.
+        default) raises CltrainError, "skip" returns its loss and counts it in skipped_steps;
+        checkpoint_every: a checkpoint every N steps into checkpoint_dir (atomic, with a checksum;
+        the newest keep_checkpoints, 3, kept), from which resume(dir) goes on.
         """
         if self._shape is not None:
             raise CltrainError("invalid call: compile() was already called (once per session)", _capi.INVALID)
@@ -186,6 +189,8 @@ class Session(_FilesAndReports):
             memory_budget=None if memory_budget is None else int(memory_budget),
             storage=None if storage is None else _name(storage, _STORAGES, "storage"),
             on_nonfinite=None if on_nonfinite is None else _name(on_nonfinite, _NONFINITE, "on_nonfinite"),
+            checkpoint_every=checkpoint_every, keep_checkpoints=keep_checkpoints,
+            checkpoint_dir=None if checkpoint_dir is None else os.fspath(checkpoint_dir),
             **_lora_settings(lora))
         self._check(self._lib.cltrain_prepare(self._s))
         b, i, o = ctypes.c_int32(), ctypes.c_uint64(), ctypes.c_uint64()
@@ -195,6 +200,15 @@ class Session(_FilesAndReports):
         self._check(self._lib.cltrain_get_input_type(self._s, ctypes.byref(t)))
         self._ids = t.value == 1  # the model takes int32 token ids (a converted Keras Embedding)
         return self
+
+    def resume(self, directory):
+        """After compile: loads the newest periodic checkpoint of directory that loads (a torn or
+        corrupted newer one is passed over, with a warning); its path, or None where there is none.
+        Then fit(..., initial_epoch=position()[1]) goes on."""
+        self._require_compiled()
+        used = ctypes.create_string_buffer(4096)
+        self._check(self._lib.cltrain_resume(self._s, os.fsencode(directory), used, len(used)))
+        return used.value.decode() or None
 
     @property
     def skipped_steps(self):

@@ -38,6 +38,9 @@ class Settings(ctypes.Structure):
         ("lora_rank", ctypes.c_int32),
         ("lora_alpha", ctypes.c_float),
         ("on_nonfinite", ctypes.c_int32),
+        ("checkpoint_every", ctypes.c_int32),
+        ("checkpoint_dir", ctypes.c_char_p),
+        ("keep_checkpoints", ctypes.c_int32),
     ]
 
 
@@ -96,6 +99,8 @@ _SIGNATURES = {
     "cltrain_get_position": (ctypes.c_int, [_sess, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int32)]),
     "cltrain_set_epochs_done": (ctypes.c_int, [_sess, ctypes.c_int32]),
     "cltrain_get_skipped_steps": (ctypes.c_int, [_sess, ctypes.POINTER(ctypes.c_int64)]),
+    "cltrain_resume": (ctypes.c_int, [_sess, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
+    "cltrain_get_progress": (ctypes.c_int, [_sess, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_double)]),
     "cltrain_weight_elements": (ctypes.c_int, [_sess, ctypes.c_char_p, ctypes.POINTER(_u64)]),
     "cltrain_get_weight": (ctypes.c_int, [_sess, ctypes.c_char_p, _f, _u64]),
     "cltrain_set_weight": (ctypes.c_int, [_sess, ctypes.c_char_p, _f, _u64]),

@@ -69,12 +69,13 @@ def test_losses_equal_the_clis_bitwise(models, tmp_path, backend):
 
 @pytest.mark.parametrize("backend", ["cpu", "opencl"])
 def test_memory_budget_recomputes_with_the_same_losses(models, backend):
-    """mnist-kaggle at batch 8 within 90% of its unbudgeted pool: the pool fits, the losses are bit
+    """mnist-kaggle at batch 8 within 98% of its unbudgeted pool (fc's gradient, held until the
+    step's check, takes much of the peak): the pool fits, the losses are bit
     for bit those without a budget; a budget below the least is one line naming the least."""
     model = models("mnist-kaggle", 8)
     x, y = data(24, 784, 10, 3)
     free = session(model, backend, 8)
-    budget = free.memory()[0]["pool_bytes"] * 9 // 10
+    budget = free.memory()[0]["pool_bytes"] * 98 // 100
     tight = session(model, backend, 8, memory_budget=budget)
     assert sum(m["pool_bytes"] for m in tight.memory()) <= budget
     info = tight.memory_budget()
@@ -188,12 +189,38 @@ def test_export_files_writes_the_pair_and_refuses_nan(models, tmp_path):
                                   b.get_weight("fc1/weights"))
     before = (tmp_path / "m.circle").read_bytes()
     x[0, 5] = np.nan
-    with pytest.raises(cltrain.CltrainError, match="loss became NaN"):
+    with pytest.raises(cltrain.CltrainError, match="loss became NaN.*not applied"):
         s.train_step(x, y)
-    with pytest.raises(cltrain.CltrainError, match="holds NaN"):
-        s.export_files(model=tmp_path / "m.circle")
+    # The step was not applied: the weights export as they were.
+    s.export_files(model=tmp_path / "m.circle")
     assert (tmp_path / "m.circle").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.circle", "m.ckpt"]
+    with pytest.raises(cltrain.CltrainError, match="hold NaN"):
+        b.set_weight("fc1/weights", np.full(b.get_weight("fc1/weights").shape, np.nan, dtype=np.float32))
+
+
+@pytest.mark.parametrize("backend", ["cpu", "opencl"])
+def test_a_nan_batch_is_skipped_and_counted(models, tmp_path, backend):
+    """on_nonfinite="skip": a batch with a NaN sample is not applied (weights and Adam's state as
+    before, bitwise), counted in skipped_steps, left out of fit's loss; the next batches train as
+    in a run that never saw it."""
+    model = models("mlp", 4)
+    x, y = data(12, 784, 10, 5)
+    a = session(model, backend, 4, on_nonfinite="skip")
+    clean = session(model, backend, 4)
+    a.train_step(x[:4], y[:4])
+    clean.train_step(x[:4], y[:4])
+    a.save_checkpoint(tmp_path / "before.ckpt")
+    bad = x[4:8].copy()
+    bad[2, 100] = np.nan
+    assert np.isnan(a.train_step(bad, y[4:8]))
+    assert a.skipped_steps == 1
+    a.save_checkpoint(tmp_path / "after.ckpt")
+    assert (tmp_path / "after.ckpt").read_bytes() == (tmp_path / "before.ckpt").read_bytes()
+    assert a.train_step(x[8:], y[8:]) == clean.train_step(x[8:], y[8:])
+    xs = np.concatenate([x[:4], bad, x[8:]])
+    h = session(model, backend, 4, on_nonfinite="skip").fit(xs, y, epochs=1, shuffle=False, verbose=0)
+    assert np.isfinite(h.history["loss"][0])
 
 
 def test_settings_from_a_circleplus_model(models, tmp_path):
@@ -311,3 +338,28 @@ def test_rewrites_say_what_the_passes_changed(tmp_path):
     s.compile(optimizer="sgd", learning_rate=0.01, loss="categorical_crossentropy", add_missing_biases=True)
     assert s.rewrites[:len(loaded)] == loaded
     assert "missing-biases: added 10 zero biases" in s.rewrites
+
+
+def test_periodic_checkpoints_resume_bitwise(models, tmp_path):
+    """checkpoint_every=2: the newest 2 of step-N.ckpt kept; a new session resumes from the newest
+    and its next steps are those of the uninterrupted session; a corrupted newest one is passed over
+    with a warning."""
+    model = models("mlp", 4)
+    x, y = data(24, 784, 10, 6)
+    a = session(model, "cpu", 4, checkpoint_every=2, checkpoint_dir=tmp_path, keep_checkpoints=2)
+    for i in range(4):
+        a.train_step(x[4 * i:4 * i + 4], y[4 * i:4 * i + 4])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step-0000000002.ckpt", "step-0000000004.ckpt"]
+    want = [a.train_step(x[4 * i:4 * i + 4], y[4 * i:4 * i + 4]) for i in (4, 5)]
+    b = session(model, "cpu", 4)
+    assert b.resume(tmp_path) == str(tmp_path / "step-0000000006.ckpt")
+    assert b.position[0] == 6
+    c = session(model, "cpu", 4)
+    newest = tmp_path / "step-0000000006.ckpt"
+    raw = bytearray(newest.read_bytes())
+    raw[100] ^= 1
+    newest.write_bytes(bytes(raw))
+    assert c.resume(tmp_path) == str(tmp_path / "step-0000000004.ckpt")
+    assert any("checksum mismatch" in w for w in c.warnings)
+    assert [c.train_step(x[4 * i:4 * i + 4], y[4 * i:4 * i + 4]) for i in (4, 5)] == want
+    assert session(model, "cpu", 4).resume(tmp_path / "none") is None

@@ -22,6 +22,9 @@ template <class Call>
 cl_int counted(bool launch, Traffic traffic, size_t bytes, bool blocking, cl_event* event, Call&& call) {
   Counters* b = g_active;
   if (!b) return call(event);
+  if ((launch && b->current_step >= 0 && b->fault.fails(FaultPlan::kEnqueue)) ||
+      (traffic == Traffic::kFromDevice && b->fault.fails(FaultPlan::kRead)))
+    return CL_OUT_OF_RESOURCES;
   const bool timed = b->profiling;
   cl_event own = nullptr;
   cl_event* ev = event ? event : (timed ? &own : nullptr);
@@ -44,6 +47,21 @@ void count_wait() {
 }
 
 }  // namespace
+
+FaultPlan FaultPlan::from_environment() {
+  FaultPlan f;
+  const char* v = std::getenv("CLTRAIN_OPENCL_FAULT");
+  if (!v) return f;
+  const std::string s = v;
+  const size_t colon = s.find(':');
+  const std::string kind = s.substr(0, colon);
+  f.kind = kind == "enqueue" ? kEnqueue : kind == "read" ? kRead : kind == "alloc" ? kAlloc : kNone;
+  f.at = colon == std::string::npos ? 1 : std::atoll(s.c_str() + colon + 1);
+  if (f.kind == kNone || f.at < 1)
+    std::fprintf(stderr, "cltrain: warning: CLTRAIN_OPENCL_FAULT=%s is not KIND:N (enqueue, read or alloc; N >= 1)\n",
+                 v);
+  return f;
+}
 
 CountingScope::CountingScope(Counters* c) : previous_(g_active) { g_active = c; }
 CountingScope::~CountingScope() { g_active = previous_; }
@@ -231,6 +249,10 @@ cl_int __wrap_clWaitForEvents(cl_uint n, const cl_event* events) {
 }
 
 cl_mem __wrap_clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size, void* host, cl_int* err) {
+  if (cltrain::ocl::g_active && cltrain::ocl::g_active->fault.fails(cltrain::ocl::FaultPlan::kAlloc)) {
+    if (err) *err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
+    return nullptr;
+  }
   cl_mem mem = __real_clCreateBuffer(context, flags, size, host, err);
   if (mem && cltrain::ocl::g_active) ++cltrain::ocl::g_active->stats.buffer_allocations;
   return mem;
@@ -238,6 +260,10 @@ cl_mem __wrap_clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size
 
 cl_mem __wrap_clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags, cl_buffer_create_type type, const void* info,
                                 cl_int* err) {
+  if (cltrain::ocl::g_active && cltrain::ocl::g_active->fault.fails(cltrain::ocl::FaultPlan::kAlloc)) {
+    if (err) *err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
+    return nullptr;
+  }
   cl_mem mem = __real_clCreateSubBuffer(buffer, flags, type, info, err);
   if (mem && cltrain::ocl::g_active) ++cltrain::ocl::g_active->stats.buffer_allocations;
   return mem;

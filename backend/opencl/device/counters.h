@@ -33,6 +33,20 @@ struct StepTime {
   uint64_t ns = 0;
 };
 
+// CLTRAIN_OPENCL_FAULT=KIND:N, a test hook read when a backend is created: its Nth call of KIND
+// fails as a failing device's would. enqueue: a kernel, copy or fill a step enqueues
+// (CL_OUT_OF_RESOURCES); read: a read of a tensor (CL_OUT_OF_RESOURCES); alloc: a buffer created,
+// the pool's at prepare included (CL_MEM_OBJECT_ALLOCATION_FAILURE). Once only: later calls work.
+struct FaultPlan {
+  enum Kind { kNone, kEnqueue, kRead, kAlloc };
+  Kind kind = kNone;
+  int64_t at = 0;    // the call that fails, 1-based
+  int64_t seen = 0;  // calls of kind so far
+  static FaultPlan from_environment();
+  // Counts a call of kind k; true where it is the one to fail.
+  bool fails(Kind k) { return k == kind && ++seen == at; }
+};
+
 // What one backend counted (the ABI's stats) and, with profiling on, the timed commands.
 // launches: kernels, copies, fills (counters.cc) and CLBlast's kernels (gemm/gemm.cc, run_gemm);
 // bytes: clEnqueueWrite/ReadBuffer; waits: blocking transfers, clFinish, clWaitForEvents;
@@ -46,6 +60,7 @@ struct Counters {
   // With CLTRAIN_OPENCL_KERNEL_TIMES=FILE (a tuning aid): the timed kernels by function name over the
   // steps, appended to FILE as "kernel calls ms" lines when the backend is destroyed.
   std::map<std::string, StepTime> by_kernel;
+  FaultPlan fault = FaultPlan::from_environment();
 
   Counters() = default;
   Counters(const Counters&) = delete;
