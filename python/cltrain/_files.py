@@ -53,13 +53,35 @@ class _FilesAndReports:
 
     def set_weights(self, arrays):
         """Writes arrays (in trained_weight_names() order, any shape of the right size) into the
-        trained weights."""
+        trained weights. All of them are checked first (count, a real number type, size, finite
+        after the cast to float32): a refused list (a hostile or broken peer's) changes nothing and
+        raises ValueError with one line."""
         names = self.trained_weight_names()
-        arrays = list(arrays)
+        try:
+            arrays = list(arrays)
+        except TypeError:
+            raise ValueError("the weights are not a list of arrays (%s)" % type(arrays).__name__) from None
         if len(arrays) != len(names):
             raise ValueError("%d arrays given, the model trains %d weights" % (len(arrays), len(names)))
-        for n, a in zip(names, arrays):
-            self.set_weight(n, np.ravel(a))
+        checked = []
+        for i, (n, a) in enumerate(zip(names, arrays)):
+            a = np.asarray(a)
+            if a.dtype.kind not in "fiu":
+                raise ValueError("array %d (%s): dtype %s is not a real number type" % (i, n, a.dtype))
+            count = ctypes.c_uint64()
+            self._check(self._lib.cltrain_weight_elements(self._s, n.encode(), ctypes.byref(count)))
+            if a.size != count.value:
+                raise ValueError("array %d (%s): %d values (shape %s), the weight has %d" %
+                                 (i, n, a.size, tuple(a.shape), count.value))
+            with np.errstate(over="ignore", invalid="ignore"):
+                f = np.ascontiguousarray(a, dtype=np.float32).ravel()
+            bad = np.flatnonzero(~np.isfinite(f))
+            if bad.size:
+                raise ValueError("array %d (%s): %d values are NaN or Inf as float32, the first at element %d" %
+                                 (i, n, bad.size, bad[0]))
+            checked.append(f)
+        for n, f in zip(names, checked):
+            self.set_weight(n, f)
 
     def reset_optimizer(self):
         """The optimizer starts afresh, as in a new session (Adam's moments zero, position 0)."""

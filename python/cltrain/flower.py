@@ -148,8 +148,10 @@ class CltrainClient(NumPyClient):
                 self._session.close()
             s = cltrain.Session(self._model, backends=self._backends, batch_size=c["batch_size"], device=self._device,
                                 cache_dir=self._cache_dir)
+            # A local batch whose loss or gradients are not finite (a bad sample) is skipped, not
+            # applied: the round goes on and no NaN reaches the server's average.
             s.compile(optimizer=c["optimizer"], learning_rate=c["learning_rate"], loss=c["loss"],
-                      trainable_ops=c["trainable_ops"])
+                      trainable_ops=c["trainable_ops"], on_nonfinite="skip")
             self._session, self._key = s, key
         return self._session
 
@@ -157,10 +159,14 @@ class CltrainClient(NumPyClient):
         return self.session(config).get_weights()
 
     def fit(self, parameters, config):
+        """Trains from the server's parameters. Parameters of the wrong count, size or type, or with
+        NaN or Inf (a broken or hostile server), raise ValueError with one line before anything
+        changes (Flower reports it as this client's failure), and the client serves later rounds."""
         c = _config(config)
         s = self.session(config)
         s.set_weights(parameters)
         s.reset_optimizer()
+        skipped = s.skipped_steps
         steps = self._x.shape[0] // s.batch_size
         rnd = int((config or {}).get("server_round", 0))
         hook = None
@@ -170,7 +176,8 @@ class CltrainClient(NumPyClient):
                   on_step=hook)
         return s.get_weights(), steps * s.batch_size, {"loss": h.history["loss"][-1],
                                                        "accuracy": h.history["accuracy"][-1],
-                                                       "client": self._client_id}
+                                                       "client": self._client_id,
+                                                       "skipped_steps": s.skipped_steps - skipped}
 
     def evaluate(self, parameters, config):
         s = self.session(config)

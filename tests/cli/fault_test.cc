@@ -56,6 +56,25 @@ TEST_F(Faults, neg_BlownUpLearningRateStopsTrainingAndKeepsTheGoodExport) {
   }
 }
 
+// --on_nonfinite skip: the steps the blown-up learning rate makes non-finite are not applied but
+// counted in the epoch line; training ends, and the export holds finite weights. The default
+// (stop) says the failed step was not applied.
+TEST_F(Faults, BlownUpStepsAreSkippedAndCounted) {
+  for (const char* b : kBackends) {
+    const std::string out = path(std::string("skip_") + b + ".circle");
+    const Result r = run_cli_all(on(b, mlp()) + " --optimizer 1 --learning_rate 1e30 --epoch 2 --on_nonfinite skip" +
+                                 " --export_circle " + out);
+    ASSERT_EQ(r.code, 0) << b << ": " << r.err;
+    EXPECT_NE(r.err.find("skipped: "), std::string::npos) << r.err;
+    EXPECT_FALSE(read_bytes(out).empty());
+    const Result stop = run_cli(on(b, mlp()) + " --optimizer 1 --learning_rate 1e30 --epoch 2");
+    expect_one_line_failure(stop, "not applied: the weights and optimizer state are those before it");
+  }
+  expect_one_line_failure(run_cli(train_args(mlp()) + " --on_nonfinite ignore"), "--on_nonfinite takes stop or skip");
+  expect_one_line_failure(run_cli(train_args(mlp()) + " --resume " + path("d") + " --checkpoint " + path("c")),
+                          "give one");
+}
+
 // D1: an Inf weight in the model is refused before training, naming the tensor.
 TEST_F(Faults, neg_InfWeightIsRefused) {
   Model m = make_named_model("mlp", 2);

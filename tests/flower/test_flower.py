@@ -103,6 +103,37 @@ def test_parameters_are_the_trained_weights_only(mlp, fashion):
     client.close()
 
 
+# A broken or hostile server: NaN, wrong-size, wrong-count and wrong-type parameters are each
+# refused in one line (ValueError, which Flower reports as this client's failure) before anything
+# changes, and the client serves the next round as a fresh one would.
+def test_the_client_refuses_hostile_parameters_and_serves_later_rounds(mlp, fashion):
+    x, y, _, _ = fashion
+    client = cf.CltrainClient(mlp, x[:64], y[:64], backends=["cpu"], cache_dir="")
+    good = client.get_parameters({})
+    config = {"server_round": 1, "seed": 3}
+    hostile = [
+        [np.full_like(good[0], np.nan)] + good[1:],
+        [good[0], np.zeros(good[1].size + 1, np.float32)] + good[2:],
+        good[:2],
+        good + [np.zeros(3, np.float32)],
+        [good[0].astype(np.complex64)] + good[1:],
+    ]
+    for params in hostile:
+        with pytest.raises(ValueError) as e:
+            client.fit(params, config)
+        assert "\n" not in str(e.value)
+        with pytest.raises(ValueError):
+            client.evaluate(params, config)
+    weights, n, metrics = client.fit(good, config)
+    fresh = cf.CltrainClient(mlp, x[:64], y[:64], backends=["cpu"], cache_dir="")
+    want, _, _ = fresh.fit(good, config)
+    for got, w in zip(weights, want):
+        assert np.array_equal(got, w)
+    assert n == 64 and metrics["skipped_steps"] == 0
+    client.close()
+    fresh.close()
+
+
 def federation(tmp_path, mlp, name, limit, *args):
     cmd = [sys.executable, "-m", "cltrain.flower", "federation", "--model", mlp, "--clients", "2", "--limit",
            str(limit), "--out-dir", str(tmp_path), "--name", name, "--timeout", "240", "--cache-dir", ""] + list(args)

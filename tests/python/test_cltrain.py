@@ -363,3 +363,31 @@ def test_periodic_checkpoints_resume_bitwise(models, tmp_path):
     assert any("checksum mismatch" in w for w in c.warnings)
     assert [c.train_step(x[4 * i:4 * i + 4], y[4 * i:4 * i + 4]) for i in (4, 5)] == want
     assert session(model, "cpu", 4).resume(tmp_path / "none") is None
+
+
+def test_set_weights_refuses_a_hostile_list_whole(models):
+    """Wrong count, size, type, NaN or a float64 beyond float32: one line (ValueError), and no weight
+    changes, not even those before the bad array."""
+    s = session(models("mlp", 4), "cpu", 4)
+    good = s.get_weights()
+    bad_lists = {
+        "3 arrays given": good[:3],
+        "array 1 .*: 5 values": [good[0], np.zeros(5, np.float32)] + good[2:],
+        "dtype <U1 is not a real number type": good[:3] + [np.array(["a"] * good[3].size)],
+        "array 2 .*NaN or Inf as float32, the first at element 7": good[:2] + [np.where(
+            np.arange(good[2].size) == 7, np.nan, good[2]).astype(np.float32)] + good[3:],
+        "array 3 .*NaN or Inf as float32": good[:3] + [np.full(good[3].size, 1e300)],
+        "not a list of arrays": 42,
+    }
+    changed = [w + 1 for w in good]
+    for why, arrays in bad_lists.items():
+        if isinstance(arrays, list):
+            arrays = [changed[i] if i == 0 else a for i, a in enumerate(arrays)]  # a good first array
+        with pytest.raises(ValueError, match=why) as e:
+            s.set_weights(arrays)
+        assert "\n" not in str(e.value)
+        for w, g in zip(s.get_weights(), good):
+            assert np.array_equal(w, g)
+    s.set_weights([w.astype(np.float64).reshape(1, -1) for w in changed])  # any real type and shape of the size
+    for w, c in zip(s.get_weights(), changed):
+        assert np.array_equal(w, c)
