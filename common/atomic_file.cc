@@ -20,18 +20,18 @@ std::string directory_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// Removes NAME.tmp.PID files next to path whose PID is not a running process (a kill -9 during a
-// write leaves them); our own and live processes' are left alone.
-void remove_stale_temporaries(const std::string& path) {
-  const std::string dir = directory_of(path);
-  const size_t slash = path.rfind('/');
-  const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.";
+// Removes the NAME.tmp.PID files of dir whose NAME is stem (exact) or starts with it (!exact) and
+// whose PID is not a running process (a kill -9 during a write leaves them); our own and live
+// processes' are left alone.
+void remove_stale(const std::string& dir, const std::string& stem, bool exact) {
   DIR* d = ::opendir(dir.c_str());
   if (!d) return;
   while (const dirent* e = ::readdir(d)) {
     const char* name = e->d_name;
-    if (std::strncmp(name, prefix.c_str(), prefix.size()) != 0) continue;
-    const char* digits = name + prefix.size();
+    if (std::strncmp(name, stem.c_str(), stem.size()) != 0) continue;
+    const char* tmp = exact ? name + stem.size() : std::strstr(name + stem.size(), ".tmp.");
+    if (!tmp || std::strncmp(tmp, ".tmp.", 5) != 0) continue;
+    const char* digits = tmp + 5;
     char* end = nullptr;
     const long pid = std::strtol(digits, &end, 10);
     if (end == digits || *end || pid <= 0 || pid == ::getpid()) continue;
@@ -41,7 +41,14 @@ void remove_stale_temporaries(const std::string& path) {
   ::closedir(d);
 }
 
+void remove_stale_temporaries(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  remove_stale(directory_of(path), slash == std::string::npos ? path : path.substr(slash + 1), true);
+}
+
 }  // namespace
+
+void remove_stale_temporaries_in(const std::string& dir, const std::string& stem) { remove_stale(dir, stem, false); }
 
 std::string stage_file(const std::string& path, const std::vector<uint8_t>& bytes) {
   remove_stale_temporaries(path);

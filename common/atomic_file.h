@@ -16,6 +16,11 @@ inline void save_text_atomic(const std::string& path, const std::string& text) {
   save_file_atomic(path, std::vector<uint8_t>(text.begin(), text.end()));
 }
 
+// Removes the temporary files of dir that killed writers of files named stem... left behind
+// (STEM*.tmp.PID of PIDs no longer running): a directory of files written under changing names
+// (periodic checkpoints) never collects them.
+void remove_stale_temporaries_in(const std::string& dir, const std::string& stem);
+
 // The two halves of save_file_atomic, for files that go together: stage_file writes and syncs
 // the temporary file and returns its name; commit_file renames it over path; discard_file removes
 // it. Stage every file first, then commit them one after another.

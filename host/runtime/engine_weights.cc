@@ -250,6 +250,7 @@ void Engine::write_periodic_checkpoint() {
     throw CheckpointError(std::string("the step was applied, but its periodic checkpoint was not written: ") +
                           e.what());
   }
+  remove_stale_temporaries_in(dir.empty() ? std::string(".") : dir, "step-");
   const auto all = periodic_checkpoints(dir.empty() ? std::string(".") : dir);
   for (size_t i = static_cast<size_t>(std::max(settings_.keep_checkpoints, 1)); i < all.size(); ++i) {
     std::error_code ec;

@@ -32,8 +32,9 @@
  * The training graph (what prepare receives)
  *  - A table of tensors, indexed by a global tensor id. A tensor whose first_step is -1 is not used
  *    by this backend; the backend must not allocate it.
- *  - A list of steps in one global step order: forward steps, the loss, backward steps with the
- *    optimizer updates placed right after the step that completes each gradient. Each step is
+ *  - A list of steps in one global step order: forward steps, the loss, backward steps, the
+ *    checks of the loss and the gradients (FILL, CHECK_FINITE), then the optimizer updates, which
+ *    the host runs only where the checks found every value finite. Each step is
  *    assigned to exactly one backend; prepare receives all steps and an `assigned` flag per step.
  *  - Each tensor used by the backend carries its lifetime [first_step, last_step] (inclusive) over
  *    the global step order, computed by the host from this backend's accesses, the host's reads and

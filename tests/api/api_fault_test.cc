@@ -91,8 +91,8 @@ TEST(Faults, EnqueueAndReadFaultsKeepTheLastGoodWeights_opencl) {
         continue;
       }
       ++intact;
-      EXPECT_EQ(after, good[static_cast<size_t>(failed)]) << "the weights after the failed step " << failed + 1
-                                                          << " are not those before it";
+      EXPECT_EQ(after, good[static_cast<size_t>(failed)])
+          << "the weights after the failed step " << failed + 1 << " are not those before it";
       for (int i = failed; i < failed + 2; ++i) {
         float loss = 0;
         ASSERT_EQ(step(s.get(), d, i, &loss), CLTRAIN_OK) << cltrain_last_error(s.get());

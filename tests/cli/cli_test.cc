@@ -469,5 +469,36 @@ TEST_F(Cli, DefaultCacheDirectoryIsCreated) {
   EXPECT_NE(stat(path("nor_this").c_str(), &st), 0);
 }
 
+// Two processes preparing the same model at once with one fresh cache directory: both train as a
+// run without a cache does (same losses), the cache they leave serves a third run the same way,
+// and no temporary file is left in it (entries are written to NAME.tmp.PID and renamed).
+TEST_F(Cli, TwoProcessesShareOneCacheDirectory) {
+  const std::string model = model_file(make_named_model("cnn-tiny", 2), "tiny.circle");
+  std::vector<float> x(8 * 784), y(8 * 10, 0.0f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101) / 101.0f;
+  for (int i = 0; i < 8; ++i) y[static_cast<size_t>(i * 10 + i)] = 1.0f;
+  write_floats(path("tx.raw"), x);
+  write_floats(path("ty.raw"), y);
+  const std::string args = model + " --batch_size 2 --epoch 2 --backends opencl --no-progress --load_input:raw " +
+                           path("tx.raw") + " --load_expected:raw " + path("ty.raw");
+  ASSERT_EQ(run_cli(args + " --no-cache", "CLTRAIN_STEP_LOG=" + path("alone.log")).code, 0);
+  const std::string cache = " --cache-dir " + path("shared_cache");
+  const std::string cmd = "bash -c '" + std::string("CLTRAIN_STEP_LOG=") + path("a.log") + " " + cli_path() + " " +
+                          args + cache + " > /dev/null 2>&1 & CLTRAIN_STEP_LOG=" + path("b.log") + " " + cli_path() +
+                          " " + args + cache + " > /dev/null 2>&1 & wait -n; ra=$?; wait -n; rb=$?; exit $((ra + rb))'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  ASSERT_EQ(run_cli(args + cache, "CLTRAIN_STEP_LOG=" + path("c.log")).code, 0);
+  auto text = [](const std::string& p) {
+    std::ifstream f(p);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const std::string alone = text(path("alone.log"));
+  ASSERT_FALSE(alone.empty());
+  for (const char* log : {"a.log", "b.log", "c.log"}) EXPECT_EQ(text(path(log)), alone) << log;
+  const std::string none_left =
+      "test -d " + path("shared_cache") + " && test -z \"$(find " + path("shared_cache") + " -name \"*.tmp.*\")\"";
+  EXPECT_EQ(std::system(none_left.c_str()), 0) << "temporary files left in the cache, or none made";
+}
+
 }  // namespace
 }  // namespace cltrain
