@@ -134,6 +134,28 @@ def test_the_client_refuses_hostile_parameters_and_serves_later_rounds(mlp, fash
     fresh.close()
 
 
+# A NaN in one sample of a client's own data (a bad sensor reading): that batch is skipped, not
+# applied and counted; the weights the client sends are those of a client whose data never held the
+# batch, bit for bit, and finite: no NaN reaches the server's average.
+def test_a_nan_sample_in_local_data_is_skipped_not_sent(mlp, fashion):
+    x, y, _, _ = fashion
+    x = cf.scale(x[:48]) if x.dtype == np.uint8 else np.array(x[:48], dtype=np.float32)
+    bad = x.copy()
+    bad[20, 300] = np.nan  # the second of three batches of 16
+    config = {"server_round": 1, "shuffle": False}
+    client = cf.CltrainClient(mlp, bad, y[:48], backends=["cpu"], cache_dir="")
+    start = client.get_parameters({})
+    weights, n, metrics = client.fit(start, config)
+    assert metrics["skipped_steps"] == 1 and np.isfinite(metrics["loss"])
+    clean = cf.CltrainClient(mlp, np.concatenate([x[:16], x[32:48]]), np.concatenate([y[:16], y[32:48]]),
+                             backends=["cpu"], cache_dir="")
+    want, _, _ = clean.fit(start, config)
+    for got, w in zip(weights, want):
+        assert np.all(np.isfinite(got)) and np.array_equal(got, w)
+    client.close()
+    clean.close()
+
+
 def federation(tmp_path, mlp, name, limit, *args):
     cmd = [sys.executable, "-m", "cltrain.flower", "federation", "--model", mlp, "--clients", "2", "--limit",
            str(limit), "--out-dir", str(tmp_path), "--name", name, "--timeout", "240", "--cache-dir", ""] + list(args)
