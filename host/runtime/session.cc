@@ -92,10 +92,21 @@ float Session::train_step(const float* input, const float* expected, float* pred
   try {
     loss = run(RunMode::kTrain, input, expected, args, prediction, &done);
   } catch (...) {
+    // Past the gate, the updates may have run in part. Before it, an earlier step's updates may
+    // have been running on a device still (runs return before the device finishes): they are
+    // known good only if every backend's queue now completes; if not, nothing is trusted.
     if (updating_) consistent_ = false;
+    if (consistent_ && updates_pending_) {
+      try {
+        for (auto& b : backends_) b->sync();
+      } catch (...) {
+        consistent_ = false;
+      }
+    }
     updating_ = false;
     throw;
   }
+  if (updating_) updates_pending_ = true;
   updating_ = false;
   if (done) ++iterations_;
   if (applied) *applied = done;

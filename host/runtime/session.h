@@ -94,7 +94,8 @@ class Session {
   std::vector<BackendMemory> memory_;
   bool half_storage_ = false;
   int64_t iterations_ = 0;
-  bool updating_ = false;  // a run is past its gate
+  bool updating_ = false;         // a run is past its gate
+  bool updates_pending_ = false;  // some step's updates were enqueued (they may run after its run returns)
   bool consistent_ = true;
   std::vector<float> staging_;  // a copy between backends passes through the host
 };
