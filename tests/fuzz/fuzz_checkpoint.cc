@@ -20,8 +20,8 @@ namespace {
 
 cltrain::Engine& engine() {
   static const std::unique_ptr<cltrain::Engine> e = [] {
-    auto made =
-        cltrain::Engine::from_buffer(cltrain::write_model(cltrain::make_named_model("cnn-tiny", 2), "circle"), "cnn-tiny");
+    auto made = cltrain::Engine::from_buffer(cltrain::write_model(cltrain::make_named_model("cnn-tiny", 2), "circle"),
+                                             "cnn-tiny");
     cltrain::Settings s = made->settings();
     s.backends = {};
     s.cache_dir = std::string();
