@@ -382,7 +382,9 @@ static TrainingPosition load_onert_layout(Session& s, const Model& m, const std:
     load_entries(s, m, b, *entries, opt1, 1, what);
     load_entries(s, m, b, *entries, opt2, 2, what);
   }
-  const TrainingPosition pos{get32(b, other), get32(b, other + 4)};
+  TrainingPosition pos;
+  pos.step = get32(b, other);
+  pos.epoch = get32(b, other + 4);
   s.set_iterations(pos.step);  // the optimizer goes on from the checkpoint's step
   return pos;
 }

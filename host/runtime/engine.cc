@@ -354,7 +354,21 @@ void Engine::require_consistent(const std::string& what) const {
     throw TrainingError(
         "a training step failed while its updates ran: the weights and optimizer state are partly "
         "updated, so " +
-        what + " is refused; resume from the last checkpoint");
+        what + " is refused; resume from the last checkpoint (periodic checkpoints are restored by themselves)");
+}
+
+std::string Engine::roll_back() {
+  if (last_checkpoint_.empty())
+    return "; the step failed while its updates ran, so the weights are partly updated and refused (periodic "
+           "checkpoints, checkpoint_every, keep the last good ones)";
+  try {
+    import_checkpoint(last_checkpoint_);
+  } catch (const std::exception& e) {
+    return "; the step failed while its updates ran, and restoring " + last_checkpoint_ + " failed too (" + e.what() +
+           ")";
+  }
+  return "; the step failed while its updates ran: back at optimizer step " + std::to_string(position().steps) +
+         " from " + last_checkpoint_ + ", the last good checkpoint";
 }
 
 float Engine::train_step(float* prediction) {
@@ -362,7 +376,13 @@ float Engine::train_step(float* prediction) {
   require_consistent("training on");
   if (!have_input_ || !have_expected_) throw std::logic_error("train_step before set_input and set_expected");
   bool applied = true;
-  const float loss = session_->train_step(input_.data(), expected_.data(), prediction, &applied);
+  float loss = 0.0f;
+  try {
+    loss = session_->train_step(input_.data(), expected_.data(), prediction, &applied);
+  } catch (const BackendError& e) {
+    if (session_->consistent()) throw;  // the weights are the last good step's
+    throw BackendError(e.what() + roll_back());
+  }
   const bool skip = !applied && settings_.on_nonfinite == NonFinite::kSkip;
   if ((applied && std::isfinite(loss)) || skip) {
     ++progress_.batches;

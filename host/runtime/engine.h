@@ -134,7 +134,10 @@ class Engine {
   // One optimizer step on the inputs set; the loss. prediction (batch() * output_size() floats)
   // may be NULL. Where the loss or a gradient is not finite the step is not applied (weights and
   // optimizer state as they were) and, as settings().on_nonfinite says, TrainingError is thrown
-  // or the step is counted in skipped_steps() and its loss returned.
+  // or the step is counted in skipped_steps() and its loss returned. Where a backend fails
+  // (BackendError) before the step's updates run, the weights are the last good step's; where it
+  // fails while they run, the newest periodic checkpoint is restored, else the weights are refused
+  // (exports, reads, steps) until a checkpoint is imported.
   float train_step(float* prediction = nullptr);
   // Steps not applied (their loss or a gradient not finite) in kSkip mode, since prepare.
   int64_t skipped_steps() const { return progress_.skipped; }
@@ -184,6 +187,11 @@ class Engine {
   void require_prepared(const char* what) const;
   // TrainingError where a failed step left the weights partly updated (Session::consistent).
   void require_consistent(const std::string& what) const;
+  // After a step failed while its updates ran: restores the newest periodic checkpoint written or
+  // resumed from (weights, optimizer state, position, progress), so the session goes on from it.
+  // What happened, as the end of the step's error line.
+  std::string roll_back();
+  std::string last_checkpoint_;  // the newest periodic checkpoint written or resumed from, "" none
   int32_t tensor_index(const std::string& name) const;
   using Weights = std::map<int32_t, std::vector<float>>;
   // The trained weights (none before prepare); *bad names the first non-finite one, "" if none.

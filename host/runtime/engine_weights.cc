@@ -153,7 +153,9 @@ std::vector<uint8_t> Engine::circleplus_bytes(const Weights& weights) {
 std::vector<uint8_t> Engine::checkpoint_bytes(bool with_progress) {
   require_prepared("export_checkpoint");
   require_consistent("a checkpoint");
-  TrainingPosition pos{static_cast<uint32_t>(position().steps), static_cast<uint32_t>(epochs_)};
+  TrainingPosition pos;
+  pos.step = static_cast<uint32_t>(position().steps);
+  pos.epoch = static_cast<uint32_t>(epochs_);
   pos.has_progress = with_progress;
   pos.progress = progress_;
   return make_checkpoint(*session_, model_, pos);
@@ -206,7 +208,18 @@ void Engine::export_files(const std::string& model, const std::string& circleplu
 
 void Engine::import_checkpoint(const std::string& path) {
   require_prepared("import_checkpoint");
-  const TrainingPosition pos = load_checkpoint(*session_, model_, read_file_bytes(path), path);
+  TrainingPosition pos;
+  try {
+    // The whole file is checked before anything is written: a CheckpointError leaves the session
+    // as it was; a backend failing while the tensors are written leaves it partly overwritten.
+    pos = load_checkpoint(*session_, model_, read_file_bytes(path), path);
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (...) {
+    session_->set_consistent(false);
+    throw;
+  }
+  session_->set_consistent(true);  // every tensor a step updates was written
   if (pos.epoch > static_cast<uint32_t>(INT32_MAX))
     throw CheckpointError(path + ": records epoch " + std::to_string(pos.epoch) + ", beyond any run (at most " +
                           std::to_string(INT32_MAX) + ")");
@@ -246,6 +259,7 @@ void Engine::write_periodic_checkpoint() {
     std::filesystem::create_directories(dir.empty() ? std::string(".") : dir);
     trained_weights(path);  // refuses non-finite weights
     save_file_atomic(path, checkpoint_bytes(true));
+    last_checkpoint_ = path;
   } catch (const std::exception& e) {
     throw CheckpointError(std::string("the step was applied, but its periodic checkpoint was not written: ") +
                           e.what());
@@ -266,6 +280,7 @@ std::string Engine::resume(const std::string& dir, std::vector<std::string>* rej
       // Checked whole before anything is written (the checksum first), so a rejected file leaves
       // the session as it was.
       import_checkpoint(path);
+      last_checkpoint_ = path;
       return path;
     } catch (const CheckpointError& e) {
       warnings_.push_back(std::string(e.what()) + "; resuming from the one before");

@@ -47,6 +47,9 @@ class Session {
   // weights and the optimizer state may then be partly updated. A step that fails before its gate
   // (forward, backward, the checks, the host's reads) leaves them as they were.
   bool consistent() const { return consistent_; }
+  // True once every tensor a step updates was written whole (a checkpoint imported); false where
+  // such writes failed part way.
+  void set_consistent(bool whole) { consistent_ = whole; }
   void set_iterations(int64_t done) { iterations_ = done; }
   // Forward and loss only.
   float evaluate(const float* input, const float* expected, float* prediction);

@@ -202,7 +202,11 @@ CLTRAIN_API cltrain_status cltrain_predict_int32(cltrain_session* session, const
                                                  float* output, uint64_t output_count);
 /* One optimizer step on the batch set; *loss its loss (before the update). Where the loss or a
  * gradient is not finite the step is not applied (cltrain_nonfinite): CLTRAIN_ERROR, or with
- * on_nonfinite SKIP CLTRAIN_OK and the step counted. The _outputs form also gives the model's outputs of the step
+ * on_nonfinite SKIP CLTRAIN_OK and the step counted. Where a backend fails (CLTRAIN_ERROR, "backend
+ * error: ...") before the step's updates run, the weights are the last good step's; where it fails
+ * while they run, the newest periodic checkpoint (checkpoint_every) is restored and the message says
+ * so, else the partly updated weights are refused (exports, steps) until a checkpoint is imported.
+ * The _outputs form also gives the model's outputs of the step
  * (output_count = batch * output_size floats; outputs NULL with count 0 for none). */
 CLTRAIN_API cltrain_status cltrain_train_step(cltrain_session* session, float* loss);
 CLTRAIN_API cltrain_status cltrain_train_step_outputs(cltrain_session* session, float* loss, float* outputs,

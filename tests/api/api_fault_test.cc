@@ -4,9 +4,11 @@
 // backward, the checks, the host's reads) the weights and the optimizer state are the last good
 // step's: the checkpoint exported then is the clean run's after the steps before, and training
 // goes on as the clean run (the fault fires once). Where it failed while its updates ran, exports
-// are refused in one line (never a half-updated model), and resuming from a checkpoint goes on. A
+// are refused in one line (never a half-updated model), and resuming from a checkpoint goes on;
+// with periodic checkpoints the session restores the newest itself and trains on. A
 // buffer that cannot be allocated at prepare leaves the training to the CPU with one warning.
 #include <cstdlib>
+#include <filesystem>
 
 #include "api_fixture.h"
 
@@ -49,7 +51,7 @@ TEST(Faults, EnqueueAndReadFaultsKeepTheLastGoodWeights_opencl) {
       losses.push_back(loss);
     }
   }
-  int intact = 0, refused = 0;
+  int intact = 0, refused = 0, restored = 0;
   for (const std::string kind : {"enqueue", "read"}) {
     for (int n = 1; n <= (kind == "read" ? 4 : 60); n += (kind == "read" ? 1 : 3)) {
       SCOPED_TRACE(kind + ":" + std::to_string(n));
@@ -88,6 +90,33 @@ TEST(Faults, EnqueueAndReadFaultsKeepTheLastGoodWeights_opencl) {
         ASSERT_EQ(cltrain_import_checkpoint(r.get(), path.c_str()), CLTRAIN_OK) << cltrain_last_error(r.get());
         ASSERT_EQ(step(r.get(), d, failed, &loss), CLTRAIN_OK) << cltrain_last_error(r.get());
         EXPECT_EQ(loss, losses[static_cast<size_t>(failed)]);
+        if (failed == 0) continue;  // no checkpoint before the first step
+        // With a checkpoint after every step, the session restores the newest one by itself: the
+        // last good weights export, and training goes on as the clean run.
+        Session c = [&] {
+          const FaultEnv env(kind + ":" + std::to_string(n));
+          const std::string dir = temp_dir() + "/periodic";
+          std::filesystem::remove_all(dir);
+          return prepared(model, "opencl", 4, [&](cltrain_settings& c) {
+            c.checkpoint_every = 1;
+            c.checkpoint_dir = dir.c_str();
+          });
+        }();
+        for (int i = 0; i < failed; ++i)
+          ASSERT_EQ(step(c.get(), d, i, &loss), CLTRAIN_OK) << cltrain_last_error(c.get());
+        ASSERT_NE(step(c.get(), d, failed, &loss), CLTRAIN_OK);
+        const std::string rolled = cltrain_last_error(c.get());
+        EXPECT_EQ(rolled.find('\n'), std::string::npos) << rolled;
+        EXPECT_NE(rolled.find("back at optimizer step " + std::to_string(failed) + " from "), std::string::npos)
+            << rolled;
+        EXPECT_EQ(checkpoint_of(c.get(), "rolled.ckpt", &st), good[static_cast<size_t>(failed)])
+            << "the restored weights are not the last good step's";
+        ASSERT_EQ(st, CLTRAIN_OK) << cltrain_last_error(c.get());
+        for (int i = failed; i < failed + 2; ++i) {
+          ASSERT_EQ(step(c.get(), d, i, &loss), CLTRAIN_OK) << cltrain_last_error(c.get());
+          EXPECT_EQ(loss, losses[static_cast<size_t>(i)]) << "step " << i + 1 << " after the restore";
+        }
+        ++restored;
         continue;
       }
       ++intact;
@@ -102,6 +131,7 @@ TEST(Faults, EnqueueAndReadFaultsKeepTheLastGoodWeights_opencl) {
   }
   EXPECT_GT(intact, 0);
   EXPECT_GT(refused, 0);
+  EXPECT_GT(restored, 0);
 }
 
 TEST(Faults, AllocationFaultAtPrepareTrainsOnTheCpu_opencl) {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -88,8 +89,10 @@ inline cltrain_settings settings_of(cltrain_session* s) {
 }
 
 // A session on model, prepared on backend at batch with Adam (lr 0.001, CCE); no cache, so that
-// a test does not depend on what an earlier run left.
-inline Session prepared(const std::string& model, const char* backend, int batch) {
+// a test does not depend on what an earlier run left. tweak (may be empty) changes the settings
+// before they are set.
+inline Session prepared(const std::string& model, const char* backend, int batch,
+                        const std::function<void(cltrain_settings&)>& tweak = {}) {
   Session s = open(model);
   cltrain_settings c = settings_of(s.get());
   c.batch_size = batch;
@@ -98,6 +101,7 @@ inline Session prepared(const std::string& model, const char* backend, int batch
   c.loss = 2;
   c.backends = backend;
   c.cache_dir = CLTRAIN_TEST_CACHE_DIR;
+  if (tweak) tweak(c);
   EXPECT_EQ(cltrain_set_settings(s.get(), &c), CLTRAIN_OK) << cltrain_last_error(s.get());
   EXPECT_EQ(cltrain_prepare(s.get()), CLTRAIN_OK) << cltrain_last_error(s.get());
   return s;

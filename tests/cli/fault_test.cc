@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include "cli_fixture.h"
@@ -73,6 +74,45 @@ TEST_F(Faults, BlownUpStepsAreSkippedAndCounted) {
   expect_one_line_failure(run_cli(train_args(mlp()) + " --on_nonfinite ignore"), "--on_nonfinite takes stop or skip");
   expect_one_line_failure(run_cli(train_args(mlp()) + " --resume " + path("d") + " --checkpoint " + path("c")),
                           "give one");
+}
+
+// A device failing mid-training (CLTRAIN_OPENCL_FAULT: the Nth enqueue or read fails once) with a
+// checkpoint after every step: one line and exit 1, the newest checkpoint restored where the
+// failure hit the updates; --resume then ends with the uninterrupted run's weights, bitwise.
+// A buffer that cannot be allocated trains on the CPU, with one warning.
+TEST_F(Faults, DeviceFaultsMidTrainingResumeToTheCleanWeights) {
+  std::vector<float> x(8 * 784), y(8 * 10, 0.0f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 1000.0f;
+  for (int i = 0; i < 8; ++i) y[static_cast<size_t>(i * 10 + (i * 3) % 10)] = 1.0f;
+  write_floats(path("x.raw"), x);
+  write_floats(path("y.raw"), y);
+  const std::string dir = path("ck");
+  const std::string args = on("opencl", mlp()) + " --epoch 2 --checkpoint_every 1 --checkpoint_dir " + dir;
+  ASSERT_EQ(run_cli(args + " --export_circle " + path("clean.circle")).code, 0);
+  const std::vector<uint8_t> clean = read_bytes(path("clean.circle"));
+  int restored = 0, before_updates = 0;
+  for (const char* fault :
+       {"read:2", "enqueue:3", "enqueue:10", "enqueue:15", "enqueue:20", "enqueue:40", "enqueue:60"}) {
+    SCOPED_TRACE(fault);
+    std::filesystem::remove_all(dir);
+    const Result r = run_cli(args, std::string("CLTRAIN_OPENCL_FAULT=") + fault);
+    expect_one_line_failure(r, "CL_OUT_OF_RESOURCES");
+    // In the first step's updates there is no checkpoint to restore yet: the weights are refused.
+    if (r.err.find("back at optimizer step") != std::string::npos)
+      ++restored;
+    else if (r.err.find("while its updates ran") == std::string::npos)
+      ++before_updates;
+    const std::string out = path("resumed.circle");
+    std::filesystem::remove(out);
+    const Result again = run_cli(args + " --resume " + dir + " --export_circle " + out);
+    ASSERT_EQ(again.code, 0) << again.err;
+    EXPECT_EQ(read_bytes(out), clean) << "resumed after " << fault << ": " << again.err;
+  }
+  EXPECT_GT(restored, 0);
+  EXPECT_GT(before_updates, 0);
+  const Result cpu = run_cli(args, "CLTRAIN_OPENCL_FAULT=alloc:1");
+  EXPECT_EQ(cpu.code, 0) << cpu.err;
+  EXPECT_NE(cpu.err.find("training on the CPU backend instead"), std::string::npos) << cpu.err;
 }
 
 // D1: an Inf weight in the model is refused before training, naming the tensor.
