@@ -17,7 +17,8 @@ import grpc
 import numpy as np
 
 import cltrain
-from .flower import FASHION_MNIST, FIT_DEFAULTS, CltrainClient, load_fashion_mnist, make_strategy, partition
+from .flower import (FASHION_MNIST, FIT_DEFAULTS, POISON_KINDS, CltrainClient, load_fashion_mnist, make_strategy,
+                     partition)
 
 
 # ---- the command line: server, client, federation (both on one machine), plot ----
@@ -51,13 +52,24 @@ def _partition_args(p):
     p.add_argument("--limit", type=int, default=0, help="use only the first N training images (smoke tests)")
 
 
+def _poison(spec):
+    """--poison ROUND:KIND[,ROUND:KIND...] as {round: kind}."""
+    out = {}
+    for item in filter(None, (spec or "").split(",")):
+        r, _, kind = item.partition(":")
+        if not r.isdigit() or kind not in POISON_KINDS:
+            raise ValueError("--poison takes ROUND:KIND with KIND one of %s, not %r" % (", ".join(POISON_KINDS), item))
+        out[int(r)] = kind
+    return out
+
+
 def _server(a):
     log = _log("server: ")
     _, _, x_test, y_test = load_fashion_mnist(a.data)
     fit_config = {"optimizer": a.optimizer, "learning_rate": a.learning_rate, "batch_size": a.batch_size,
                   "local_epochs": a.local_epochs}
     strategy, _ = make_strategy(a.model, x_test, y_test, a.clients, fit_config, a.min_clients,
-                                a.backends.split(","), a.cache_dir, log)
+                                a.backends.split(","), a.cache_dir, log, _poison(a.poison))
     t0 = time.monotonic()
     history = flwr.server.start_server(server_address=a.address, strategy=strategy,
                                        config=flwr.server.ServerConfig(num_rounds=a.rounds,
@@ -99,7 +111,7 @@ def _client(a):
             log("round %d: step %d of %d" % (rnd, step + 1, steps))
 
     client = CltrainClient(model, x[idx], y[idx], backends=a.backends.split(","), device=a.device,
-                           cache_dir=a.cache_dir, on_step=on_step, client_id=a.partition_id)
+                           cache_dir=a.cache_dir, on_step=on_step, client_id=a.partition_id, log=log)
     flwr.client.start_client(server_address=a.address, client=client.to_client(), insecure=True,
                              max_wait_time=a.connect_timeout)
     client.close()
@@ -155,7 +167,8 @@ def run_federation(a):
 
     server = subprocess.Popen(me + ["server"] + common + fit + [
         "--clients", str(a.clients), "--rounds", str(a.rounds), "--out", out, "--backends", a.server_backends,
-        "--round-timeout", str(a.round_timeout)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        "--round-timeout", str(a.round_timeout)] + (["--poison", a.poison] if a.poison else []),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     threading.Thread(target=pump, args=(server,), daemon=True).start()
     if not _wait_for_port(port, server, 120):
         server.kill()
@@ -290,6 +303,9 @@ def main(argv=None):
     s.add_argument("--round-timeout", type=float, default=600, help="seconds a round waits for its clients")
     s.add_argument("--backends", default="cpu", help="cltrain backends of the server's evaluation")
     s.add_argument("--out", help="results (JSON)")
+    s.add_argument("--poison", metavar="ROUND:KIND,...",
+                   help="a hostile server, to test clients: broken parameters in those rounds (KIND: %s)"
+                   % ", ".join(POISON_KINDS))
     c = sub.add_parser("client", help="a Flower client training with cltrain on one partition")
     _data_args(c)
     _partition_args(c)
@@ -307,6 +323,7 @@ def main(argv=None):
     f.add_argument("--backends", default="opencl", help="the clients' cltrain backends")
     f.add_argument("--server-backends", default="cpu")
     f.add_argument("--kill", metavar="CLIENT:ROUND", help="SIGKILL that client in the middle of that round, restart it")
+    f.add_argument("--poison", metavar="ROUND:KIND,...", help="the server sends broken parameters in those rounds")
     f.add_argument("--rejoin-after", type=float, default=1.0, help="seconds before an ended client restarts")
     f.add_argument("--restarts", type=int, default=2, help="how often each client may be restarted")
     f.add_argument("--round-timeout", type=float, default=600)

@@ -31,12 +31,14 @@ import cltrain
 
 try:
     import flwr
-    from flwr.client import NumPyClient
+    from flwr.client import Client, NumPyClient
+    from flwr.common import Code, Status
     from flwr.server.strategy import FedAvg
 except ImportError as e:  # one line, not a traceback
     raise ImportError("cltrain.flower needs Flower (pip install flwr; .ci/flower makes a venv with it): %s" % e)
 
-__all__ = ["CltrainClient", "FIT_DEFAULTS", "load_fashion_mnist", "partition", "scale", "make_strategy"]
+__all__ = ["CltrainClient", "FIT_DEFAULTS", "POISON_KINDS", "load_fashion_mnist", "partition", "poisoned", "scale",
+           "make_strategy"]
 
 # What a server's fit config may set, and the value a key left out takes.
 FIT_DEFAULTS = {
@@ -115,11 +117,12 @@ class CltrainClient(NumPyClient):
     scale() does; y: class labels or one-hot). x_eval, y_eval: what evaluate measures (None: the
     training data). backends, device, cache_dir: as cltrain.Session takes them. on_step(round,
     epoch, step, steps, loss), if given, is called after every step of a fit. client_id: sent with
-    each fit's metrics ("client"); the federation's server averages in that order.
+    each fit's metrics ("client"); the federation's server averages in that order. log(line):
+    where to_client()'s Client reports a refused round (default: stderr).
     """
 
     def __init__(self, model, x, y, x_eval=None, y_eval=None, backends=("opencl",), device=None, cache_dir=None,
-                 on_step=None, client_id=-1):
+                 on_step=None, client_id=-1, log=None):
         if not isinstance(model, (bytes, bytearray, memoryview)):
             with open(model, "rb") as f:
                 model = f.read()
@@ -138,6 +141,7 @@ class CltrainClient(NumPyClient):
         self._client_id = int(client_id)
         self._session = None
         self._key = None
+        self.log = log or (lambda line: (sys.stderr.write("cltrain.flower: %s\n" % line), sys.stderr.flush()))
 
     def session(self, config=None):
         """The cltrain session for these settings (made, and compiled, when they change)."""
@@ -190,6 +194,60 @@ class CltrainClient(NumPyClient):
             self._session.close()
             self._session = None
 
+    def to_client(self):
+        """The Flower Client that start_client runs: this client's fit and evaluate, where a round
+        that fails (parameters refused, data or device failing) is logged in one line and answered
+        as a failed round (a status not OK, which the server counts among its failures), so the
+        client serves the rounds after it. Flower's own wrapper re-raises instead, which ends the
+        client process under start_client's transport."""
+        return _RefusingClient(self)
+
+
+def _arrays(parameters):
+    try:
+        return flwr.common.parameters_to_ndarrays(parameters)
+    except Exception as e:
+        raise ValueError("the parameters are not numpy arrays (%s)" % _one_line(e)) from None
+
+
+def _one_line(e):
+    return " ".join(("%s: %s" % (type(e).__name__, e) if not isinstance(e, ValueError) else str(e)).split())
+
+
+class _RefusingClient(Client):
+    def __init__(self, numpy_client):
+        self.c = numpy_client
+
+    def get_parameters(self, ins):
+        return flwr.common.GetParametersRes(status=Status(Code.OK, "Success"), parameters=flwr.common.
+                                            ndarrays_to_parameters(self.c.get_parameters(ins.config)))
+
+    def _refused(self, what, ins, e):
+        line = "round %s: %s refused: %s" % ((ins.config or {}).get("server_round", "?"), what, _one_line(e))
+        self.c.log(line)
+        return line
+
+    def fit(self, ins):
+        try:
+            weights, n, metrics = self.c.fit(_arrays(ins.parameters), ins.config)
+        except Exception as e:  # one line and a failed round, never the end of the client
+            line = self._refused("fit", ins, e)
+            return flwr.common.FitRes(status=Status(Code.FIT_NOT_IMPLEMENTED, line),
+                                      parameters=flwr.common.Parameters(tensors=[], tensor_type=""), num_examples=0,
+                                      metrics={})
+        return flwr.common.FitRes(status=Status(Code.OK, "Success"),
+                                  parameters=flwr.common.ndarrays_to_parameters(weights), num_examples=n,
+                                  metrics=metrics)
+
+    def evaluate(self, ins):
+        try:
+            loss, n, metrics = self.c.evaluate(_arrays(ins.parameters), ins.config)
+        except Exception as e:
+            line = self._refused("evaluate", ins, e)
+            return flwr.common.EvaluateRes(status=Status(Code.EVALUATE_NOT_IMPLEMENTED, line), loss=0.0,
+                                           num_examples=0, metrics={})
+        return flwr.common.EvaluateRes(status=Status(Code.OK, "Success"), loss=loss, num_examples=n, metrics=metrics)
+
 
 class _Evaluator:
     """The server's evaluation of the global model on the test set, with cltrain."""
@@ -205,13 +263,49 @@ class _Evaluator:
         return float(loss), {"accuracy": self.session.accuracy(self.x, self.y)}
 
 
-class _LoggingFedAvg(FedAvg):
-    """FedAvg that records, per round, how many clients returned and how many failed."""
+# What a hostile server (make_strategy's poison, the server's --poison) sends in place of the
+# global parameters: each kind a way a broken or malicious server can break them.
+POISON_KINDS = ("nan", "inf", "shape", "count", "dtype", "garbage")
 
-    def __init__(self, log, **kw):
+
+def poisoned(parameters, kind):
+    """flwr Parameters broken as kind (POISON_KINDS) says."""
+    nd = [np.array(a) for a in flwr.common.parameters_to_ndarrays(parameters)]
+    if kind == "nan":
+        nd[0].reshape(-1)[nd[0].size // 2] = np.nan
+    elif kind == "inf":
+        nd[-1].reshape(-1)[0] = np.inf
+    elif kind == "shape":
+        nd[-1] = np.concatenate([nd[-1].reshape(-1), np.zeros(1, nd[-1].dtype)])
+    elif kind == "count":
+        nd = nd[:-1]
+    elif kind == "dtype":
+        nd[0] = nd[0].astype(np.complex64)
+    elif kind == "garbage":
+        return flwr.common.Parameters(tensors=[b"\x93NUMPY not an array"] * len(nd), tensor_type="numpy.ndarray")
+    else:
+        raise ValueError("poison %r is not one of %s" % (kind, ", ".join(POISON_KINDS)))
+    return flwr.common.ndarrays_to_parameters(nd)
+
+
+class _LoggingFedAvg(FedAvg):
+    """FedAvg that records, per round, how many clients returned and how many failed; where poison
+    ({round: kind}) names a round, it sends that round's clients broken parameters (poisoned())."""
+
+    def __init__(self, log, poison=None, **kw):
         super().__init__(**kw)
         self.log = log
         self.rounds = {}
+        self.poison = dict(poison or {})
+
+    def configure_fit(self, server_round, parameters, client_manager):
+        instructions = super().configure_fit(server_round, parameters, client_manager)
+        kind = self.poison.get(server_round)
+        if kind is None:
+            return instructions
+        self.log("round %d: sending the clients broken parameters (%s)" % (server_round, kind))
+        bad = poisoned(parameters, kind)
+        return [(client, flwr.common.FitIns(bad, ins.config)) for client, ins in instructions]
 
     def aggregate_fit(self, server_round, results, failures):
         # In the clients' order, not the order their replies arrived in: the average's float sums
@@ -224,11 +318,12 @@ class _LoggingFedAvg(FedAvg):
 
 
 def make_strategy(model, x_test, y_test, clients, fit_config=None, min_clients=None, backends=("cpu",),
-                  cache_dir=None, log=print):
+                  cache_dir=None, log=print, poison=None):
     """FedAvg over all connected clients (waiting for min_clients, default all), starting from the
     model's own weights, sending fit_config (FIT_DEFAULTS' keys; the round number as the shuffle
     seed) and evaluating the global model on the test set with cltrain after every round. A
-    client that fails or dies during a round is left out of that round's average."""
+    client that fails or dies during a round is left out of that round's average. poison
+    ({round: kind}, POISON_KINDS) makes the server hostile in those rounds, to test clients."""
     evaluator = _Evaluator(model, x_test, y_test, backends, cache_dir=cache_dir)
     fit_config = dict(fit_config or {})
 
@@ -237,7 +332,7 @@ def make_strategy(model, x_test, y_test, clients, fit_config=None, min_clients=N
 
     min_clients = clients if min_clients is None else min_clients
     strategy = _LoggingFedAvg(
-        log, fraction_fit=1.0, fraction_evaluate=0.0, min_fit_clients=min_clients, min_evaluate_clients=0,
+        log, poison, fraction_fit=1.0, fraction_evaluate=0.0, min_fit_clients=min_clients, min_evaluate_clients=0,
         min_available_clients=min_clients, evaluate_fn=evaluator, on_fit_config_fn=on_fit_config,
         initial_parameters=flwr.common.ndarrays_to_parameters(evaluator.session.get_weights()), accept_failures=True)
     return strategy, evaluator

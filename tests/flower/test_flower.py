@@ -189,3 +189,25 @@ def test_a_client_killed_mid_round_does_not_stop_the_federation(mlp, tmp_path):
     assert any("killed in round 1" in e for e in result["events"])
     assert any("restarted" in e for e in result["events"])
     assert rounds[2]["test_accuracy"] > rounds[0]["test_accuracy"]
+
+
+# A hostile server, through Flower's transport: in rounds 1-6 it sends each client NaN, Inf,
+# wrong-shape, wrong-count, complex and non-array parameters. Each client refuses each in one line
+# (a failed round for the server, whose global model then stays as it was) and keeps serving: no
+# client process ends or is restarted, and round 7 trains both.
+def test_a_hostile_server_is_refused_and_the_clients_serve_on(mlp, tmp_path):
+    poison = ",".join("%d:%s" % (r + 1, k) for r, k in enumerate(cf.POISON_KINDS))
+    result, _ = federation(tmp_path, mlp, "hostile", 2000, "--rounds", "7", "--poison", poison)
+    rounds = {r["round"]: r for r in result["per_round"]}
+    for r in range(1, 7):
+        assert (rounds[r]["fit_results"], rounds[r]["fit_failures"]) == (0, 2), rounds[r]
+        assert rounds[r]["test_loss"] == rounds[0]["test_loss"], "a refused round changed the global model"
+    assert (rounds[7]["fit_results"], rounds[7]["fit_failures"]) == (2, 0)
+    assert rounds[7]["test_accuracy"] > rounds[0]["test_accuracy"] + 0.2
+    assert result["events"] == [], "a client ended: %s" % result["events"]
+    log = (tmp_path / "hostile.log").read_text().splitlines()
+    for r, kind in enumerate(cf.POISON_KINDS, 1):
+        for k in (0, 1):
+            lines = [l for l in log if l.startswith("client %d: round %d: fit refused: " % (k, r))]
+            assert len(lines) == 1, (kind, k, lines)
+    assert not any("Traceback" in l for l in log)
