@@ -344,7 +344,8 @@ void fold_shape_ops(Model& m, const std::string& what) {
     std::vector<Value> in;
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       const int32_t t = op.inputs[k];
-      if (t < 0) continue;
+      // No shape op has an optional input: a missing one would shift the others' places.
+      if (t < 0) refuse(what, op, "input " + std::to_string(k) + " is missing (-1)");
       const Tensor& x = m.tensors[static_cast<size_t>(t)];
       Value v;
       v.shape.assign(x.shape.begin(), x.shape.end());
@@ -384,7 +385,7 @@ std::string shape_operators_pass(PassInput& in) {
     so.inputs = fo.inputs;
     so.outputs = fo.outputs;
     bool ints = !so.outputs.empty();
-    for (int32_t t : so.outputs) ints = ints && m.tensors[static_cast<size_t>(t)].dtype == CLTRAIN_INT32;
+    for (int32_t t : so.outputs) ints = ints && t >= 0 && m.tensors[static_cast<size_t>(t)].dtype == CLTRAIN_INT32;
     for (size_t k = fo.code == kShape ? 1 : 0; k < so.inputs.size(); ++k)
       ints = ints && (so.inputs[k] < 0 || known_int[static_cast<size_t>(so.inputs[k])]);
     if (!ints) continue;

@@ -5,6 +5,9 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 
 #include "test_util.h"
@@ -29,6 +32,20 @@ void try_load(const std::vector<uint8_t>& bytes, Tally& tally, const std::string
   } catch (const std::exception& e) {
     ADD_FAILURE() << what << ": threw something other than ModelError: " << e.what();
   }
+}
+
+// What the fuzz targets found (tests/fuzz/regressions): each refused in one line, or loaded.
+TEST(ModelFuzz, neg_FuzzFindingsAreRefused) {
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(CLTRAIN_TEST_FUZZ_REGRESSIONS)) {
+    if (e.path().extension() != ".tflite" && e.path().extension() != ".circle") continue;
+    std::ifstream f(e.path(), std::ios::binary);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    Tally tally;
+    try_load(bytes, tally, e.path().filename().string());
+    ++files;
+  }
+  EXPECT_GT(files, 0);
 }
 
 TEST(ModelFuzz, neg_TruncateEveryLength) {
