@@ -111,6 +111,7 @@ class Session(_FilesAndReports):
             backends = [backends]
         self._update(batch_size=batch_size, backends=",".join(backends), device=device, cache_dir=cache_dir)
         self._shape = None
+        self._resumed = None  # (epochs done, steps of the next, their loss sum) after resume()
 
     # ---- plumbing ----
     def _check(self, status):
@@ -204,11 +205,18 @@ class Session(_FilesAndReports):
     def resume(self, directory):
         """After compile: loads the newest periodic checkpoint of directory that loads (a torn or
         corrupted newer one is passed over, with a warning); its path, or None where there is none.
-        Then fit(..., initial_epoch=position()[1]) goes on."""
+        The next fit() goes on where the checkpoint was: from the epochs it had done, mid-epoch at
+        its next batch (the same batches as a run never stopped, with the same seed and data), the
+        epoch's mean loss over all of its steps."""
         self._require_compiled()
         used = ctypes.create_string_buffer(4096)
         self._check(self._lib.cltrain_resume(self._s, os.fsencode(directory), used, len(used)))
-        return used.value.decode() or None
+        if not used.value:
+            return None
+        batches, loss_sum = ctypes.c_int64(), ctypes.c_double()
+        self._check(self._lib.cltrain_get_progress(self._s, ctypes.byref(batches), ctypes.byref(loss_sum)))
+        self._resumed = (self.position[1], batches.value, loss_sum.value)
+        return used.value.decode()
 
     @property
     def skipped_steps(self):
@@ -361,7 +369,10 @@ class Session(_FilesAndReports):
         epoch is left out), Keras-style: the last validation_split of the samples (before any
         shuffling) is held out and evaluated after each epoch. y: one-hot or class labels.
         verbose: 0 silent, 1 a progress bar (on a terminal) and a line per epoch, 2 a line per
-        epoch. on_step(epoch, step, loss), if given, is called after every step. Returns a History."""
+        epoch. on_step(epoch, step, loss), if given, is called after every step. After resume(),
+        the first fit goes on from the checkpoint (initial_epoch: its epochs done; the epoch's
+        batches before it are not trained again; the epoch's accuracy counts the steps this fit
+        ran). Returns a History."""
         self._require_compiled()
         x = self._as_input(x)
         n = x.shape[0]
@@ -379,12 +390,16 @@ class Session(_FilesAndReports):
                                _capi.ERROR)
         history = History()
         bar = verbose == 1 and sys.stdout.isatty()
+        resumed, self._resumed = self._resumed, None
+        if resumed and initial_epoch == 0:
+            initial_epoch = resumed[0]
         for epoch in range(initial_epoch + 1, epochs + 1):
             order = np.random.default_rng(seed * 1000003 + epoch).permutation(x.shape[0]) if shuffle \
                 else np.arange(x.shape[0])
             t0 = time.monotonic()
-            loss_sum, correct, applied = 0.0, 0, 0
-            for s in range(steps):
+            first, loss_sum = (min(resumed[1], steps), resumed[2]) if resumed and epoch == resumed[0] + 1 else (0, 0.0)
+            correct, applied = 0, first
+            for s in range(first, steps):
                 idx = order[s * b:(s + 1) * b]
                 skipped = self.skipped_steps
                 loss, out = self.train_step(x[idx], y[idx], outputs=True)
@@ -400,7 +415,7 @@ class Session(_FilesAndReports):
                     sys.stdout.write("\rEpoch %d/%d [%s%s] %d/%d - loss: %.4f" % (
                         epoch, epochs, "=" * done, "." * (30 - done), s + 1, steps, loss_sum / max(applied, 1)))
                     sys.stdout.flush()
-            values = {"loss": loss_sum / max(applied, 1), "accuracy": correct / (max(applied, 1) * b)}
+            values = {"loss": loss_sum / max(applied, 1), "accuracy": correct / (max(applied - first, 1) * b)}
             if xv.shape[0] >= b:
                 values["val_loss"], values["val_accuracy"] = self.evaluate(xv, yv)
             self._check(self._lib.cltrain_set_epochs_done(self._s, epoch))

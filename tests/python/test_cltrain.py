@@ -365,6 +365,37 @@ def test_periodic_checkpoints_resume_bitwise(models, tmp_path):
     assert session(model, "cpu", 4).resume(tmp_path / "none") is None
 
 
+def test_fit_resumed_mid_epoch_ends_as_the_uninterrupted_fit(models, tmp_path):
+    """A fit killed in its second epoch (here: on_step raises after batch 4 of 6) with a checkpoint
+    every 4 steps; a new session's resume() and the same fit() call go on at the checkpoint's next
+    batch: the second epoch's mean loss and the final weights are those of the fit never stopped,
+    bit for bit, and the first epoch is not trained again."""
+    model = models("mlp", 4)
+    x, y = data(24, 784, 10, 9)
+    whole = session(model, "cpu", 4)
+    want = whole.fit(x, y, epochs=2, seed=5, verbose=0)
+
+    class Killed(Exception):
+        pass
+
+    def kill(epoch, step, loss):
+        if (epoch, step) == (2, 3):
+            raise Killed()
+
+    a = session(model, "cpu", 4, checkpoint_every=4, checkpoint_dir=tmp_path)
+    with pytest.raises(Killed):
+        a.fit(x, y, epochs=2, seed=5, verbose=0, on_step=kill)
+    b = session(model, "cpu", 4, checkpoint_every=4, checkpoint_dir=tmp_path)
+    assert b.resume(tmp_path) == str(tmp_path / "step-0000000008.ckpt")
+    steps = []
+    got = b.fit(x, y, epochs=2, seed=5, verbose=0, on_step=lambda e, s, l: steps.append((e, s)))
+    assert steps == [(2, 2), (2, 3), (2, 4), (2, 5)]
+    assert got.history["loss"] == want.history["loss"][1:]
+    assert b.position == whole.position == (12, 2)
+    for g, w in zip(b.get_weights(), whole.get_weights()):
+        assert np.array_equal(g.view(np.uint32), w.view(np.uint32))
+
+
 def test_set_weights_refuses_a_hostile_list_whole(models):
     """Wrong count, size, type, NaN or a float64 beyond float32: one line (ValueError), and no weight
     changes, not even those before the bad array."""
