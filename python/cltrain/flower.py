@@ -118,11 +118,13 @@ class CltrainClient(NumPyClient):
     training data). backends, device, cache_dir: as cltrain.Session takes them. on_step(round,
     epoch, step, steps, loss), if given, is called after every step of a fit. client_id: sent with
     each fit's metrics ("client"); the federation's server averages in that order. log(line):
-    where to_client()'s Client reports a refused round (default: stderr).
+    where to_client()'s Client reports a refused round (default: stderr). checkpoint_every,
+    checkpoint_dir: periodic checkpoints of the local training (Session.compile's), so that the
+    work of a long round survives the client being killed (Session.resume reads them).
     """
 
     def __init__(self, model, x, y, x_eval=None, y_eval=None, backends=("opencl",), device=None, cache_dir=None,
-                 on_step=None, client_id=-1, log=None):
+                 on_step=None, client_id=-1, log=None, checkpoint_every=None, checkpoint_dir=None):
         if not isinstance(model, (bytes, bytearray, memoryview)):
             with open(model, "rb") as f:
                 model = f.read()
@@ -141,6 +143,8 @@ class CltrainClient(NumPyClient):
         self._client_id = int(client_id)
         self._session = None
         self._key = None
+        self._checkpoints = dict(checkpoint_every=checkpoint_every, checkpoint_dir=checkpoint_dir) \
+            if checkpoint_every else {}
         self.log = log or (lambda line: (sys.stderr.write("cltrain.flower: %s\n" % line), sys.stderr.flush()))
 
     def session(self, config=None):
@@ -155,7 +159,7 @@ class CltrainClient(NumPyClient):
             # A local batch whose loss or gradients are not finite (a bad sample) is skipped, not
             # applied: the round goes on and no NaN reaches the server's average.
             s.compile(optimizer=c["optimizer"], learning_rate=c["learning_rate"], loss=c["loss"],
-                      trainable_ops=c["trainable_ops"], on_nonfinite="skip")
+                      trainable_ops=c["trainable_ops"], on_nonfinite="skip", **self._checkpoints)
             self._session, self._key = s, key
         return self._session
 

@@ -156,6 +156,22 @@ def test_a_nan_sample_in_local_data_is_skipped_not_sent(mlp, fashion):
     clean.close()
 
 
+# checkpoint_every: the client's local training writes periodic checkpoints, which a session
+# resumes from to the weights the fit returned.
+def test_the_client_keeps_periodic_checkpoints(mlp, fashion, tmp_path):
+    x, y, _, _ = fashion
+    client = cf.CltrainClient(mlp, x[:64], y[:64], backends=["cpu"], cache_dir="", checkpoint_every=2,
+                              checkpoint_dir=str(tmp_path))
+    weights, _, _ = client.fit(client.get_parameters({}), {"server_round": 1})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step-0000000002.ckpt", "step-0000000004.ckpt"]
+    s = cltrain.Session(mlp, backends=["cpu"], batch_size=16, cache_dir="")
+    s.compile()
+    assert s.resume(str(tmp_path)) == str(tmp_path / "step-0000000004.ckpt")
+    for got, want in zip(s.get_weights(), weights):
+        assert np.array_equal(bits(got), bits(want))
+    client.close()
+
+
 def federation(tmp_path, mlp, name, limit, *args):
     cmd = [sys.executable, "-m", "cltrain.flower", "federation", "--model", mlp, "--clients", "2", "--limit",
            str(limit), "--out-dir", str(tmp_path), "--name", name, "--timeout", "240", "--cache-dir", ""] + list(args)
