@@ -115,6 +115,45 @@ TEST_F(Faults, DeviceFaultsMidTrainingResumeToTheCleanWeights) {
   EXPECT_NE(cpu.err.find("training on the CPU backend instead"), std::string::npos) << cpu.err;
 }
 
+// A training writes only where it was told: the exports, the report, the checkpoint and cache
+// directories given. Run from an empty directory with HOME, TMPDIR and XDG_CACHE_HOME empty too,
+// on a model whose tensor names try to climb out ("../../..."), every file under the sandbox
+// afterwards is under a path given on the command line (POCL's own kernel cache, POCL_CACHE_DIR,
+// is the OpenCL implementation's and set aside).
+TEST_F(Faults, WritesOnlyTheGivenPaths) {
+  namespace fs = std::filesystem;
+  const std::string sand = path("sand");
+  for (const char* d : {"home", "cwd", "tmp", "in", "out", "pocl"}) fs::create_directories(sand + "/" + d);
+  Model m = make_named_model("mlp", 2);
+  for (size_t t = 0; t < m.tensors.size(); ++t) m.tensors[t].name = "../../../../escape" + std::to_string(t);
+  write_bytes(sand + "/in/m.circle", write_model(m, "circle"));
+  fs::copy_file(path("x.raw"), sand + "/in/x.raw");
+  fs::copy_file(path("y.raw"), sand + "/in/y.raw");
+  const std::string env = "cd " + sand + "/cwd && HOME=" + sand + "/home TMPDIR=" + sand +
+                          "/tmp XDG_CACHE_HOME=" + sand + "/home/.cache POCL_CACHE_DIR=" + sand + "/pocl";
+  const Result r = run_cli(sand + "/in/m.circle --batch_size 2 --epoch 2 --backends opencl --load_input:raw " + sand +
+                               "/in/x.raw --load_expected:raw " + sand + "/in/y.raw --checkpoint_every 1" +
+                               " --checkpoint_dir " + sand + "/ck --cache-dir " + sand + "/cache --export_circle " +
+                               sand + "/out/m.circle --export_checkpoint " + sand + "/out/c.ckpt --export_circleplus " +
+                               sand + "/out/p.circle --report " + sand + "/out/r.json",
+                           env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> given = {"/in/", "/out/", "/ck/", "/cache/", "/pocl/"}, stray;
+  int outputs = 0;
+  for (const auto& e : fs::recursive_directory_iterator(sand)) {
+    if (!e.is_regular_file()) continue;
+    const std::string rel = e.path().string().substr(sand.size());
+    bool ok = false;
+    for (const std::string& g : given) ok = ok || rel.rfind(g, 0) == 0;
+    if (!ok) stray.push_back(rel);
+    outputs += rel.rfind("/out/", 0) == 0 || rel.rfind("/ck/", 0) == 0;
+  }
+  EXPECT_TRUE(stray.empty()) << "written outside the given paths: " << stray.front();
+  EXPECT_EQ(outputs, 4 + 3);  // the four outputs, the newest three checkpoints
+  EXPECT_FALSE(fs::exists(path("escape0")));
+  EXPECT_FALSE(fs::exists(sand + "/escape0"));
+}
+
 // D1: an Inf weight in the model is refused before training, naming the tensor.
 TEST_F(Faults, neg_InfWeightIsRefused) {
   Model m = make_named_model("mlp", 2);
