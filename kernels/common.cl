@@ -19,12 +19,7 @@ static inline float clt_pick(const int c, const float a, const float b) {
 static inline float clt_max(float a, float b) { return clt_pick(a < b, b, a); }
 static inline float clt_min(float a, float b) { return clt_pick(b < a, b, a); }
 
-// tanh: e = exp(-2|x|), t = (1 - e) / (1 + e), sign of x.
-static inline float clt_tanh(float x) {
-  const float e = clt_exp(-2.0f * fabs(x));
-  const float t = (1.0f - e) / (1.0f + e);
-  return x < 0.0f ? -t : t;
-}
+// (clt_tanh and clt_erf: numerics.h, shared with the CPU backend.)
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)

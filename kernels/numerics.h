@@ -20,6 +20,7 @@
 #define clt_as_float(i) as_float(i)
 #define clt_as_int(f) as_int(f)
 #define clt_sqrt(x) sqrt(x)
+#define clt_fabs(x) fabs(x)
 #else
 #include <cmath>
 #include <cstdint>
@@ -38,6 +39,7 @@ static inline int32_t clt_as_int(float f) {
   return i;
 }
 static inline float clt_sqrt(float x) { return std::sqrt(x); }
+static inline float clt_fabs(float x) { return std::fabs(x); }
 #endif
 
 /* e^x. Below about -87.3 the result is 0, above 88.7 it is +inf. */
@@ -88,6 +90,32 @@ CLT_FN float clt_log(float x) {
   /* 2s + 2s p + e ln2, with ln2 in two parts. */
   const float hi = clt_fma(ef, 0.693145752f, 2.0f * s);
   return hi + clt_fma(2.0f * s, p, ef * 1.42860677e-6f);
+}
+
+/* tanh: e = exp(-2|x|), t = (1 - e) / (1 + e), with the sign of x. */
+CLT_FN float clt_tanh(float x) {
+  const float e = clt_exp(-2.0f * clt_fabs(x));
+  const float t = (1.0f - e) / (1.0f + e);
+  return x < 0.0f ? -t : t;
+}
+
+/* erf(x): x clamped to [-4, 4] (beyond, erf is +-1 in float), then x P(x^2) / Q(x^2) with the
+   rational approximation Eigen and XLA use for float (a few ulp), each step one fma. */
+CLT_FN float clt_erf(float x) {
+  if (x != x) return x;
+  const float c = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
+  const float x2 = c * c;
+  float p = clt_fma(x2, -2.72614225801306e-10f, 2.77068142495902e-08f);
+  p = clt_fma(x2, p, -2.10102402082508e-06f);
+  p = clt_fma(x2, p, -5.69250639462346e-05f);
+  p = clt_fma(x2, p, -7.34990630326855e-04f);
+  p = clt_fma(x2, p, -2.95459980854025e-03f);
+  p = clt_fma(x2, p, -1.60960333262415e-02f);
+  float q = clt_fma(x2, -1.45660718464996e-05f, -2.13374055278905e-04f);
+  q = clt_fma(x2, q, -1.68282697438203e-03f);
+  q = clt_fma(x2, q, -7.37332916720468e-03f);
+  q = clt_fma(x2, q, -1.42647390514189e-02f);
+  return (c * p) / q;
 }
 
 #endif /* CLTRAIN_NUMERICS_H */

@@ -194,7 +194,8 @@ typedef struct cltrain_op_params {
   /* TRANSPOSE (forward and backward steps alike): y's axis d is x's axis perm[d], for d below x's
    * rank. */
   int32_t perm[CLTRAIN_MAX_RANK];
-  float fill_value; /* FILL: the value of every element */
+  float fill_value;    /* FILL: the value of every element */
+  int32_t approximate; /* GELU: 1 = the tanh approximation, 0 = the exact (erf) form */
 } cltrain_op_params;
 
 /* One step. Its last member is params, and the struct grows only there (new params). */

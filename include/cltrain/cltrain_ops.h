@@ -104,6 +104,13 @@
  *     numerics: t = x + 3; r = t < 0 ? 0 : t; r = r > 6 ? 6 : r; y = (x * r) / 6. dx = -3 < x < 3 ?
  *     dy * ((2 * x + 3) / 6) : (x >= 3 ? dy : 0) (the derivative of relu6 is 0 at its kinks, as
  *     TensorFlow takes it).
+ * GELU  fwd in [x] out [y]: y = x * Phi(x), Phi the standard normal CDF; bwd in [x, dy] out [dx].
+ *     in place: bwd dx with dy. params.approximate 0 (exact): numerics z = x * 0.70710678;
+ *     e = clt_erf(z); y = (0.5 * x) * (1 + e); dx = dy * (0.5 * (1 + e) + x * (clt_exp((-0.5 * x)
+ *     * x) * 0.39894228)). approximate 1 (tanh, as PyTorch's approximate="tanh" and Keras's
+ *     approximate=True): u = 0.7978846 * (x + 0.044715 * ((x * x) * x)); t = clt_tanh(u);
+ *     y = (0.5 * x) * (1 + t); dx = dy * (0.5 * (1 + t) + (0.5 * x) * ((1 - t * t) * (0.7978846 *
+ *     (1 + 0.134145 * (x * x))))).
  * LOSS_MSE, LOSS_CCE  fwd in [pred, expected] out [loss] (one element); bwd in [pred, expected]
  *     out [dpred]. Reduction: SUM_OVER_BATCH_SIZE divides the sum over samples by the batch N
  *     (dims[0] of pred), SUM does not; the backward includes the same scale.
@@ -177,7 +184,8 @@
   X(BATCH_MATMUL, "BatchMatMul", 126, CLTRAIN_KIND_MODEL)            \
   X(SLICE, "Slice", 65, CLTRAIN_KIND_MODEL)                          \
   X(FILL, "Fill", 94, CLTRAIN_KIND_MODEL)                            \
-  X(CHECK_FINITE, "CheckFinite", -1, CLTRAIN_KIND_GRAPH)
+  X(CHECK_FINITE, "CheckFinite", -1, CLTRAIN_KIND_GRAPH)             \
+  X(GELU, "Gelu", 150, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

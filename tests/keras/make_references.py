@@ -161,10 +161,37 @@ def transformer():
     return keras.Model(x, L.Dense(4, activation="softmax", bias_initializer=init())(h))
 
 
+def gelu_mlp():
+    # Dense(activation="gelu") is the exact (erf) form; the tanh approximation as Keras's
+    # gelu(approximate=True). Both convert to GELU (builtin 150) with GeluOptions.approximate.
+    x = keras.Input((16,))
+    h = L.Dense(32, activation="gelu")(x)
+    h = L.Activation(lambda t: keras.activations.gelu(t, approximate=True))(L.Dense(24)(h))
+    return keras.Model(x, L.Dense(10, activation="softmax")(h))
+
+
+def vit_tiny():
+    # A one-block vision transformer on 16x16x3 images: 4x4 patches (a strided Conv2D), 16 tokens
+    # of 32, attention and an MLP with GELU, each with its residual and LayerNormalization.
+    def init(mean=0.0):
+        return keras.initializers.RandomNormal(mean=mean, stddev=0.05)
+
+    x = keras.Input((16, 16, 3))
+    h = L.Reshape((16, 32))(L.Conv2D(32, 4, strides=4, bias_initializer=init())(x))
+    a = L.MultiHeadAttention(num_heads=2, key_dim=16, bias_initializer=init())(h, h)
+    h = L.LayerNormalization(beta_initializer=init(), gamma_initializer=init(1.0))(L.Add()([h, a]))
+    f = L.Dense(64, activation="gelu", bias_initializer=init())(h)
+    f = L.Dense(32, bias_initializer=init())(f)
+    h = L.LayerNormalization(beta_initializer=init(), gamma_initializer=init(1.0))(L.Add()([h, f]))
+    h = L.GlobalAveragePooling1D()(h)
+    return keras.Model(x, L.Dense(10, activation="softmax", bias_initializer=init())(h))
+
+
 SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_block,
          "dense_layernorm": dense_layernorm, "shared_dense": shared_dense, "permute_conv": permute_conv,
          "embedding_pool": embedding_pool, "transformer": transformer,
-         "gated_slices": gated_slices, "text_lstm": text_lstm, "text_gru": text_gru}
+         "gated_slices": gated_slices, "text_lstm": text_lstm, "text_gru": text_gru,
+         "gelu_mlp": gelu_mlp, "vit_tiny": vit_tiny}
 
 
 def convert(model):
@@ -316,8 +343,12 @@ def structure(name, model):
 
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
+    only = sys.argv[1:]  # names of SMALL to remake alone (default: everything)
     for n, f in SMALL.items():
-        small(n, f)
+        if not only or n in only:
+            small(n, f)
+    if only:
+        sys.exit(0)
     A = keras.applications
     structure("mobilenetv2", A.MobileNetV2(weights=None, input_shape=(96, 96, 3), classes=10))
     structure("mobilenetv3small", A.MobileNetV3Small(weights=None, input_shape=(96, 96, 3), classes=10))

@@ -20,12 +20,7 @@ bool activation_supported(int32_t activation) {
   }
 }
 
-// e = exp(-2|x|), t = (1 - e) / (1 + e), y = x < 0 ? -t : t.
-float tanh_forward(float x) {
-  const float e = clt_exp(-2.0f * std::fabs(x));
-  const float t = (1.0f - e) / (1.0f + e);
-  return x < 0.0f ? -t : t;
-}
+float tanh_forward(float x) { return clt_tanh(x); }
 
 float logistic_forward(float x) { return 1.0f / (1.0f + clt_exp(-x)); }
 

@@ -1,11 +1,10 @@
-// HARD_SWISH (kernels/hard_swish.cl), one work-item per element: forward in [x] out [y], backward
-// in [x, dy] out [dx].
+// The activations whose backward reads x: HARD_SWISH (kernels/hard_swish.cl) and GELU
+// (kernels/gelu.cl, its form a definition), one work-item per element: forward in [x] out [y],
+// backward in [x, dy] out [dx].
 #include "ops/op.h"
 
 namespace cltrain::ocl {
 namespace {
-
-constexpr const char* kFamily = "hard_swish.cl";
 
 std::string check(const StepView& s) {
   std::string why;
@@ -22,14 +21,17 @@ std::string check(const StepView& s) {
 StepRun prepare(const OpContext& c) {
   const StepView& s = c.s;
   const uint64_t count = s.count(s.in(0));
+  const bool gelu = s.step.op == CLTRAIN_OP_GELU;
+  const std::string name = gelu ? "gelu" : "hard_swish";
   Defines d;
   d.set("COUNT", count);
+  if (gelu) d.set("APPROXIMATE", s.step.params.approximate ? 1 : 0);
   Kernel k;
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
-    k = c.kernel(kFamily, d, "hard_swish_forward");
+    k = c.kernel(name + ".cl", d, (name + "_forward").c_str());
     set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.out(0)));
   } else {
-    k = c.kernel(kFamily, d, "hard_swish_backward");
+    k = c.kernel(name + ".cl", d, (name + "_backward").c_str());
     set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.in(1)), c.offset(s.out(0)));
   }
   return [k, count](const Queue& q, const cltrain_run_args*) { q.launch_1d(k, count); };
@@ -38,5 +40,6 @@ StepRun prepare(const OpContext& c) {
 }  // namespace
 
 const OpFamily kOp_HARD_SWISH = {check, prepare};
+const OpFamily kOp_GELU = {check, prepare};
 
 }  // namespace cltrain::ocl

@@ -1,0 +1,61 @@
+// The activations whose backward reads x, not y (y does not determine the derivative):
+//   HARD_SWISH: y = x * relu6(x + 3) / 6 (MobileNetV3's activation).
+//   GELU: y = x * Phi(x) (transformer MLPs, ViT, ConvNeXt), the exact (erf) form or the tanh
+//   approximation, as the file's GeluOptions.approximate says.
+#include "ops/op_descriptor.h"
+
+namespace cltrain {
+namespace {
+
+void check(OperandCheck& c) {
+  c.require_float(0);
+  c.same_shape();
+}
+
+void backward(StepBuilder& s) {
+  s.in = {s.input(0), s.dy()};
+  s.out = {s.grad_of(s.input(0))};
+}
+
+// dx may take dy's bytes; y never takes x's (the backward reads x).
+InPlacePair in_place(const cltrain_step_desc& step) {
+  return step.phase == CLTRAIN_PHASE_BACKWARD ? InPlacePair{0, 1, true} : InPlacePair{};
+}
+
+OpDescriptor x_activation(int32_t op, uint64_t (*flops)(const StepTensors&)) {
+  OpDescriptor d = descriptor_of(op);
+  d.check = check;
+  d.backward = backward;
+  d.in_place = in_place;
+  d.flops = flops;
+  return d;
+}
+
+// HARD_SWISH: an add, two compares, a multiply and a divide per element forward; two compares, an
+// add, a multiply, a divide and a multiply backward.
+uint64_t hard_swish_flops(const StepTensors& s) { return s.elements(s.out(0)) * (s.forward() ? 5 : 6); }
+// GELU: about 25 operations an element forward (the erf's rational function), 35 backward.
+uint64_t gelu_flops(const StepTensors& s) { return s.elements(s.out(0)) * (s.forward() ? 25 : 35); }
+
+void read_gelu_options(const fb::Operator& fo, OptionReader&, cltrain_op_params& p) {
+  const auto* o = fo.builtin_options_as_GeluOptions();
+  p.approximate = o && o->approximate() ? 1 : 0;
+}
+
+WrittenOptions write_gelu_options(flatbuffers::FlatBufferBuilder& fbb, const Model&, const Operator& op) {
+  return {fb::BuiltinOptions::GeluOptions, fb::CreateGeluOptions(fbb, op.params.approximate != 0).Union()};
+}
+
+}  // namespace
+
+const OpDescriptor kOpDesc_HARD_SWISH = x_activation(CLTRAIN_OP_HARD_SWISH, hard_swish_flops);
+
+const OpDescriptor kOpDesc_GELU = [] {
+  OpDescriptor d = x_activation(CLTRAIN_OP_GELU, gelu_flops);
+  d.options = fb::BuiltinOptions::GeluOptions;
+  d.read_options = read_gelu_options;
+  d.write_options = write_gelu_options;
+  return d;
+}();
+
+}  // namespace cltrain
