@@ -283,9 +283,16 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   import.file = &file_ops;
   m.rewrites = run_passes(PassStage::kImport, import);
   Unsupported unsupported;
+  auto guarded = [&](std::vector<int32_t>& inputs) {  // what the index guards gave (the only entries yet)
+    for (int32_t& t : inputs)
+      if (auto g = m.reads_instead.find(t); g != m.reads_instead.end()) t = g->second;
+  };
   for (FileOperator& f : file_ops) {
     if (f.fate == FileOperator::Fate::kLowered)
-      for (Operator& op : f.lowered) m.operators.push_back(std::move(op));
+      for (Operator& op : f.lowered) {
+        guarded(op.inputs);
+        m.operators.push_back(std::move(op));
+      }
     if (f.fate != FileOperator::Fate::kPending) continue;
     const OpDescriptor* d = find_builtin(f.code);
     if (!d) {
@@ -300,8 +307,7 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
     op.op = d->op;
     op.inputs = std::move(f.inputs);
     op.outputs = std::move(f.outputs);
-    for (int32_t& t : op.inputs)  // what the index guards gave (the only entries yet)
-      if (auto g = m.reads_instead.find(t); g != m.reads_instead.end()) t = g->second;
+    guarded(op.inputs);
     op.params = load_params(*d, f.op, what, f.label + " (" + d->name + ")");
     op.file_index = f.index;
     m.operators.push_back(std::move(op));

@@ -34,7 +34,7 @@ std::string index_guards_pass(PassInput& in) {
     std::memcpy(v, x.data.data(), 4);
     return true;
   };
-  constexpr int32_t kLess = 58, kSelect = 64, kSelectV2 = 123, kAdd = 0, kGather = 36;
+  constexpr int32_t kLess = 58, kSelect = 64, kSelectV2 = 123, kAdd = 0, kGather = 36, kEmbeddingLookup = 7;
   std::vector<int32_t> folded;
   for (size_t i = 0; i < ops.size(); ++i) {
     const FileOperator& sel = ops[i];
@@ -57,14 +57,17 @@ std::string index_guards_pass(PassInput& in) {
     const auto* ao = add.op->builtin_options_as_AddOptions();
     if (ao && ao->fused_activation_function() != fb::ActivationFunctionType::NONE) continue;
     if (!((ai[0] == ids && scalar(ai[1], &rows)) || (ai[1] == ids && scalar(ai[0], &rows))) || rows <= 0) continue;
-    // Every reader of the guarded ids is a GATHER's ids over a table of that many rows.
+    // Every reader of the guarded ids is a GATHER's ids (slot 1; EMBEDDING_LOOKUP's: slot 0) over
+    // a table of that many rows.
     bool gathers = !readers[static_cast<size_t>(so[0])].empty();
     for (const auto& [r, slot] : readers[static_cast<size_t>(so[0])]) {
       const FileOperator& ro = ops[static_cast<size_t>(r)];
       const std::vector<int32_t>& gi = ro.inputs;
-      gathers = gathers && ro.code == kGather && slot == 1 && gi.size() == 2 && valid(gi[0]) &&
-                !m.tensors[static_cast<size_t>(gi[0])].shape.empty() &&
-                m.tensors[static_cast<size_t>(gi[0])].shape[0] == rows;
+      const int table = ro.code == kEmbeddingLookup ? 1 : 0;
+      gathers = gathers && (ro.code == kGather || ro.code == kEmbeddingLookup) && slot == 1 - table && gi.size() == 2 &&
+                valid(gi[static_cast<size_t>(table)]) &&
+                !m.tensors[static_cast<size_t>(gi[static_cast<size_t>(table)])].shape.empty() &&
+                m.tensors[static_cast<size_t>(gi[static_cast<size_t>(table)])].shape[0] == rows;
     }
     if (!gathers) continue;
     folded.insert(folded.end(), {lp, ap, static_cast<int32_t>(i)});

@@ -328,6 +328,34 @@ def small(name, make):
     print(name, len(tfl), "bytes;", ", ".join("%s %s" % (k, v[1]) for k, v in sorted(mapping.items())))
 
 
+def as_embedding_lookup(src, name):
+    """src's GATHER operators rewritten as EMBEDDING_LOOKUP (ids first, then the table), as
+    litert-torch writes nn.Embedding: the same model in another op, with src's reference data (its
+    keys as they are: the test reads the loaded model's operators, where the table is GATHER's
+    slot 0)."""
+    m = flatbuffer_utils.convert_bytearray_to_object(open(os.path.join(OUT, src + ".tflite"), "rb").read())
+    gather = [i for i, c in enumerate(m.operatorCodes) if max(c.builtinCode, c.deprecatedBuiltinCode) == 36]
+    code = schema.OperatorCodeT()
+    code.builtinCode = code.deprecatedBuiltinCode = schema.BuiltinOperator.EMBEDDING_LOOKUP
+    code.version = 1
+    m.operatorCodes.append(code)
+    moved = []
+    for k, op in enumerate(m.subgraphs[0].operators):
+        if op.opcodeIndex in gather:
+            op.opcodeIndex = len(m.operatorCodes) - 1
+            op.inputs = [op.inputs[1], op.inputs[0]]
+            op.builtinOptionsType, op.builtinOptions = 0, None
+            moved.append(k)
+    with open(os.path.join(OUT, name + ".tflite"), "wb") as f:
+        f.write(flatbuffer_utils.convert_object_to_bytearray(m))
+    with open(os.path.join(OUT, src + ".json")) as f:
+        ref = json.load(f)
+    ref["model"] = name + ".tflite"
+    with open(os.path.join(OUT, name + ".json"), "w") as f:
+        json.dump(ref, f)
+    print(name, "from", src, ": operators", moved, "as EMBEDDING_LOOKUP")
+
+
 def structure(name, model):
     tfl = convert(model)
     m = flatbuffer_utils.convert_bytearray_to_object(tfl)
@@ -347,6 +375,8 @@ if __name__ == "__main__":
     for n, f in SMALL.items():
         if not only or n in only:
             small(n, f)
+    if not only or "embedding_lookup" in only:
+        as_embedding_lookup("embedding_pool", "embedding_lookup")
     if only:
         sys.exit(0)
     A = keras.applications
