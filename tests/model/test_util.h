@@ -60,6 +60,10 @@ inline Model every_op_model() {
   y = b.op(CLTRAIN_OP_SQUARED_DIFFERENCE, {y, b.mean(y, {-1}, true, "row_mean")});
   y = b.op(CLTRAIN_OP_NEG, {y});
   y = b.op(CLTRAIN_OP_RSQRT, {b.logistic(y, "positive")});
+  // GELU in both forms (its options: GeluOptions.approximate).
+  cltrain_op_params gelu{};
+  gelu.approximate = 1;
+  y = b.op(CLTRAIN_OP_GELU, {b.op(CLTRAIN_OP_GELU, {y})}, gelu);
   // Every other element-wise op without options, once each: an op added to the list is in here.
   for (const OpDescriptor* op : all_ops()) {
     const bool used = op->op == CLTRAIN_OP_RELU || op->op == CLTRAIN_OP_RELU6 || op->op == CLTRAIN_OP_TANH ||
