@@ -261,9 +261,10 @@ TEST(ModelLoadCnn, neg_BadBroadcast) {
   EXPECT_LOAD_ERROR(
       bytes_of(two_input_add({2, 3, 4}, {2, 2, 4})),
       "operator 0 (Add): cannot broadcast [2,3,4] with [2,2,4] (dimension 1: 3 vs 2; each must be equal or 1)");
-  EXPECT_LOAD_ERROR(
-      bytes_of(two_input_add({2, 3, 4}, {3, 4})),
-      "operator 0 (Add): operand shapes [2,3,4] and [3,4] differ in rank (broadcasting needs equal ranks)");
+  // Ranks differ: the lower is aligned from the right with leading 1s (numpy), through a RESHAPE.
+  EXPECT_EQ(load_error(bytes_of(two_input_add({2, 3, 4}, {3, 4}))), "");
+  EXPECT_LOAD_ERROR(bytes_of(two_input_add({2, 3, 4}, {5, 4})),
+                    "operator 0 (Add): cannot broadcast [2,3,4] with [1,5,4] (dimension 1: 3 vs 5");
   // Broadcasting both ways is fine, but the output must be the broadcast shape.
   EXPECT_EQ(load_error(bytes_of(two_input_add({2, 1, 4}, {2, 3, 1}))), "");
   EXPECT_EQ(load_error(bytes_of(two_input_add({1, 3, 4}, {2, 1, 4}))), "");
