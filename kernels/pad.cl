@@ -1,4 +1,5 @@
-// PAD with zeros: forward and backward (the crop) share one program.
+// PAD with zeros (PADV2: the value whose bits PAD_VALUE_BITS gives): forward and backward (the
+// crop) share one program.
 //
 // Definitions: y as six dims Y0..Y5 (outermost first, padded at the front with size-1 dims; an
 // unpadded dim is merged into the padded dim outside it), X0..X5 the sizes of x in the same
@@ -9,7 +10,7 @@
 // kernels check it), dimension 1 the rows, the other five dims together. Neighbouring work-items
 // then touch neighbouring addresses and only the row index is decomposed.
 
-// y = x where inside, 0 in the padding; one work-item per element of y.
+// y = x where inside, the value in the padding; one work-item per element of y.
 __kernel void pad_forward(__global float* pool, uint x_off, uint y_off) {
   const uint c5 = get_global_id(0);
   if (c5 >= Y5) return;
@@ -33,7 +34,7 @@ __kernel void pad_forward(__global float* pool, uint x_off, uint y_off) {
 #undef PAD_COORD
   // The load is unconditional (from element 0 in the padding), then a select: no branch.
   const float v = pool[x_off + (inside ? xi : 0u)];
-  pool[y_off + yi] = inside ? v : 0.0f;
+  pool[y_off + yi] = inside ? v : as_float((uint)PAD_VALUE_BITS);
 }
 
 // dx = the crop of dy; one work-item per element of dx.

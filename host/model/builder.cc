@@ -183,6 +183,17 @@ int ModelBuilder::pad(int x, std::vector<std::array<int32_t, 2>> paddings, std::
   return op(CLTRAIN_OP_PAD, {x, pt}, {}, name);
 }
 
+int ModelBuilder::padv2(int x, std::vector<std::array<int32_t, 2>> paddings, float value, std::string name) {
+  std::vector<int32_t> values;
+  for (const auto& before_after : paddings) values.insert(values.end(), before_after.begin(), before_after.end());
+  name = auto_name(name, "padv2");
+  const int pt = int32_tensor(name + "/paddings", {static_cast<int32_t>(paddings.size()), 2}, values);
+  const int vt = add_tensor(name + "/value", {});
+  model_.tensors[static_cast<size_t>(vt)].data.resize(sizeof(float));
+  std::memcpy(model_.tensors[static_cast<size_t>(vt)].data.data(), &value, sizeof(float));
+  return op(CLTRAIN_OP_PADV2, {x, pt, vt}, {}, name);
+}
+
 int ModelBuilder::slice(int x, std::vector<int32_t> begin, std::vector<int32_t> size, std::string name) {
   name = auto_name(name, "slice");
   const int bt = int32_tensor(name + "/begin", {static_cast<int32_t>(begin.size())}, begin);

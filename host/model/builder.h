@@ -60,6 +60,8 @@ class ModelBuilder {
   // Zero padding: paddings[d] = {before, after} for each axis d of x, written as an INT32
   // constant [rank,2] operand NAME/paddings. ("padK")
   int pad(int x, std::vector<std::array<int32_t, 2>> paddings, std::string name = "");
+  // PADV2: value (any float) around x.
+  int padv2(int x, std::vector<std::array<int32_t, 2>> paddings, float value, std::string name = "");
 
   // The box of x from begin, size elements along each axis (-1: to the end), written as INT32
   // constant [rank] operands NAME/begin and NAME/size. ("sliceK")

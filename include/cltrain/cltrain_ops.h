@@ -104,6 +104,9 @@
  *     numerics: t = x + 3; r = t < 0 ? 0 : t; r = r > 6 ? 6 : r; y = (x * r) / 6. dx = -3 < x < 3 ?
  *     dy * ((2 * x + 3) / 6) : (x >= 3 ? dy : 0) (the derivative of relu6 is 0 at its kinks, as
  *     TensorFlow takes it).
+ * PADV2  fwd in [x] out [y]: as PAD, with params.pad_value (any float, -inf included: a padded
+ *     max-pool's) in place of zeros; bwd in [dy] out [dx]: the box, as PAD's. Copies only: exact.
+ *     (Its own op, not a PAD param: a plugin that does not know the value refuses the op.)
  * GELU  fwd in [x] out [y]: y = x * Phi(x), Phi the standard normal CDF; bwd in [x, dy] out [dx].
  *     in place: bwd dx with dy. params.approximate 0 (exact): numerics z = x * 0.70710678;
  *     e = clt_erf(z); y = (0.5 * x) * (1 + e); dx = dy * (0.5 * (1 + e) + x * (clt_exp((-0.5 * x)
@@ -185,7 +188,8 @@
   X(SLICE, "Slice", 65, CLTRAIN_KIND_MODEL)                          \
   X(FILL, "Fill", 94, CLTRAIN_KIND_MODEL)                            \
   X(CHECK_FINITE, "CheckFinite", -1, CLTRAIN_KIND_GRAPH)             \
-  X(GELU, "Gelu", 150, CLTRAIN_KIND_MODEL)
+  X(GELU, "Gelu", 150, CLTRAIN_KIND_MODEL)                           \
+  X(PADV2, "PadV2", 60, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

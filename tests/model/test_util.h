@@ -55,6 +55,7 @@ inline Model every_op_model() {
   y = b.slice(y, {0, 1}, {-1, 5}, "slice");     // [2,5]: a gate of an LSTM's SPLIT
   y = b.add(y, b.fill({2, 5}, 0.25f, "fill"));  // an RNN's initial state, here not zero
   y = b.relu(y, "relu");
+  y = b.padv2(y, {{{0, 0}}, {{1, 0}}}, -1.5f, "padv2");  // [2,6]
   // A LayerNormalization's ops: the squared difference from the row mean, NEG, RSQRT of a
   // positive value.
   y = b.op(CLTRAIN_OP_SQUARED_DIFFERENCE, {y, b.mean(y, {-1}, true, "row_mean")});

@@ -54,13 +54,13 @@ OpCase unary_case(int32_t op, const std::string& name, std::vector<int32_t> xdim
   return c;
 }
 
-void copy_reference(OpCase& c, std::vector<uint64_t> map, uint64_t y_count) {
+void copy_reference(OpCase& c, std::vector<uint64_t> map, uint64_t y_count, float fill) {
   c.tol.vs_cpu = 0.0;
   c.tol.vs_reference = 0.0;
   const int32_t x = 0, y = 1, dy = 2, dx = 3;
   const auto ref = [=](const auto& in) {
     using T = typename std::decay_t<decltype(in.at(x))>::value_type;
-    std::vector<T> yv(y_count, T(0)), dxv(map.size());
+    std::vector<T> yv(y_count, T(fill)), dxv(map.size());
     for (size_t i = 0; i < map.size(); ++i) {
       yv[map[i]] = in.at(x)[i];
       dxv[i] = in.at(dy)[map[i]];

@@ -46,9 +46,9 @@ OpCase conv_case(const ConvSpec& s, bool depthwise);
 OpCase unary_case(int32_t op, const std::string& name, std::vector<int32_t> xdims, std::vector<int32_t> ydims,
                   const cltrain_op_params& p);
 
-// A unary_case that only moves elements (PAD, TRANSPOSE): y[map[i]] = x[i], zeros where no x
-// element goes (y has y_count elements), dx[i] = dy[map[i]]; exact on every backend.
-void copy_reference(OpCase& c, std::vector<uint64_t> map, uint64_t y_count);
+// A unary_case that only moves elements (PAD, TRANSPOSE): y[map[i]] = x[i], fill (zeros) where no
+// x element goes (y has y_count elements), dx[i] = dy[map[i]]; exact on every backend.
+void copy_reference(OpCase& c, std::vector<uint64_t> map, uint64_t y_count, float fill = 0.0f);
 
 }  // namespace optest
 }  // namespace cltrain

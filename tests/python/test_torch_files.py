@@ -1,8 +1,9 @@
 """Files litert-torch wrote from PyTorch modules as users write them (tools/zoo/torch_models.py,
 default options, random init; tests/torch/data with the batches and PyTorch's own losses over 5
 SGD steps at lr 0.01): cltrain trains each on both backends, bit for bit the same, with PyTorch's
-losses. GELU in both forms (F.gelu, approximate="tanh"); nn.LSTM and nn.GRU, which litert-torch
-unrolls with adds of [B, 4H] to [1, B, 4H] (ranks aligned by the broadcast-ranks pass)."""
+losses. GELU in both forms (F.gelu, approximate="tanh"); a padded max-pool (PADV2 with -inf);
+nn.LSTM and nn.GRU, which litert-torch unrolls with adds of [B, 4H] to [1, B, 4H] (ranks aligned by
+the broadcast-ranks pass)."""
 import json
 import os
 
@@ -18,6 +19,8 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "torch", "
 BOUNDS = {
     "gelu_mlp": (3e-7, None),
     "gelu_tanh_mlp": (3e-7, None),
+    # Conv2d, max_pool2d(3, 2, padding=1) (PADV2 with -inf, then MAX_POOL_2D), GELU, a mean.
+    "small_cnn": (3e-7, None),
     # litert-torch folds the first time step's recurrent product with the zero initial state into
     # a constant (b_hh, tiled over the batch) that the file holds apart from b_hh: cltrain trains
     # it as its own weight, PyTorch trains b_hh through every step. The first loss (before any

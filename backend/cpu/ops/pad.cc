@@ -92,13 +92,14 @@ void for_each_row(const StepView& s, const Box& b, F f) {
   }
 }
 
-// Into the big tensor: zeros, then the small one in its box (PAD forward, SLICE backward).
+// Into the big tensor: zeros (PADV2: its value), then the small one in its box (PAD forward, SLICE
+// backward).
 std::string run_spread(const StepView& s, const cltrain_run_args&) {
   Box b;
   box_of(s, &b);
   const float* from = small(s).data;
   float* to = big(s).data;
-  std::fill(to, to + big(s).elements, 0.0f);
+  std::fill(to, to + big(s).elements, s.step->op == CLTRAIN_OP_PADV2 ? s.params().pad_value : 0.0f);
   for_each_row(s, b, [&](int64_t so, int64_t bo, int64_t n) { std::memcpy(to + bo, from + so, n * sizeof(float)); });
   return {};
 }
@@ -116,6 +117,7 @@ std::string run_crop(const StepView& s, const cltrain_run_args&) {
 }  // namespace
 
 extern const CpuOp kCpuOp_PAD = {{{check, run_spread}, {check, run_crop}, {}}};
+extern const CpuOp kCpuOp_PADV2 = {{{check, run_spread}, {check, run_crop}, {}}};
 extern const CpuOp kCpuOp_SLICE = {{{check, run_crop}, {check, run_spread}, {}}};
 
 }  // namespace cpu

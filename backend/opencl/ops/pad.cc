@@ -6,6 +6,7 @@
 // An axis without cuts is merged into the cut axis outside it (its coordinate then only scales
 // the outer one's), so NHWC padded in H and W runs as three dims.
 #include <algorithm>
+#include <cstring>
 
 #include "ops/dims.h"
 #include "ops/op.h"
@@ -97,6 +98,9 @@ StepRun prepare(const OpContext& c) {
   define_view(d, "XS", XS);
   define_view(d, "YS", YS);
   d.set("XCOUNT", static_cast<long long>(xn)).set("YCOUNT", static_cast<long long>(yn));
+  uint32_t value_bits = 0;  // PADV2's value as its bits (-inf and NaN included), else 0.0f
+  if (s.step.op == CLTRAIN_OP_PADV2) std::memcpy(&value_bits, &p.pad_value, 4);
+  d.set("PAD_VALUE_BITS", static_cast<long long>(value_bits));
   // In the kernels' words X is the small tensor and Y the big one.
   Kernel k = c.kernel(kFamily, d, spread ? "pad_forward" : "pad_backward");
   set_args(k, c.pool(), c.offset(spread ? small : big), c.offset(spread ? big : small));
@@ -106,6 +110,7 @@ StepRun prepare(const OpContext& c) {
 }  // namespace
 
 const OpFamily kOp_PAD = {check, prepare};
+const OpFamily kOp_PADV2 = {check, prepare};
 const OpFamily kOp_SLICE = {check, prepare};
 
 }  // namespace cltrain::ocl
