@@ -21,6 +21,8 @@ BOUNDS = {
     "gelu_tanh_mlp": (3e-7, None),
     # Conv2d, max_pool2d(3, 2, padding=1) (PADV2 with -inf, then MAX_POOL_2D), GELU, a mean.
     "small_cnn": (3e-7, None),
+    # nn.Embedding (EMBEDDING_LOOKUP between RESHAPEs that flatten the ids, folded), a mean, Linear.
+    "text_mean": (3e-7, None),
     # litert-torch folds the first time step's recurrent product with the zero initial state into
     # a constant (b_hh, tiled over the batch) that the file holds apart from b_hh: cltrain trains
     # it as its own weight, PyTorch trains b_hh through every step. The first loss (before any
