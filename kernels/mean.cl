@@ -61,3 +61,71 @@ __kernel void mean_backward(__global float* pool, uint dy_off, uint dx_off) {
 #undef MEAN_COORD
   CLT_ST(DX_H, CLT_PTR(DX_H) + dx_off, i, CLT_LD(DY_H, CLT_PTR(DY_H) + dy_off, o) / RCOUNT);
 }
+
+// REDUCE_MAX (EXTREME_MIN 0) and REDUCE_MIN (1), float32 storage: the same views as MEAN's.
+// y = the group's first element in increasing flat index of x, then y = x > y ? x : y (MIN: <);
+// dx = x == y ? (1 / n) * dy : 0, n the group's elements equal to y (cltrain_ops.h).
+#ifndef EXTREME_MIN
+#define EXTREME_MIN 0
+#endif
+#define EXTREME_BETTER(a, b) (EXTREME_MIN ? (a) < (b) : (a) > (b))
+#define EXTREME_GROUP(BODY)                                                                       \
+  for (uint r0 = 0; r0 < MEAN_RED(0); ++r0)                                                       \
+    for (uint r1 = 0; r1 < MEAN_RED(1); ++r1)                                                     \
+      for (uint r2 = 0; r2 < MEAN_RED(2); ++r2)                                                   \
+        for (uint r3 = 0; r3 < MEAN_RED(3); ++r3)                                                 \
+          for (uint r4 = 0; r4 < MEAN_RED(4); ++r4)                                               \
+            for (uint r5 = 0; r5 < MEAN_RED(5); ++r5) {                                           \
+              const float v = x[r0 * XS0 + r1 * XS1 + r2 * XS2 + r3 * XS3 + r4 * XS4 + r5 * XS5]; \
+              BODY;                                                                               \
+            }
+
+__kernel void extreme_forward(__global float* pool, uint x_off, uint y_off) {
+  const uint o = get_global_id(0);
+  if (o >= YCOUNT) return;
+  uint r = o, xi = 0;
+#define EXTREME_KEPT(k)      \
+  if (YS##k != 0) {          \
+    const uint c = r % X##k; \
+    r /= X##k;               \
+    xi += c * XS##k;         \
+  }
+  EXTREME_KEPT(5);
+  EXTREME_KEPT(4);
+  EXTREME_KEPT(3);
+  EXTREME_KEPT(2);
+  EXTREME_KEPT(1);
+  EXTREME_KEPT(0);
+#undef EXTREME_KEPT
+  __global const float* x = pool + x_off + xi;
+  float m = x[0];
+  EXTREME_GROUP(m = EXTREME_BETTER(v, m) ? v : m)
+  pool[y_off + o] = m;
+}
+
+// One work-item per element of dx.
+__kernel void extreme_backward(__global float* pool, uint x_off, uint y_off, uint dy_off, uint dx_off) {
+  const uint i = get_global_id(0);
+  if (i >= XCOUNT) return;
+  uint r = i, o = 0, base = 0;
+#define EXTREME_COORD(k)               \
+  {                                    \
+    const uint c = r % X##k;           \
+    r /= X##k;                         \
+    o += c * YS##k;                    \
+    if (YS##k != 0) base += c * XS##k; \
+  }
+  EXTREME_COORD(5);
+  EXTREME_COORD(4);
+  EXTREME_COORD(3);
+  EXTREME_COORD(2);
+  EXTREME_COORD(1);
+  EXTREME_COORD(0);
+#undef EXTREME_COORD
+  const float y = pool[y_off + o];
+  __global const float* x = pool + x_off + base;
+  uint n = 0;
+  EXTREME_GROUP(n += v == y ? 1u : 0u)
+  const float xv = pool[x_off + i];
+  pool[dx_off + i] = xv == y ? (1.0f / (float)n) * pool[dy_off + o] : 0.0f;
+}

@@ -168,11 +168,15 @@ int ModelBuilder::avg_pool2d(int x, int fh, int fw, int stride, int padding, std
 }
 
 int ModelBuilder::mean(int x, std::vector<int32_t> axes, bool keep_dims, std::string name) {
+  return reduce(CLTRAIN_OP_MEAN, x, std::move(axes), keep_dims, std::move(name));
+}
+
+int ModelBuilder::reduce(int32_t reduction, int x, std::vector<int32_t> axes, bool keep_dims, std::string name) {
   cltrain_op_params p{};
   p.keep_dims = keep_dims ? 1 : 0;
-  name = auto_name(name, "mean");
+  name = auto_name(name, reduction == CLTRAIN_OP_MEAN ? "mean" : "reduce");
   const int at = int32_tensor(name + "/axes", {static_cast<int32_t>(axes.size())}, axes);
-  return op(CLTRAIN_OP_MEAN, {x, at}, p, name);
+  return op(reduction, {x, at}, p, name);
 }
 
 int ModelBuilder::pad(int x, std::vector<std::array<int32_t, 2>> paddings, std::string name) {

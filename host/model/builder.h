@@ -56,6 +56,8 @@ class ModelBuilder {
   // Mean over axes (negative ones count from the end), written as an INT32 constant axes
   // operand [len(axes)] as the converter does. ("meanK")
   int mean(int x, std::vector<int32_t> axes, bool keep_dims, std::string name = "");
+  // MEAN, REDUCE_MAX or REDUCE_MIN (op) over axes.
+  int reduce(int32_t op, int x, std::vector<int32_t> axes, bool keep_dims, std::string name = "");
 
   // Zero padding: paddings[d] = {before, after} for each axis d of x, written as an INT32
   // constant [rank,2] operand NAME/paddings. ("padK")

@@ -1,4 +1,4 @@
-// MEAN of x over the axes of a constant int32 operand, keep_dims or not.
+// MEAN, REDUCE_MAX and REDUCE_MIN of x over the axes of a constant int32 operand, keep_dims or not.
 #include "graph/labels.h"
 #include "ops/op_descriptor.h"
 
@@ -48,17 +48,50 @@ uint64_t flops(const StepTensors& s) {
   return s.forward() ? s.elements(s.in(0)) + s.elements(s.out(0)) : s.elements(s.out(0));
 }
 
-}  // namespace
+// REDUCE_MAX/MIN: the backward reads x and y to find the elements that were the extreme.
+void extreme_backward(StepBuilder& s) {
+  s.in = {s.input(0), s.y(), s.dy()};
+  s.out = {s.grad_of(s.input(0))};
+}
 
-const OpDescriptor kOpDesc_MEAN = [] {
-  OpDescriptor d = descriptor_of(CLTRAIN_OP_MEAN);
+// A compare per input element forward; backward two compares, a divide and a multiply per element.
+uint64_t extreme_flops(const StepTensors& s) { return s.forward() ? s.elements(s.in(0)) : 4 * s.elements(s.out(0)); }
+
+const char* fixed_batch(const Operator& op) {
+  return op.params.axes_mask & 1 ? "reduces over the batch axis" : nullptr;
+}
+
+OpDescriptor reduction(int32_t op) {
+  OpDescriptor d = descriptor_of(op);
   d.min_inputs = d.max_inputs = d.optional_from = 2;  // x, axes
   d.constant = {1, "axes", false};
-  d.half_storage = true;
   d.options = fb::BuiltinOptions::ReducerOptions;
   d.read_options = read_options;
   d.write_options = write_options;
   d.check = check;
+  d.fixed_batch = fixed_batch;
+  return d;
+}
+
+}  // namespace
+
+const OpDescriptor kOpDesc_REDUCE_MAX = [] {
+  OpDescriptor d = reduction(CLTRAIN_OP_REDUCE_MAX);
+  d.backward = extreme_backward;
+  d.flops = extreme_flops;
+  return d;
+}();
+
+const OpDescriptor kOpDesc_REDUCE_MIN = [] {
+  OpDescriptor d = reduction(CLTRAIN_OP_REDUCE_MIN);
+  d.backward = extreme_backward;
+  d.flops = extreme_flops;
+  return d;
+}();
+
+const OpDescriptor kOpDesc_MEAN = [] {
+  OpDescriptor d = reduction(CLTRAIN_OP_MEAN);
+  d.half_storage = true;
   d.fixed_batch = [](const Operator& op) -> const char* {
     return op.params.axes_mask & 1 ? "averages over the batch axis" : nullptr;
   };

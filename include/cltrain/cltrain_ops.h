@@ -104,6 +104,11 @@
  *     numerics: t = x + 3; r = t < 0 ? 0 : t; r = r > 6 ? 6 : r; y = (x * r) / 6. dx = -3 < x < 3 ?
  *     dy * ((2 * x + 3) / 6) : (x >= 3 ? dy : 0) (the derivative of relu6 is 0 at its kinks, as
  *     TensorFlow takes it).
+ * REDUCE_MAX, REDUCE_MIN  fwd in [x] out [y]: the largest (smallest) x over the axes of
+ *     params.axes_mask, keep_dims as MEAN; bwd in [x, y, dy] out [dx]: the gradient split evenly
+ *     among the elements equal to their y, as TensorFlow's gradient (and PyTorch's amax) does.
+ *     numerics: y = the first element in increasing flat index, then y = x > y ? x : y (MIN: x < y);
+ *     n = the count of x == y in the group; dx = x == y ? (1 / n) * dy : 0.
  * PADV2  fwd in [x] out [y]: as PAD, with params.pad_value (any float, -inf included: a padded
  *     max-pool's) in place of zeros; bwd in [dy] out [dx]: the box, as PAD's. Copies only: exact.
  *     (Its own op, not a PAD param: a plugin that does not know the value refuses the op.)
@@ -189,7 +194,9 @@
   X(FILL, "Fill", 94, CLTRAIN_KIND_MODEL)                            \
   X(CHECK_FINITE, "CheckFinite", -1, CLTRAIN_KIND_GRAPH)             \
   X(GELU, "Gelu", 150, CLTRAIN_KIND_MODEL)                           \
-  X(PADV2, "PadV2", 60, CLTRAIN_KIND_MODEL)
+  X(PADV2, "PadV2", 60, CLTRAIN_KIND_MODEL)                          \
+  X(REDUCE_MAX, "ReduceMax", 82, CLTRAIN_KIND_MODEL)                 \
+  X(REDUCE_MIN, "ReduceMin", 89, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

@@ -170,6 +170,15 @@ def gelu_mlp():
     return keras.Model(x, L.Dense(10, activation="softmax")(h))
 
 
+def conv1d_maxpool():
+    # A text CNN's head: Conv1D (EXPAND_DIMS, CONV_2D, SQUEEZE), GlobalMaxPooling1D (REDUCE_MAX
+    # over the steps), Dense.
+    x = keras.Input((12, 6))
+    h = L.Conv1D(8, 3, activation="relu")(x)
+    h = L.GlobalMaxPooling1D()(h)
+    return keras.Model(x, L.Dense(5, activation="softmax")(h))
+
+
 def vit_tiny():
     # A one-block vision transformer on 16x16x3 images: 4x4 patches (a strided Conv2D), 16 tokens
     # of 32, attention and an MLP with GELU, each with its residual and LayerNormalization.
@@ -191,7 +200,7 @@ SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_bloc
          "dense_layernorm": dense_layernorm, "shared_dense": shared_dense, "permute_conv": permute_conv,
          "embedding_pool": embedding_pool, "transformer": transformer,
          "gated_slices": gated_slices, "text_lstm": text_lstm, "text_gru": text_gru,
-         "gelu_mlp": gelu_mlp, "vit_tiny": vit_tiny}
+         "gelu_mlp": gelu_mlp, "vit_tiny": vit_tiny, "conv1d_maxpool": conv1d_maxpool}
 
 
 def convert(model):
@@ -209,6 +218,8 @@ def tflite_layout(var_value, op_name, form=0):
         return (v.reshape(v.shape[0], -1) if form == 0 else v.reshape(-1, v.shape[-1])).T
     if op_name == "CONV_2D" and v.ndim == 4:
         return v.transpose(3, 0, 1, 2)
+    if op_name == "CONV_2D" and v.ndim == 3:  # a Conv1D's [K, C, N] as the CONV_2D's [N, 1, K, C]
+        return v.transpose(2, 0, 1)[:, None]
     if op_name == "DEPTHWISE_CONV_2D" and v.ndim == 4:
         kh, kw, c, m = v.shape
         return v.reshape(1, kh, kw, c * m)

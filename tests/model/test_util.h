@@ -56,6 +56,11 @@ inline Model every_op_model() {
   y = b.add(y, b.fill({2, 5}, 0.25f, "fill"));  // an RNN's initial state, here not zero
   y = b.relu(y, "relu");
   y = b.padv2(y, {{{0, 0}}, {{1, 0}}}, -1.5f, "padv2");  // [2,6]
+  // A row's range: REDUCE_MAX and REDUCE_MIN over the last axis, kept as [2,1].
+  y = b.sub(y,
+            b.sub(b.reduce(CLTRAIN_OP_REDUCE_MAX, y, {-1}, true, "row_max"),
+                  b.reduce(CLTRAIN_OP_REDUCE_MIN, y, {-1}, true, "row_min"), CLTRAIN_ACT_NONE, "row_range"),
+            CLTRAIN_ACT_NONE, "less_range");
   // A LayerNormalization's ops: the squared difference from the row mean, NEG, RSQRT of a
   // positive value.
   y = b.op(CLTRAIN_OP_SQUARED_DIFFERENCE, {y, b.mean(y, {-1}, true, "row_mean")});

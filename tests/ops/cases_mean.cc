@@ -39,8 +39,63 @@ OpCase mean_case(const std::string& tag, std::vector<int32_t> xdims, int32_t mas
   return c;
 }
 
+// REDUCE_MAX/MIN: forward in [x] out [y], backward in [x, y, dy] out [dx]; ties (ties true: x
+// holds few distinct values) share the gradient evenly, as TensorFlow's gradient does.
+OpCase extreme_case(bool min, const std::string& tag, std::vector<int32_t> xdims, int32_t mask, bool keep_dims,
+                    bool ties) {
+  std::vector<int32_t> ydims;
+  for (size_t d = 0; d < xdims.size(); ++d) {
+    const bool reduced = (mask >> d) & 1;
+    if (!reduced || keep_dims) ydims.push_back(reduced ? 1 : xdims[d]);
+  }
+  cltrain_op_params p{};
+  p.axes_mask = mask;
+  p.keep_dims = keep_dims;
+  const int32_t op = min ? CLTRAIN_OP_REDUCE_MIN : CLTRAIN_OP_REDUCE_MAX;
+  OpCase c = unary_case(op, std::string(min ? "ReduceMin_" : "ReduceMax_") + tag, xdims, ydims, p);
+  const int32_t x = 0, y = 1, dy = 2, dx = 3;
+  c.steps[1].num_inputs = 3;  // the backward reads x, y and dy
+  c.steps[1].inputs[0] = x;
+  c.steps[1].inputs[1] = y;
+  c.steps[1].inputs[2] = dy;
+  if (ties) {
+    TensorSpec& t = c.tensors[x];
+    t.fill = Fill::Values;
+    t.values.resize(element_count(xdims));
+    for (size_t i = 0; i < t.values.size(); ++i) t.values[i] = static_cast<float>((i * 7) % 3) - 1.0f;
+    c.fd_samples = 0;  // not differentiable at ties
+  }
+  c.tol.vs_cpu = 0.0;
+  c.tol.vs_reference = 1e-6;
+  const std::vector<uint64_t> map = y_index(xdims, reduced_strides(xdims, mask));
+  const auto ref = [=](const auto& in) {
+    using T = typename std::decay_t<decltype(in.at(x))>::value_type;
+    const size_t ny = element_count(ydims);
+    std::vector<T> yv(ny), n(ny, T(0)), dxv(map.size());
+    std::vector<bool> seen(ny, false);
+    for (size_t i = 0; i < map.size(); ++i) {
+      const T v = in.at(x)[i];
+      T& m = yv[map[i]];
+      m = !seen[map[i]] ? v : ((min ? v < m : v > m) ? v : m);
+      seen[map[i]] = true;
+    }
+    for (size_t i = 0; i < map.size(); ++i) n[map[i]] += in.at(x)[i] == yv[map[i]] ? T(1) : T(0);
+    for (size_t i = 0; i < map.size(); ++i)
+      dxv[i] = in.at(x)[i] == yv[map[i]] ? (T(1) / n[map[i]]) * in.at(dy)[map[i]] : T(0);
+    return std::decay_t<decltype(in)>{{y, yv}, {dx, dxv}};
+  };
+  c.reference = ref;
+  c.exact = ref;
+  return c;
+}
+
 std::vector<OpCase> make_cases() {
   return {
+      extreme_case(false, "steps_n2_s7_c5", {2, 7, 5}, 0b010, false, false),  // GlobalMaxPooling1D
+      extreme_case(false, "hw_keepdims_n2_h3w4_c3", {2, 3, 4, 3}, 0b0110, true, false),
+      extreme_case(false, "ties_x4x9", {4, 9}, 0b10, false, true),
+      extreme_case(true, "steps_n2_s7_c5", {2, 7, 5}, 0b010, false, false),
+      extreme_case(true, "ties_outer_x3x4x5", {3, 4, 5}, 0b101, true, true),
       mean_case("hw_keepdims_n2_h4w5_c3", {2, 4, 5, 3}, 0b0110, true),  // global average pooling
       mean_case("hw_n2_h3w4_c5", {2, 3, 4, 5}, 0b0110, false),
       mean_case("axis0_x4x3x2", {4, 3, 2}, 0b001, false),

@@ -1,7 +1,9 @@
-// MEAN over the axes of params.axes_mask (bit i: axis i), with params.keep_dims: forward in [x]
+// MEAN (and REDUCE_MAX/MIN, below) over the axes of params.axes_mask (bit i: axis i), with
+// params.keep_dims: forward in [x]
 // out [y], backward in [dy] out [dx]. y = (sum in increasing flat index of x) / count;
 // dx = dy / count (cltrain_backend.h, Numerics); count = the product of the reduced dimensions.
 #include <algorithm>
+#include <vector>
 
 #include "cpu_op.h"
 
@@ -95,8 +97,51 @@ std::string run_backward(const StepView& s, const cltrain_run_args&) {
   return {};
 }
 
+// REDUCE_MAX (kMin false) and REDUCE_MIN: forward in [x] out [y]; backward in [x, y, dy] out [dx].
+template <bool kMin>
+std::string run_extreme_forward(const StepView& s, const cltrain_run_args&) {
+  Reduction r;
+  reduction(s, s.in[0], s.out[0], &r);
+  const float* x = s.in[0].data;
+  float* y = s.out[0].data;
+  std::vector<char> seen(s.out[0].elements, 0);
+  for_each_element(r, [&](int64_t i, int64_t j) {
+    if (!seen[static_cast<size_t>(j)]) {
+      y[j] = x[i];
+      seen[static_cast<size_t>(j)] = 1;
+    } else {
+      y[j] = (kMin ? x[i] < y[j] : x[i] > y[j]) ? x[i] : y[j];
+    }
+  });
+  return {};
+}
+
+std::string check_extreme_backward(const StepView& s) {
+  Reduction r;
+  if (std::string e = require_slots(s, 3, 1); !e.empty()) return e;
+  if (std::string e = require_elements(s.in[0], s.out[0].elements, "x"); !e.empty()) return e;
+  if (std::string e = require_elements(s.in[2], s.in[1].elements, "dy"); !e.empty()) return e;
+  return reduction(s, s.out[0], s.in[1], &r);
+}
+
+std::string run_extreme_backward(const StepView& s, const cltrain_run_args&) {
+  Reduction r;
+  reduction(s, s.out[0], s.in[1], &r);
+  const float *x = s.in[0].data, *y = s.in[1].data, *dy = s.in[2].data;
+  float* dx = s.out[0].data;
+  std::vector<float> ties(s.in[1].elements, 0.0f);
+  for_each_element(r, [&](int64_t i, int64_t j) { ties[static_cast<size_t>(j)] += x[i] == y[j] ? 1.0f : 0.0f; });
+  for_each_element(
+      r, [&](int64_t i, int64_t j) { dx[i] = x[i] == y[j] ? (1.0f / ties[static_cast<size_t>(j)]) * dy[j] : 0.0f; });
+  return {};
+}
+
 }  // namespace
 
+extern const CpuOp kCpuOp_REDUCE_MAX = {
+    {{check_forward, run_extreme_forward<false>}, {check_extreme_backward, run_extreme_backward}, {}}};
+extern const CpuOp kCpuOp_REDUCE_MIN = {
+    {{check_forward, run_extreme_forward<true>}, {check_extreme_backward, run_extreme_backward}, {}}};
 extern const CpuOp kCpuOp_MEAN = {{{check_forward, run_forward}, {check_backward, run_backward}, {}}};
 
 }  // namespace cpu

@@ -1,4 +1,5 @@
-// MEAN over the axes of params.axes_mask, with or without keep_dims (kernels/mean.cl).
+// MEAN over the axes of params.axes_mask, with or without keep_dims (kernels/mean.cl); REDUCE_MAX
+// and REDUCE_MIN over the same views (extreme_forward, extreme_backward: in [x, y, dy] out [dx]).
 //   forward:  in [x]   out [y]    mean_forward, one work-item per element of y, summing its
 //                                 elements of x in increasing flat index, then / count
 //   backward: in [dy]  out [dx]   mean_backward, one work-item per element of dx: dy / count
@@ -24,10 +25,28 @@ std::vector<uint64_t> mean_output_dims(const std::vector<uint64_t>& x, uint32_t 
   return y;
 }
 
+bool is_extreme(const StepView& s) { return s.step.op != CLTRAIN_OP_MEAN; }
+
+// x (or dx) and y (or dy) of the step: MEAN's unary pair; REDUCE_MAX/MIN backward in [x, y, dy]
+// out [dx].
+std::string operands(const StepView& s, int32_t* x, int32_t* y) {
+  if (!is_extreme(s) || s.step.phase == CLTRAIN_PHASE_FORWARD) return unary_pair(s, x, y);
+  if (s.step.phase != CLTRAIN_PHASE_BACKWARD || s.step.num_inputs != 3 || s.step.num_outputs != 1)
+    return "needs x, y and dy in and dx out";
+  for (int k = 0; k < 3; ++k)
+    if (s.in(k) < 0) return "needs x, y and dy in and dx out";
+  if (s.out(0) < 0) return "needs x, y and dy in and dx out";
+  if (s.count(s.in(0)) != s.count(s.out(0)) || s.count(s.in(1)) != s.count(s.in(2)))
+    return "x and dx, y and dy must have the same element counts";
+  *x = s.out(0);
+  *y = s.in(1);
+  return {};
+}
+
 std::string check(const StepView& s) {
   std::string why;
   int32_t x, y;
-  if (!(why = unary_pair(s, &x, &y)).empty()) return why;
+  if (!(why = operands(s, &x, &y)).empty()) return why;
   const std::vector<uint64_t> xd = dims_of(s.tensor(x));
   const uint32_t mask = static_cast<uint32_t>(s.step.params.axes_mask);
   if (s.step.params.axes_mask < 0 || (xd.size() < 32 && (mask >> xd.size()) != 0))
@@ -47,7 +66,8 @@ std::string check(const StepView& s) {
 StepRun prepare(const OpContext& c) {
   const StepView& s = c.s;
   const bool fwd = s.step.phase == CLTRAIN_PHASE_FORWARD;
-  const int32_t x = fwd ? s.in(0) : s.out(0), y = fwd ? s.out(0) : s.in(0);
+  int32_t x, y;
+  operands(s, &x, &y);
   const std::vector<uint64_t> xd = dims_of(s.tensor(x));
   const uint32_t mask = static_cast<uint32_t>(s.step.params.axes_mask);
   std::vector<unsigned> masks(xd.size());
@@ -64,6 +84,16 @@ StepRun prepare(const OpContext& c) {
   define_view(d, "YS", v.strides(1));
   d.set("XCOUNT", static_cast<long long>(s.count(x))).set("YCOUNT", static_cast<long long>(s.count(y)));
   d.set_float("RCOUNT", static_cast<float>(reduced));
+  if (is_extreme(s)) {
+    d.set("EXTREME_MIN", s.step.op == CLTRAIN_OP_REDUCE_MIN ? 1 : 0);
+    Kernel k = c.kernel(kFamily, d, fwd ? "extreme_forward" : "extreme_backward");
+    if (fwd)
+      set_args(k, c.pool(), c.offset(x), c.offset(y));
+    else
+      set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.in(1)), c.offset(s.in(2)), c.offset(s.out(0)));
+    const uint64_t count = fwd ? s.count(y) : s.count(x);
+    return [k, count](const Queue& q, const cltrain_run_args*) { q.launch_1d(k, count); };
+  }
   c.storage(c.storage(d, fwd ? "X_H" : "DX_H", x), fwd ? "Y_H" : "DY_H", y);
   Kernel k = c.kernel(kFamily, d, fwd ? "mean_forward" : "mean_backward");
   if (fwd)
@@ -77,5 +107,7 @@ StepRun prepare(const OpContext& c) {
 }  // namespace
 
 const OpFamily kOp_MEAN = {check, prepare, nullptr, true};
+const OpFamily kOp_REDUCE_MAX = {check, prepare};
+const OpFamily kOp_REDUCE_MIN = {check, prepare};
 
 }  // namespace cltrain::ocl
