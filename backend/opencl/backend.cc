@@ -333,7 +333,7 @@ cltrain_status plan_private(cltrain_backend* b, const void** rows, uint32_t* row
 cltrain_status plan_offsets(cltrain_backend* b, int64_t* offsets, int32_t num_tensors) {
   if (!b) return CLTRAIN_INVALID;
   return guarded(&b->last_error, [&] {
-    if (!b->prepared) fail(CLTRAIN_INVALID, "plan_offsets: prepare has not succeeded");
+    if (!b->prepared && !b->planned_dry) fail(CLTRAIN_INVALID, "plan_offsets: neither prepare nor plan has succeeded");
     if (num_tensors < 0 || (num_tensors > 0 && !offsets)) fail(CLTRAIN_INVALID, "plan_offsets: bad table");
     for (int32_t i = 0; i < num_tensors; ++i) offsets[i] = i < b->pool.num_host_tensors ? b->pool.offsets[i] : -1;
     return CLTRAIN_OK;

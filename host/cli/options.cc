@@ -140,6 +140,7 @@ const char* train_usage() {
          "                                            NAME: mlp, mnist-kaggle, mobilenetv2, branched, cnn-tiny\n"
          "  cltrain plan MODEL [training options] [--plan-json FILE] [--plan-svg FILE]\n"
          "                                            planned device memory by role, pool, lower bound\n"
+         "                                            (planned only: no kernel is built; seconds cold)\n"
          "  cltrain bench MODEL [training options] [--steps N] [--warmup N] [--seed S] [--profile]\n"
          "                                            trains N steps on one fixed random batch and\n"
          "                                            prints each step's loss, the median ms/step,\n"

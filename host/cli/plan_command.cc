@@ -176,7 +176,7 @@ int run_plan(const std::vector<std::string>& raw) {
     if (!out->empty())
       if (const std::string why = why_not_writable(*out); !why.empty())
         throw UsageError(*out + " cannot be written: " + why);
-  const PreparedSession p = load_and_prepare(o);
+  const PreparedSession p = load_and_prepare(o, true);  // no kernels built: seconds on a cold cache
   Session& s = p.session();
   const std::vector<std::string> rewrites = rewrite_lines(*p.api);
   for (const std::string& line : rewrites) std::printf("rewrite %s\n", line.c_str());

@@ -28,7 +28,9 @@ struct PreparedSession {
 };
 
 // Loads options.model (MODEL_LOAD), then prepares the session (PREPARE), printing the warnings.
-PreparedSession load_and_prepare(const Options& options);
+// plan_only: the backends plan their memory without building kernels (Engine::prepare's dry;
+// `cltrain plan`): nothing can run.
+PreparedSession load_and_prepare(const Options& options, bool plan_only = false);
 
 nlohmann::json memory_json(const ApiSession& api);
 // What the rewrite passes changed in the model, one "pass: change" line each (cltrain_rewrite).

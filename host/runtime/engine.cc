@@ -156,7 +156,7 @@ void Engine::set_train_config(const std::string& path) {
   settings_.num_trainable_ops = -2;
 }
 
-void Engine::prepare() {
+void Engine::prepare(bool dry) {
   if (prepared()) throw std::logic_error("prepare was already called");
   check_settings(settings_, model_.source);
   // As the framework the model came from trains it (docs/training-rules.md).
@@ -229,7 +229,7 @@ void Engine::prepare() {
   auto session = std::make_unique<Session>(std::move(graph), std::move(backends));
   session->set_half_storage(settings_.half_storage);
   try {
-    session->prepare(settings_.memory_budget);
+    session->prepare(settings_.memory_budget, dry);
   } catch (const BackendError& e) {
     // A backend that fails at prepare (a device out of memory, a driver's error) leaves the
     // training to the CPU backend, as one that cannot start does; the CPU's own failure stands.
@@ -241,7 +241,7 @@ void Engine::prepare() {
     if (!cpu.back()) throw BackendError(why);
     session = std::make_unique<Session>(build_training_graph(model_, train_options(settings_)), std::move(cpu));
     session->set_half_storage(settings_.half_storage);
-    session->prepare(settings_.memory_budget);
+    session->prepare(settings_.memory_budget, dry);
   }
   session_ = std::move(session);
   input_.assign(static_cast<size_t>(batch()) * input_size(), 0.0f);

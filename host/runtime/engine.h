@@ -107,7 +107,8 @@ class Engine {
 
   // Sets the batch, builds the training graph, opens the backends (a backend that cannot run here
   // is left out with a warning, see warnings()), places the steps and prepares them.
-  void prepare();
+  // dry: memory planned only (Session::prepare's dry), for reports; no step can run.
+  void prepare(bool dry = false);
   bool prepared() const { return session_ != nullptr; }
 
   const Model& model() const { return model_; }

@@ -19,7 +19,7 @@ uint64_t Session::prediction_elements() const {
   return tensor_elements(graph_.tensors[static_cast<size_t>(graph_.prediction)]);
 }
 
-void Session::prepare(uint64_t memory_budget) {
+void Session::prepare(uint64_t memory_budget, bool dry) {
   plan_ = Planner(graph_, backends_, half_storage_).make(memory_budget);
   memory_.clear();
   for (size_t b = 0; b < backends_.size(); ++b) {
@@ -30,7 +30,9 @@ void Session::prepare(uint64_t memory_budget) {
     if (!any) continue;
     cltrain_graph_desc g = graph_desc(plan_.tensors[b], graph_.steps, assigned.data());
     g.pool_limit = plan_.pool_limits[b];
-    memory_.push_back({backends_[b]->name(), backends_[b]->device_name(), backends_[b]->prepare(g)});
+    std::optional<cltrain_memory_report> report;
+    if (dry) report = backends_[b]->plan(g);
+    memory_.push_back({backends_[b]->name(), backends_[b]->device_name(), report ? *report : backends_[b]->prepare(g)});
   }
   if (memory_budget > 0) {  // what the dry plans promised, kept: never silently over the budget
     uint64_t total = 0;

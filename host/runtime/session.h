@@ -27,7 +27,10 @@ class Session {
   // Plans the graph on the backends (planner.h: placement, lifetimes, storage, aliases, with a
   // budget (bytes over all pools; 0: none) the recomputation that fits it, the schedules) and
   // prepares each backend with its part. MemoryBudgetError when no choice fits the budget.
-  void prepare(uint64_t memory_budget = 0);
+  // dry: each backend plans its memory as prepare would (its plan(); the CPU's prepare where a
+  // backend cannot plan alone) without allocating or building kernels: memory() and the plan's
+  // offsets are there, but no step runs (`cltrain plan`).
+  void prepare(uint64_t memory_budget = 0, bool dry = false);
   // Before prepare: store activations and back-prop tensors as float16 where every step that
   // touches one allows it (OpDescriptor::half_storage; cltrain_backend.h, CLTRAIN_FLOAT16).
   void set_half_storage(bool on) { half_storage_ = on; }

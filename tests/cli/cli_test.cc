@@ -236,7 +236,10 @@ TEST_F(Cli, PlanJsonHasNoOverlaps) {
 TEST_F(Cli, OpenclAsksForEachStepPlanOncePerBudget) {
   const std::string model = model_file(make_named_model("mnist-kaggle", 8), "mk.circle");
   for (const char* budget : {"", " --batch_size 32 --memory_budget 14500000"}) {
-    const Result r = run_cli("plan " + model + " --backends opencl --no-cache" + budget, "CLTRAIN_OPENCL_TRACE=1");
+    // bench prepares (plan only plans: it prints no trace of the asks).
+    const Result r =
+        run_cli("bench " + model + " --backends opencl --no-cache --steps 1 --warmup 0" + std::string(budget),
+                "CLTRAIN_OPENCL_TRACE=1");
     ASSERT_EQ(r.code, 0) << r.err;
     const std::string line = line_with(r.err, "op plans: ");
     int asks = -1;
@@ -483,9 +486,11 @@ TEST_F(Cli, TwoProcessesShareOneCacheDirectory) {
                            path("tx.raw") + " --load_expected:raw " + path("ty.raw");
   ASSERT_EQ(run_cli(args + " --no-cache", "CLTRAIN_STEP_LOG=" + path("alone.log")).code, 0);
   const std::string cache = " --cache-dir " + path("shared_cache");
+  // wait on each pid (`wait -n` answers 127 where a process ended before it was called).
   const std::string cmd = "bash -c '" + std::string("CLTRAIN_STEP_LOG=") + path("a.log") + " " + cli_path() + " " +
-                          args + cache + " > /dev/null 2>&1 & CLTRAIN_STEP_LOG=" + path("b.log") + " " + cli_path() +
-                          " " + args + cache + " > /dev/null 2>&1 & wait -n; ra=$?; wait -n; rb=$?; exit $((ra + rb))'";
+                          args + cache + " > /dev/null 2>&1 & pa=$!; CLTRAIN_STEP_LOG=" + path("b.log") + " " +
+                          cli_path() + " " + args + cache +
+                          " > /dev/null 2>&1 & pb=$!; wait $pa; ra=$?; wait $pb; rb=$?; exit $((ra + rb))'";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   ASSERT_EQ(run_cli(args + cache, "CLTRAIN_STEP_LOG=" + path("c.log")).code, 0);
   auto text = [](const std::string& p) {
@@ -498,6 +503,35 @@ TEST_F(Cli, TwoProcessesShareOneCacheDirectory) {
   const std::string none_left =
       "test -d " + path("shared_cache") + " && test -z \"$(find " + path("shared_cache") + " -name \"*.tmp.*\")\"";
   EXPECT_EQ(std::system(none_left.c_str()), 0) << "temporary files left in the cache, or none made";
+}
+
+// `cltrain plan` plans memory without building a kernel (the backends' dry plan): on a cold cache
+// it leaves a saved plan and no program binary, and the pool it reports is the one a training
+// run's prepare plans for the same model and options.
+TEST_F(Cli, PlanBuildsNoKernelsAndPlansWhatTrainingPrepares) {
+  const std::string model = model_file(make_named_model("cnn-tiny", 2), "cnn.circle");
+  const std::string cold = path("cold"), warm = path("warm");
+  const Result plan = run_cli_stdout("plan " + model + " --batch_size 2 --backends opencl --cache-dir " + cold);
+  ASSERT_EQ(plan.code, 0);
+  const std::string pool = line_with(plan.err, "planned pool: ");
+  ASSERT_FALSE(pool.empty()) << plan.err;
+  int programs = 0, files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(cold)) {
+    ++files;
+    programs += e.path().filename().string().rfind("cltrain-ocl-program-", 0) == 0;
+  }
+  EXPECT_EQ(programs, 0) << "plan built kernels";
+  EXPECT_GT(files, 0) << "plan saved no memory plan";
+  std::vector<float> x(4 * 28 * 28, 0.5f);
+  write_floats(path("cx.raw"), x);
+  const Result train =
+      run_cli(model + " --batch_size 2 --epoch 1 --backends opencl --cache-dir " + warm + " --load_input:raw " +
+              path("cx.raw") + " --load_expected:raw " + path("y.raw") + " --report " + path("r.json"));
+  ASSERT_EQ(train.code, 0) << train.err;
+  std::ifstream f(path("r.json"));
+  const nlohmann::json report = nlohmann::json::parse(f);
+  const std::string total = std::to_string(report.at("memory").at("opencl").at("total").get<uint64_t>());
+  EXPECT_EQ(pool.substr(14, pool.find(' ', 14) - 14), total) << pool << " vs the training's " << total;
 }
 
 }  // namespace
