@@ -149,8 +149,10 @@ std::string check_block(const std::vector<uint8_t>& b, const Model& m, const Tra
   return "";
 }
 
+// write false: checks the block's entries only (an untrained constant the model's, every trained
+// value finite), so that a refused file changes nothing; write true: writes them.
 void load_entries(Session& s, const Model& m, const std::vector<uint8_t>& b, const std::vector<Entry>& entries,
-                  uint32_t start, int which, const std::string& what) {
+                  uint32_t start, int which, const std::string& what, bool write) {
   const TrainingGraph& g = s.graph();
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
@@ -172,7 +174,17 @@ void load_entries(Session& s, const Model& m, const std::vector<uint8_t>& b, con
     if (t < 0) continue;
     std::vector<float> values(tensor_bytes(g.tensors[static_cast<size_t>(t)]) / sizeof(float));
     std::memcpy(values.data(), b.data() + at, values.size() * sizeof(float));
-    s.write_persistent(t, values);
+    if (write) {
+      s.write_persistent(t, values);
+      continue;
+    }
+    for (size_t k = 0; k < values.size(); ++k)
+      if (!std::isfinite(values[k]))
+        throw CheckpointError(what + ": '" + entry_name(m, e) + "'" +
+                              (which == 0   ? ""
+                               : which == 1 ? " (Adam's m)"
+                                            : " (Adam's v)") +
+                              " holds " + (std::isnan(values[k]) ? "NaN" : "Inf") + " at element " + std::to_string(k));
   }
 }
 
@@ -377,10 +389,12 @@ static TrainingPosition load_onert_layout(Session& s, const Model& m, const std:
     if (!fits(legacy).empty()) throw CheckpointError(what + ": " + onert_why);
     entries = &legacy;
   }
-  load_entries(s, m, b, *entries, kHeaderBytes, 0, what);
-  if (adam) {
-    load_entries(s, m, b, *entries, opt1, 1, what);
-    load_entries(s, m, b, *entries, opt2, 2, what);
+  for (bool write : {false, true}) {  // everything checked before anything is written
+    load_entries(s, m, b, *entries, kHeaderBytes, 0, what, write);
+    if (adam) {
+      load_entries(s, m, b, *entries, opt1, 1, what, write);
+      load_entries(s, m, b, *entries, opt2, 2, what, write);
+    }
   }
   TrainingPosition pos;
   pos.step = get32(b, other);

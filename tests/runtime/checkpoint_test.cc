@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "backend.h"
 #include "dataset.h"
@@ -155,6 +157,28 @@ TEST_F(CheckpointNeg, neg_TensorOfWrongSize) {
   for (int i = 0; i < 4; ++i) b[24 + i] = static_cast<uint8_t>(off >> (8 * i));
   const std::string e = error_of(b);
   EXPECT_NE(e.find("the model needs"), std::string::npos) << e;
+}
+
+// A value that is not finite in any entry is refused before anything is written: the first
+// weight's new values do not reach the session when the last one holds a NaN.
+TEST_F(CheckpointNeg, neg_NonFiniteValueChangesNothing) {
+  auto b = good_;
+  auto get = [&](size_t at) {
+    return static_cast<uint32_t>(b[at] | (b[at + 1] << 8) | (b[at + 2] << 16) |
+                                 (static_cast<uint32_t>(b[at + 3]) << 24));
+  };
+  const uint32_t count = get(16);
+  ASSERT_GE(count, 2u);
+  const uint32_t first = get(20), last = get(20 + 4 * (count - 1));
+  float v;
+  std::memcpy(&v, b.data() + first, 4);
+  v += 1.0f;
+  std::memcpy(b.data() + first, &v, 4);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(b.data() + last, &nan, 4);
+  const std::string e = error_of(b);
+  EXPECT_NE(e.find("holds NaN at element 0"), std::string::npos) << e;
+  EXPECT_EQ(make_checkpoint(*session_, mlp_model(), {0, 0}), good_) << "a refused checkpoint changed the session";
 }
 
 // A writer killed at any moment leaves either the old file or the new one, never a mix.
