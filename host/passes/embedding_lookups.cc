@@ -52,9 +52,10 @@ bool flattened_ids(const Model& m, const std::vector<FileOperator>& ops, const L
   const Tensor& x = m.tensors[static_cast<size_t>(r1.inputs[0])];
   const Tensor& table = m.tensors[static_cast<size_t>(lookup.inputs[1])];
   const Tensor& y = m.tensors[static_cast<size_t>(back.outputs[0])];
+  if (x.dtype != CLTRAIN_INT32 || x.is_constant() || table.shape.empty()) return false;
   std::vector<int32_t> want = x.shape;
   want.insert(want.end(), table.shape.begin() + 1, table.shape.end());
-  if (x.dtype != CLTRAIN_INT32 || x.is_constant() || table.shape.empty() || y.shape != want) return false;
+  if (y.shape != want) return false;
   *ids = r1.inputs[0];
   *out = back.outputs[0];
   *before = p;
