@@ -118,4 +118,59 @@ CLT_FN float clt_erf(float x) {
   return (c * p) / q;
 }
 
+/* e^x - 1, accurate near 0 where clt_exp(x) - 1 cancels (ELU's negative side): Kahan's
+   (u - 1) * x / log(u) with u = clt_exp(x), exact where u rounds to 1 or u - 1 to -1. */
+CLT_FN float clt_expm1(float x) {
+  const float u = clt_exp(x);
+  if (u == 1.0f) return x;
+  const float um = u - 1.0f;
+  if (um == -1.0f || u - u != 0.0f) return um; /* -1, or +inf / NaN as they are */
+  return (um * x) / clt_log(u);
+}
+
+/* log(x) for any float, as the LOG op takes it: NaN for x < 0 and NaN, -inf for 0, +inf for +inf;
+   a subnormal x scaled by 2^23 into clt_log's range first. */
+CLT_FN float clt_log_any(float x) {
+  const float inf = clt_as_float(0x7f800000);
+  if (x != x || x == inf) return x;
+  if (x < 0.0f) return inf - inf;
+  if (x == 0.0f) return -inf;
+  if (x < 1.17549435e-38f) return clt_log(x * 8388608.0f) - 15.9423852f; /* 23 ln 2 */
+  return clt_log(x);
+}
+
+/* The element-wise ops whose derivative reads x (cltrain_ops.h): y = clt_pointwise(fn, x, alpha),
+   dx = clt_pointwise_grad(fn, x, dy, alpha), fn one of these. */
+#define CLT_PW_LEAKY_RELU 0
+#define CLT_PW_ELU 1
+#define CLT_PW_ABS 2
+#define CLT_PW_SQUARE 3
+#define CLT_PW_EXP 4
+#define CLT_PW_SQRT 5
+#define CLT_PW_LOG 6
+
+CLT_FN float clt_pointwise(int fn, float x, float alpha) {
+  switch (fn) {
+    case CLT_PW_LEAKY_RELU: return x > 0.0f ? x : alpha * x;
+    case CLT_PW_ELU: return x > 0.0f ? x : clt_expm1(x);
+    case CLT_PW_ABS: return clt_fabs(x);
+    case CLT_PW_SQUARE: return x * x;
+    case CLT_PW_EXP: return clt_exp(x);
+    case CLT_PW_SQRT: return clt_sqrt(x);
+    default: return clt_log_any(x);
+  }
+}
+
+CLT_FN float clt_pointwise_grad(int fn, float x, float dy, float alpha) {
+  switch (fn) {
+    case CLT_PW_LEAKY_RELU: return x > 0.0f ? dy : alpha * dy;
+    case CLT_PW_ELU: return x > 0.0f ? dy : dy * clt_exp(x);
+    case CLT_PW_ABS: return x > 0.0f ? dy : (x < 0.0f ? -dy : 0.0f);
+    case CLT_PW_SQUARE: return dy * (2.0f * x);
+    case CLT_PW_EXP: return dy * clt_exp(x);
+    case CLT_PW_SQRT: return (0.5f * dy) / clt_sqrt(x);
+    default: return dy / x;
+  }
+}
+
 #endif /* CLTRAIN_NUMERICS_H */

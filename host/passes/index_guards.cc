@@ -63,11 +63,10 @@ std::string index_guards_pass(PassInput& in) {
     for (const auto& [r, slot] : readers[static_cast<size_t>(so[0])]) {
       const FileOperator& ro = ops[static_cast<size_t>(r)];
       const std::vector<int32_t>& gi = ro.inputs;
-      const int table = ro.code == kEmbeddingLookup ? 1 : 0;
+      const size_t table = ro.code == kEmbeddingLookup ? 1 : 0;
       gathers = gathers && (ro.code == kGather || ro.code == kEmbeddingLookup) && slot == 1 - table && gi.size() == 2 &&
-                valid(gi[static_cast<size_t>(table)]) &&
-                !m.tensors[static_cast<size_t>(gi[static_cast<size_t>(table)])].shape.empty() &&
-                m.tensors[static_cast<size_t>(gi[static_cast<size_t>(table)])].shape[0] == rows;
+                valid(gi[table]) && !m.tensors[static_cast<size_t>(gi[table])].shape.empty() &&
+                m.tensors[static_cast<size_t>(gi[table])].shape[0] == rows;
     }
     if (!gathers) continue;
     folded.insert(folded.end(), {lp, ap, static_cast<int32_t>(i)});

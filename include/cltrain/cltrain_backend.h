@@ -197,6 +197,7 @@ typedef struct cltrain_op_params {
   float fill_value;    /* FILL: the value of every element */
   int32_t approximate; /* GELU: 1 = the tanh approximation, 0 = the exact (erf) form */
   float pad_value;     /* PADV2: the value around x */
+  float alpha;         /* LEAKY_RELU: the slope below 0 */
 } cltrain_op_params;
 
 /* One step. Its last member is params, and the struct grows only there (new params). */

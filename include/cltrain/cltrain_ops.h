@@ -119,6 +119,14 @@
  *     approximate=True): u = 0.7978846 * (x + 0.044715 * ((x * x) * x)); t = clt_tanh(u);
  *     y = (0.5 * x) * (1 + t); dx = dy * (0.5 * (1 + t) + (0.5 * x) * ((1 - t * t) * (0.7978846 *
  *     (1 + 0.134145 * (x * x))))).
+ * LEAKY_RELU, ELU, ABS, SQUARE, EXP, SQRT, LOG  fwd in [x] out [y]; bwd in [x, dy] out [dx] (the
+ *     derivative from x, as for GELU). in place: bwd dx with dy. numerics (kernels/numerics.h,
+ *     clt_pointwise and clt_pointwise_grad): LEAKY_RELU y = x > 0 ? x : alpha * x (params.alpha,
+ *     LeakyReluOptions.alpha), dx = x > 0 ? dy : alpha * dy; ELU y = x > 0 ? x : clt_expm1(x),
+ *     dx = x > 0 ? dy : dy * clt_exp(x); ABS y = |x|, dx = x > 0 ? dy : (x < 0 ? -dy : 0);
+ *     SQUARE y = x * x, dx = dy * (2 * x); EXP y = clt_exp(x), dx = dy * clt_exp(x); SQRT
+ *     y = clt_sqrt(x), dx = (0.5 * dy) / clt_sqrt(x); LOG y = clt_log_any(x) (NaN below 0, -inf at 0),
+ *     dx = dy / x.
  * LOSS_MSE, LOSS_CCE  fwd in [pred, expected] out [loss] (one element); bwd in [pred, expected]
  *     out [dpred]. Reduction: SUM_OVER_BATCH_SIZE divides the sum over samples by the batch N
  *     (dims[0] of pred), SUM does not; the backward includes the same scale.
@@ -196,7 +204,14 @@
   X(GELU, "Gelu", 150, CLTRAIN_KIND_MODEL)                           \
   X(PADV2, "PadV2", 60, CLTRAIN_KIND_MODEL)                          \
   X(REDUCE_MAX, "ReduceMax", 82, CLTRAIN_KIND_MODEL)                 \
-  X(REDUCE_MIN, "ReduceMin", 89, CLTRAIN_KIND_MODEL)
+  X(REDUCE_MIN, "ReduceMin", 89, CLTRAIN_KIND_MODEL)                 \
+  X(LEAKY_RELU, "LeakyReLU", 98, CLTRAIN_KIND_MODEL)                 \
+  X(ELU, "ELU", 111, CLTRAIN_KIND_MODEL)                             \
+  X(ABS, "Abs", 101, CLTRAIN_KIND_MODEL)                             \
+  X(SQUARE, "Square", 92, CLTRAIN_KIND_MODEL)                        \
+  X(EXP, "Exp", 47, CLTRAIN_KIND_MODEL)                              \
+  X(SQRT, "Sqrt", 75, CLTRAIN_KIND_MODEL)                            \
+  X(LOG, "Log", 73, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

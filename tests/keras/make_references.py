@@ -179,6 +179,19 @@ def conv1d_maxpool():
     return keras.Model(x, L.Dense(5, activation="softmax")(h))
 
 
+def pointwise_mix():
+    # Activations and element-wise maths as users write them: Dense(activation="elu") (ELU),
+    # the LeakyReLU layer (its default negative_slope 0.3: LEAKY_RELU), a softplus by hand
+    # (EXP, ADD of 1, LOG) and a smooth absolute value (SQUARE, ADD, SQRT) beside ABS.
+    x = keras.Input((12,))
+    h = L.Dense(16, activation="elu")(x)
+    h = L.LeakyReLU()(L.Dense(16)(h))
+    h = L.Dense(16)(h)
+    soft = L.Lambda(lambda t: keras.ops.log(1.0 + keras.ops.exp(t)))(h)
+    smooth = L.Lambda(lambda t: keras.ops.sqrt(keras.ops.square(t) + 0.5) - keras.ops.abs(t))(h)
+    return keras.Model(x, L.Dense(6, activation="softmax")(L.Concatenate()([soft, smooth])))
+
+
 def vit_tiny():
     # A one-block vision transformer on 16x16x3 images: 4x4 patches (a strided Conv2D), 16 tokens
     # of 32, attention and an MLP with GELU, each with its residual and LayerNormalization.
@@ -200,7 +213,8 @@ SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_bloc
          "dense_layernorm": dense_layernorm, "shared_dense": shared_dense, "permute_conv": permute_conv,
          "embedding_pool": embedding_pool, "transformer": transformer,
          "gated_slices": gated_slices, "text_lstm": text_lstm, "text_gru": text_gru,
-         "gelu_mlp": gelu_mlp, "vit_tiny": vit_tiny, "conv1d_maxpool": conv1d_maxpool}
+         "gelu_mlp": gelu_mlp, "vit_tiny": vit_tiny, "conv1d_maxpool": conv1d_maxpool,
+         "pointwise_mix": pointwise_mix}
 
 
 def convert(model):

@@ -70,10 +70,18 @@ inline Model every_op_model() {
   cltrain_op_params gelu{};
   gelu.approximate = 1;
   y = b.op(CLTRAIN_OP_GELU, {b.op(CLTRAIN_OP_GELU, {y})}, gelu);
+  // The pointwise ops: LEAKY_RELU (its options: LeakyReluOptions.alpha), ELU, ABS; SQUARE, EXP,
+  // SQRT and LOG of a value in (0.5, 1), where they stay finite.
+  cltrain_op_params leaky{};
+  leaky.alpha = 0.2f;
+  y = b.op(CLTRAIN_OP_ABS, {b.op(CLTRAIN_OP_ELU, {b.op(CLTRAIN_OP_LEAKY_RELU, {y}, leaky)})});
+  y = b.op(CLTRAIN_OP_SQUARE, {b.logistic(y, "unit")});
+  y = b.op(CLTRAIN_OP_LOG, {b.op(CLTRAIN_OP_SQRT, {b.op(CLTRAIN_OP_EXP, {y})})});
   // Every other element-wise op without options, once each: an op added to the list is in here.
   for (const OpDescriptor* op : all_ops()) {
     const bool used = op->op == CLTRAIN_OP_RELU || op->op == CLTRAIN_OP_RELU6 || op->op == CLTRAIN_OP_TANH ||
-                      op->op == CLTRAIN_OP_LOGISTIC || op->op == CLTRAIN_OP_RSQRT || op->op == CLTRAIN_OP_SLICE;
+                      op->op == CLTRAIN_OP_LOGISTIC || op->op == CLTRAIN_OP_RSQRT || op->op == CLTRAIN_OP_SLICE ||
+                      op->op == CLTRAIN_OP_ELU || op->op == CLTRAIN_OP_SQRT || op->op == CLTRAIN_OP_LOG;
     if (op->kind == CLTRAIN_KIND_MODEL && op->max_inputs == 1 && op->options == fb::BuiltinOptions::NONE && !used)
       y = b.op(op->op, {y});
   }

@@ -3,6 +3,7 @@
 // first.
 //   HARD_SWISH: y = x * relu6(x + 3) / 6.
 //   GELU: y = x * Phi(x), the exact (erf) form or the tanh approximation (params.approximate).
+//   LEAKY_RELU, ELU, ABS, SQUARE, EXP, SQRT, LOG: numerics.h's clt_pointwise and its derivative.
 #include "cpu_op.h"
 #include "numerics.h"
 
@@ -74,8 +75,33 @@ std::string gelu_backward(const StepView& s, const cltrain_run_args&) {
   });
 }
 
+// LEAKY_RELU, ELU, ABS, SQUARE, EXP, SQRT, LOG: numerics.h's clt_pointwise (the kernels' own).
+template <int Fn>
+std::string pointwise_forward(const StepView& s, const cltrain_run_args&) {
+  const float alpha = s.params().alpha;
+  return each_forward(s, [&](float x) { return clt_pointwise(Fn, x, alpha); });
+}
+
+template <int Fn>
+std::string pointwise_backward(const StepView& s, const cltrain_run_args&) {
+  const float alpha = s.params().alpha;
+  return each_backward(s, [&](float v, float d) { return clt_pointwise_grad(Fn, v, d, alpha); });
+}
+
+template <int Fn>
+constexpr CpuOp pointwise_op() {
+  return {{{check_forward, pointwise_forward<Fn>}, {check_backward, pointwise_backward<Fn>}, {}}};
+}
+
 }  // namespace
 
+extern const CpuOp kCpuOp_LEAKY_RELU = pointwise_op<CLT_PW_LEAKY_RELU>();
+extern const CpuOp kCpuOp_ELU = pointwise_op<CLT_PW_ELU>();
+extern const CpuOp kCpuOp_ABS = pointwise_op<CLT_PW_ABS>();
+extern const CpuOp kCpuOp_SQUARE = pointwise_op<CLT_PW_SQUARE>();
+extern const CpuOp kCpuOp_EXP = pointwise_op<CLT_PW_EXP>();
+extern const CpuOp kCpuOp_SQRT = pointwise_op<CLT_PW_SQRT>();
+extern const CpuOp kCpuOp_LOG = pointwise_op<CLT_PW_LOG>();
 extern const CpuOp kCpuOp_HARD_SWISH = {
     {{check_forward, hard_swish_forward}, {check_backward, hard_swish_backward}, {}}};
 extern const CpuOp kCpuOp_GELU = {{{check_forward, gelu_forward}, {check_backward, gelu_backward}, {}}};

@@ -89,6 +89,11 @@ typedef struct cltrain_op_params {
   int32_t update_offset, update_count;
   int32_t dx_activation;
   int32_t concat_extents[CLTRAIN_MAX_STEP_IO];
+  int32_t perm[CLTRAIN_MAX_RANK];
+  float fill_value;
+  int32_t approximate;
+  float pad_value;
+  float alpha;
   int32_t appended; /* zero from a host that does not know it */
 } cltrain_op_params;
 
