@@ -59,3 +59,53 @@ __kernel void loss_backward(__global float* pool, uint p_off, uint e_off, uint d
 #endif
   pool[dp_off + i] = g;
 }
+
+// LOSS_CCE_LOGITS over ROWS rows of C logits (pred's last dimension). Per row: m = the largest z
+// (the first, then z > m ? z : m), s = sum of clt_exp(z_i - m).
+static inline float2 row_softmax(__global const float* z) {
+  float m = z[0];
+  for (uint i = 1; i < C; ++i) m = z[i] > m ? z[i] : m;
+  float s = 0.0f;
+  for (uint i = 0; i < C; ++i) s = s + clt_exp(z[i] - m);
+  return (float2)(m, s);
+}
+
+// One work-item: loss[0] = sum over rows and their elements of (-e_i) * ((z_i - m) - clt_log(s)).
+__kernel void loss_logits_forward(__global float* pool, uint z_off, uint e_off, uint loss_off) {
+  if (get_global_id(0) != 0) return;
+  float l = 0.0f;
+  for (uint r = 0; r < ROWS; ++r) {
+    __global const float* z = pool + z_off + r * C;
+    __global const float* e = pool + e_off + r * C;
+    const float2 ms = row_softmax(z);
+    const float g = clt_log(ms.y);
+    for (uint i = 0; i < C; ++i) {
+      const float t = -e[i] * ((z[i] - ms.x) - g);
+      l = l + t;
+    }
+  }
+#if DIV_N
+  l = l / (float)N;
+#endif
+  pool[loss_off] = l;
+}
+
+// One work-item per row: dz_i = (clt_exp(z_i - m) / s) * se - e_i (se the row's sum of e), / N.
+__kernel void loss_logits_backward(__global float* pool, uint z_off, uint e_off, uint dz_off) {
+  const uint r = get_global_id(0);
+  if (r >= ROWS) return;
+  __global const float* z = pool + z_off + r * C;
+  __global const float* e = pool + e_off + r * C;
+  const float2 ms = row_softmax(z);
+  float se = 0.0f;
+  for (uint i = 0; i < C; ++i) se = se + e[i];
+  for (uint i = 0; i < C; ++i) {
+    const float p = clt_exp(z[i] - ms.x) / ms.y;
+    const float pe = p * se;
+    float g = pe - e[i];
+#if DIV_N
+    g = g / (float)N;
+#endif
+    pool[dz_off + r * C + i] = g;
+  }
+}

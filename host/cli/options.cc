@@ -89,7 +89,8 @@ const char* train_usage() {
          "  --epoch N                 epochs (default 5)\n"
          "  --batch_size N            batch size (default: the model's training info, else its first dimension)\n"
          "  --learning_rate F         (default 0.001)\n"
-         "  --loss N                  1 = mean squared error, 2 = categorical cross-entropy (default 2)\n"
+         "  --loss N                  1 = mean squared error, 2 = categorical cross-entropy (default 2),\n"
+         "                            3 = categorical cross-entropy from logits (an output without softmax)\n"
          "  --loss_reduction_type N   1 = sum over batch size (default), 2 = sum\n"
          "  --optimizer N             1 = SGD, 2 = Adam (default 2)\n"
          "  --metric N                -1 = none (default), 0 = categorical accuracy\n"
@@ -177,8 +178,10 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       o.learning_rate = to_float(a, next());
       if (!(o.learning_rate > 0)) throw UsageError("--learning_rate must be positive");
     } else if (a == "--loss") {
-      o.loss = one_of(a, to_int(a, next()), {CLTRAIN_LOSS_MEAN_SQUARED_ERROR, CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY},
-                      "1 (mean squared error), 2 (categorical cross-entropy)");
+      o.loss = one_of(a, to_int(a, next()),
+                      {CLTRAIN_LOSS_MEAN_SQUARED_ERROR, CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY,
+                       CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY_FROM_LOGITS},
+                      "1 (mean squared error), 2 (categorical cross-entropy), 3 (from logits)");
     } else if (a == "--loss_reduction_type") {
       o.loss_reduction =
           one_of(a, to_int(a, next()), {CLTRAIN_REDUCTION_TYPE_SUM_OVER_BATCH_SIZE, CLTRAIN_REDUCTION_TYPE_SUM},

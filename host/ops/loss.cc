@@ -1,4 +1,4 @@
-// LOSS_MSE and LOSS_CCE: steps the training graph adds (forward: the loss, backward: the
+// LOSS_MSE, LOSS_CCE and LOSS_CCE_LOGITS: steps the training graph adds (forward: the loss, backward: the
 // gradient of the prediction).
 #include "ops/op_descriptor.h"
 
@@ -27,6 +27,15 @@ const OpDescriptor kOpDesc_LOSS_MSE = [] {
 const OpDescriptor kOpDesc_LOSS_CCE = [] {
   OpDescriptor d = descriptor_of(CLTRAIN_OP_LOSS_CCE);
   d.flops = [](const StepTensors& s) { return loss_flops(s, 5, false); };
+  return d;
+}();
+
+// From logits: a softmax's max, exp and sum (about 20 an element) before CCE's 5 each way.
+const OpDescriptor kOpDesc_LOSS_CCE_LOGITS = [] {
+  OpDescriptor d = descriptor_of(CLTRAIN_OP_LOSS_CCE_LOGITS);
+  d.flops = [](const StepTensors& s) {
+    return loss_flops(s, 25, false) + (s.forward() ? 0 : 20 * s.elements(s.in(0)));
+  };
   return d;
 }();
 

@@ -31,7 +31,9 @@ namespace {
 
 TrainOptions train_options(const Settings& s) {
   TrainOptions t;
-  t.loss = s.loss == Loss::kMeanSquaredError ? CLTRAIN_OP_LOSS_MSE : CLTRAIN_OP_LOSS_CCE;
+  t.loss = s.loss == Loss::kMeanSquaredError                    ? CLTRAIN_OP_LOSS_MSE
+           : s.loss == Loss::kCategoricalCrossentropyFromLogits ? CLTRAIN_OP_LOSS_CCE_LOGITS
+                                                                : CLTRAIN_OP_LOSS_CCE;
   t.reduction =
       s.loss_reduction == Reduction::kSumOverBatchSize ? CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE : CLTRAIN_REDUCTION_SUM;
   t.optimizer = s.optimizer == Optimizer::kSgd ? CLTRAIN_OP_UPDATE_SGD : CLTRAIN_OP_UPDATE_ADAM;
@@ -65,6 +67,7 @@ void apply_training_info(const Model& m, Settings& s) {
   s.optimizer = info->optimizer == TrainingInfo::kSgd ? Optimizer::kSgd : Optimizer::kAdam;
   s.loss = info->loss == TrainingInfo::kSparseCategoricalCrossentropy ? Loss::kSparseCategoricalCrossentropy
            : info->loss == TrainingInfo::kMeanSquaredError            ? Loss::kMeanSquaredError
+           : info->from_logits                                        ? Loss::kCategoricalCrossentropyFromLogits
                                                                       : Loss::kCategoricalCrossentropy;
   s.loss_reduction = info->reduction == TrainingInfo::kSum ? Reduction::kSum : Reduction::kSumOverBatchSize;
   if (info->epochs > 0) s.epochs = info->epochs;
@@ -80,6 +83,28 @@ void apply_training_info(const Model& m, Settings& s) {
   }
 }
 
+// Categorical cross-entropy over an output no Softmax makes (logits: how PyTorch modules trained
+// with CrossEntropyLoss and Keras models compiled with from_logits=True end), or its from-logits
+// form over a Softmax's output: the one line that says so, else "".
+std::string loss_output_warning(const Model& m, Loss loss) {
+  if ((loss != Loss::kCategoricalCrossentropy && loss != Loss::kCategoricalCrossentropyFromLogits) || m.outputs.empty())
+    return {};
+  const int32_t out = m.outputs[0];
+  const Operator* producer = nullptr;
+  for (const Operator& op : m.operators)
+    if (std::find(op.outputs.begin(), op.outputs.end(), out) != op.outputs.end()) producer = &op;
+  if (!producer) return {};
+  const bool softmax = producer->op == CLTRAIN_OP_SOFTMAX;
+  const std::string what = m.source + ": the output '" + m.tensors[static_cast<size_t>(out)].name + "' comes from ";
+  if (loss == Loss::kCategoricalCrossentropy && !softmax)
+    return what + cltrain_op_name(producer->op) +
+           ", not a Softmax: categorical cross-entropy (loss 2) takes probabilities; if the output are logits, "
+           "train with loss 3 (categorical cross-entropy from logits)";
+  if (loss == Loss::kCategoricalCrossentropyFromLogits && softmax)
+    return what + "a Softmax: loss 3 takes logits and would apply a second softmax; train with loss 2";
+  return {};
+}
+
 void check_settings(const Settings& s, const std::string& model) {
   auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
   const auto code = [](auto e) { return std::to_string(static_cast<int32_t>(e)); };
@@ -90,8 +115,9 @@ void check_settings(const Settings& s, const std::string& model) {
   if (s.batch_size < 0) bad("batch size " + std::to_string(s.batch_size) + " is negative");
   if (s.optimizer != Optimizer::kSgd && s.optimizer != Optimizer::kAdam)
     bad("optimizer " + code(s.optimizer) + " is not 1 (SGD) or 2 (Adam)");
-  if (s.loss != Loss::kMeanSquaredError && s.loss != Loss::kCategoricalCrossentropy)
-    bad("loss " + code(s.loss) + " is not 1 (MSE) or 2 (categorical cross-entropy)");
+  if (s.loss != Loss::kMeanSquaredError && s.loss != Loss::kCategoricalCrossentropy &&
+      s.loss != Loss::kCategoricalCrossentropyFromLogits)
+    bad("loss " + code(s.loss) + " is not 1 (MSE), 2 (categorical cross-entropy) or 3 (its from logits form)");
   if (s.loss_reduction != Reduction::kSumOverBatchSize && s.loss_reduction != Reduction::kSum)
     bad("loss reduction " + code(s.loss_reduction) + " is not 1 (sum over batch size) or 2 (sum)");
   if (!(s.learning_rate > 0.0f) || !std::isfinite(s.learning_rate))
@@ -198,6 +224,7 @@ void Engine::prepare(bool dry) {
   set_batch_size(model_, settings_.batch_size > 0 ? settings_.batch_size : (in_shape.empty() ? 1 : in_shape[0]));
   TrainingGraph graph = build_training_graph(model_, train_options(settings_));
   log_rewrites(graph.rewrites);
+  if (const std::string w = loss_output_warning(model_, settings_.loss); !w.empty()) warnings_.push_back(w);
   for (int32_t w : graph.weights) {
     const Tensor& t = model_.tensors[static_cast<size_t>(w)];
     if (const std::string bad =

@@ -33,6 +33,7 @@ enum class Loss : int32_t {
   kSparseCategoricalCrossentropy = 0,  // only from a model's CIRCLE_TRAINING; prepare refuses it
   kMeanSquaredError = CLTRAIN_LOSS_MEAN_SQUARED_ERROR,
   kCategoricalCrossentropy = CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY,
+  kCategoricalCrossentropyFromLogits = CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY_FROM_LOGITS,
 };
 enum class Reduction : int32_t {
   kSumOverBatchSize = CLTRAIN_REDUCTION_TYPE_SUM_OVER_BATCH_SIZE,

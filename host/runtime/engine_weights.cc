@@ -137,7 +137,7 @@ std::vector<uint8_t> Engine::circleplus_bytes(const Weights& weights) {
   info.epsilon = settings_.epsilon;
   info.loss = settings_.loss == Loss::kMeanSquaredError ? TrainingInfo::kMeanSquaredError
                                                         : TrainingInfo::kCategoricalCrossentropy;
-  info.from_logits = false;
+  info.from_logits = settings_.loss == Loss::kCategoricalCrossentropyFromLogits;
   info.epochs = settings_.epochs;
   info.batch_size = batch();
   info.reduction = settings_.loss_reduction == Reduction::kSum ? TrainingInfo::kSum : TrainingInfo::kSumOverBatchSize;

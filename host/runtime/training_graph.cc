@@ -490,7 +490,9 @@ uint64_t peak_live_bytes(const TrainingGraph& g) {
 }  // namespace
 
 TrainingGraph build_training_graph(const Model& model, const TrainOptions& options) {
-  if (options.loss != CLTRAIN_OP_LOSS_MSE && options.loss != CLTRAIN_OP_LOSS_CCE) throw ModelError("unknown loss");
+  if (options.loss != CLTRAIN_OP_LOSS_MSE && options.loss != CLTRAIN_OP_LOSS_CCE &&
+      options.loss != CLTRAIN_OP_LOSS_CCE_LOGITS)
+    throw ModelError("unknown loss");
   if (options.optimizer != CLTRAIN_OP_UPDATE_SGD && options.optimizer != CLTRAIN_OP_UPDATE_ADAM)
     throw ModelError("unknown optimizer");
   // Where the graph leaves a choice of order (branches), the order with the lower peak.

@@ -24,7 +24,7 @@ constexpr int32_t kRankUpperHalf = 2;
 constexpr int32_t kRankLowerHalf = 3;
 
 struct TrainOptions {
-  int32_t loss = CLTRAIN_OP_LOSS_CCE;  // CLTRAIN_OP_LOSS_MSE or CLTRAIN_OP_LOSS_CCE
+  int32_t loss = CLTRAIN_OP_LOSS_CCE;  // CLTRAIN_OP_LOSS_MSE, CLTRAIN_OP_LOSS_CCE or CLTRAIN_OP_LOSS_CCE_LOGITS
   int32_t reduction = CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE;
   int32_t optimizer = CLTRAIN_OP_UPDATE_ADAM;  // CLTRAIN_OP_UPDATE_SGD or CLTRAIN_OP_UPDATE_ADAM
   float learning_rate = 0.001f;

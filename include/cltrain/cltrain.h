@@ -72,7 +72,10 @@ typedef struct cltrain_session cltrain_session; /* opaque */
 typedef enum cltrain_optimizer { CLTRAIN_OPTIMIZER_SGD = 1, CLTRAIN_OPTIMIZER_ADAM = 2 } cltrain_optimizer;
 typedef enum cltrain_loss {
   CLTRAIN_LOSS_MEAN_SQUARED_ERROR = 1,
-  CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY = 2
+  CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY = 2,
+  /* The model's output are logits: the cross-entropy of their softmax over the last dimension
+   * (Keras's from_logits=True, PyTorch's CrossEntropyLoss), computed as one op. */
+  CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY_FROM_LOGITS = 3
 } cltrain_loss;
 typedef enum cltrain_reduction_type {
   CLTRAIN_REDUCTION_TYPE_SUM_OVER_BATCH_SIZE = 1,

@@ -135,6 +135,12 @@
  *     dpred = (-e / pc) / N or (-e / pc), 0 where p != pc. MSE per sample of K elements:
  *     q = sum of (d * d) with d = p - e; then l = sum over samples of (q / K); loss = l / N or l;
  *     dpred = (2 * d) / K, then / N.
+ * LOSS_CCE_LOGITS  as LOSS_CCE, with pred the logits z: the cross-entropy of softmax(z) over
+ *     pred's last dimension (a row of C classes), as Keras's from_logits=True and PyTorch's
+ *     CrossEntropyLoss take it. numerics, per row in increasing index: m = z_0, then m = z > m ?
+ *     z : m; t_i = z_i - m; s = sum of clt_exp(t_i); g = clt_log(s); l = l + (-e_i) * (t_i - g)
+ *     over the rows in order, then loss = l / N or l. Backward, per row: se = sum of e_i; dz_i =
+ *     (clt_exp(t_i) / s) * se - e_i, then / N (the exact derivative; softmax(z) - e for one-hot e).
  * SLICE  fwd in [x] out [y]: y = x less params.pad_before[d] elements at the start and
  *     pad_after[d] at the end of each axis d (PAD's inverse), y's dims those of the crop with any
  *     of its size-1 axes dropped (same element order); bwd in [dy] out [dx]: dx = dy where x was
@@ -211,7 +217,8 @@
   X(SQUARE, "Square", 92, CLTRAIN_KIND_MODEL)                        \
   X(EXP, "Exp", 47, CLTRAIN_KIND_MODEL)                              \
   X(SQRT, "Sqrt", 75, CLTRAIN_KIND_MODEL)                            \
-  X(LOG, "Log", 73, CLTRAIN_KIND_MODEL)
+  X(LOG, "Log", 73, CLTRAIN_KIND_MODEL)                              \
+  X(LOSS_CCE_LOGITS, "CategoricalCrossEntropyFromLogits", -1, CLTRAIN_KIND_LOSS)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

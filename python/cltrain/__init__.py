@@ -25,7 +25,8 @@ from ._files import _FilesAndReports, _floats
 __all__ = ["Session", "CltrainError", "History", "version"]
 
 _OPTIMIZERS = {"sgd": 1, "adam": 2}
-_LOSSES = {"mse": 1, "mean_squared_error": 1, "categorical_crossentropy": 2, "cce": 2}
+_LOSSES = {"mse": 1, "mean_squared_error": 1, "categorical_crossentropy": 2, "cce": 2,
+           "categorical_crossentropy_from_logits": 3}
 _REDUCTIONS = {"sum_over_batch_size": 1, "sum": 2}
 _STORAGES = {"float32": 0, "fp32": 0, "fp16": 1, "float16": 1}
 _NONFINITE = {"stop": 0, "skip": 1}
@@ -150,7 +151,7 @@ class Session(_FilesAndReports):
         for k in ("backends", "cache_dir", "train_config"):
             d[k] = d[k].decode() if d[k] is not None else None
         d["optimizer"] = {v: k for k, v in _OPTIMIZERS.items()}.get(d["optimizer"], d["optimizer"])
-        d["loss"] = {1: "mean_squared_error", 2: "categorical_crossentropy"}.get(d["loss"], d["loss"])
+        d["loss"] = {v: k for k, v in _LOSSES.items() if len(k) > 3}.get(d["loss"], d["loss"])
         d["loss_reduction"] = {1: "sum_over_batch_size", 2: "sum"}.get(d["loss_reduction"], d["loss_reduction"])
         return d
 
@@ -161,7 +162,9 @@ class Session(_FilesAndReports):
         """Sets what is given (the rest stays as the model or the defaults say) and prepares: builds
         the training graph, plans memory and builds kernels. Once per session.
 
-        optimizer: "sgd" or "adam"; loss: "categorical_crossentropy" or "mean_squared_error";
+        optimizer: "sgd" or "adam"; loss: "categorical_crossentropy", "mean_squared_error" or
+        "categorical_crossentropy_from_logits" (the model outputs logits, as a PyTorch module trained
+        with CrossEntropyLoss or a Keras model compiled with from_logits=True);
         reduction: "sum_over_batch_size" or "sum"; trainable_ops: -1 all, 0 none, N the last N
         operators; train_config: onert-micro's per-operator file; epochs: what a circle+ export records;
         add_missing_biases: a trained zero bias for each Dense/Conv layer the converter left without one;

@@ -95,6 +95,8 @@ TEST_P(MatchesKeras, FiveSteps) {
   Settings s = settings(k.optimizer, run["learning_rate"].get<float>(), k.backend, batch);
   // The biases the converter dropped (none where a layer's bias is an ADD's, as EinsumDense's).
   s.add_missing_biases = ref.value("add_missing_biases", true);
+  // A model that outputs logits, trained by Keras with CategoricalCrossentropy(from_logits=True).
+  if (ref.value("from_logits", false)) s.loss = Loss::kCategoricalCrossentropyFromLogits;
   e->set_settings(s);
   e->prepare();
   expect_on(*e, k.backend);
@@ -147,7 +149,7 @@ std::vector<KerasCase> keras_cases() {
   std::vector<KerasCase> cases;
   for (const char* m : {"mlp_flatten", "cnn_pools", "dw_block", "dense_layernorm", "shared_dense", "permute_conv",
                         "embedding_pool", "transformer", "gated_slices", "text_lstm", "text_gru", "gelu_mlp",
-                        "vit_tiny", "embedding_lookup", "conv1d_maxpool", "pointwise_mix"})
+                        "vit_tiny", "embedding_lookup", "conv1d_maxpool", "pointwise_mix", "logits_cnn"})
     for (const char* o : {"sgd", "adam"})
       for (const char* b : {"cpu", "opencl"}) cases.push_back({m, o, b});
   return cases;
@@ -158,6 +160,28 @@ INSTANTIATE_TEST_SUITE_P(Converted, MatchesKeras, ::testing::ValuesIn(keras_case
 // The converter merged the three zero biases of dw_block's convolutions into one tensor: they
 // train as three weights, exported as three tensors; without add_missing_biases the Dense layers
 // the converter left bias-less are named in a warning.
+// A loss that does not fit the output is named in one warning: categorical cross-entropy over
+// logits (logits_cnn ends in a Dense), its from-logits form over a Softmax (mlp_flatten's).
+TEST(Converted, LossThatDoesNotFitTheOutputIsNamed) {
+  const auto warnings_of = [](const std::string& model, Loss loss) {
+    auto e = Engine::from_file(kData + "/" + model + ".tflite");
+    Settings s = settings("sgd", 0.01f, "cpu", 8);
+    s.loss = loss;
+    e->set_settings(s);
+    e->prepare();
+    std::string all;
+    for (const std::string& w : e->warnings()) all += w + "\n";
+    return all;
+  };
+  const std::string probabilities = warnings_of("logits_cnn", Loss::kCategoricalCrossentropy);
+  EXPECT_NE(probabilities.find("comes from FullyConnected, not a Softmax"), std::string::npos) << probabilities;
+  EXPECT_NE(probabilities.find("train with loss 3"), std::string::npos) << probabilities;
+  EXPECT_EQ(warnings_of("logits_cnn", Loss::kCategoricalCrossentropyFromLogits).find("Softmax"), std::string::npos);
+  const std::string twice = warnings_of("mlp_flatten", Loss::kCategoricalCrossentropyFromLogits);
+  EXPECT_NE(twice.find("would apply a second softmax"), std::string::npos) << twice;
+  EXPECT_EQ(warnings_of("mlp_flatten", Loss::kCategoricalCrossentropy).find("Softmax"), std::string::npos);
+}
+
 TEST(Converted, MergedBiasesUntiedAndMissingOnesNamed) {
   auto e = Engine::from_file(kData + "/dw_block.tflite");
   e->set_settings(settings("sgd", 0.01f, "cpu", 8));

@@ -192,6 +192,13 @@ def pointwise_mix():
     return keras.Model(x, L.Dense(6, activation="softmax")(L.Concatenate()([soft, smooth])))
 
 
+def logits_cnn():
+    # A classifier as most tutorials now write it: the last Dense without softmax, compiled with
+    # CategoricalCrossentropy(from_logits=True) (cltrain's loss 3).
+    return keras.Sequential([keras.Input((10, 10, 1)), L.Conv2D(4, 3, activation="relu"), L.MaxPooling2D(2),
+                             L.Flatten(), L.Dense(7)])
+
+
 def vit_tiny():
     # A one-block vision transformer on 16x16x3 images: 4x4 patches (a strided Conv2D), 16 tokens
     # of 32, attention and an MLP with GELU, each with its residual and LayerNormalization.
@@ -214,7 +221,7 @@ SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_bloc
          "embedding_pool": embedding_pool, "transformer": transformer,
          "gated_slices": gated_slices, "text_lstm": text_lstm, "text_gru": text_gru,
          "gelu_mlp": gelu_mlp, "vit_tiny": vit_tiny, "conv1d_maxpool": conv1d_maxpool,
-         "pointwise_mix": pointwise_mix}
+         "pointwise_mix": pointwise_mix, "logits_cnn": logits_cnn}
 
 
 def convert(model):
@@ -332,13 +339,16 @@ def small(name, make):
     initial = [w.numpy() for w in model.weights]
     missing = any(mapping[k][1] in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") and k.endswith(":2") and
                   not has_input(tfl, k) for k in mapping)
+    # A model whose last layer has no softmax outputs logits: Keras's from_logits=True.
+    from_logits = getattr(model.layers[-1], "activation", None) is keras.activations.linear
     ref = {"model": name + ".tflite", "batch": BATCH, "steps": STEPS, "add_missing_biases": missing,
+           "from_logits": from_logits,
            "x": [int(v) for v in x.ravel()] if x.dtype == np.int32 else floats(x), "x_int32": x.dtype == np.int32,
            "y": floats(y), "runs": {}}
     for opt, lr in (("sgd", 0.01), ("adam", 0.001)):
         model.set_weights(initial)
         optimizer = keras.optimizers.SGD(lr) if opt == "sgd" else keras.optimizers.Adam(lr)
-        model.compile(optimizer=optimizer, loss=keras.losses.CategoricalCrossentropy())
+        model.compile(optimizer=optimizer, loss=keras.losses.CategoricalCrossentropy(from_logits=from_logits))
         losses = [float(model.train_on_batch(x[i * BATCH:(i + 1) * BATCH], y[i * BATCH:(i + 1) * BATCH]))
                   for i in range(STEPS)]
         # One key per Keras weight (a weight the unrolled steps share is one tensor of the file).

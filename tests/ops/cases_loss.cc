@@ -72,6 +72,53 @@ OpCase loss_case(int32_t op, int32_t reduction, const std::string& tag, std::vec
   return c;
 }
 
+// LOSS_CCE_LOGITS: rows of the last dimension; per row lse = log sum exp z, the loss sums
+// -e (z - lse), dz = softmax(z) * sum(e) - e; the reduction scales both.
+OpCase logits_case(int32_t reduction, const std::string& tag, std::vector<int32_t> dims, float scale,
+                   bool soft_labels) {
+  OpCase c;
+  c.name =
+      std::string("CategoricalCrossEntropyFromLogits_") + (reduction == CLTRAIN_REDUCTION_SUM ? "sum_" : "sobs_") + tag;
+  c.op = CLTRAIN_OP_LOSS_CCE_LOGITS;
+  const int32_t pred = c.input("pred", dims, scale);
+  const int32_t expected = c.input("expected", dims);
+  c.tensors[expected].fill = soft_labels ? Fill::SoftmaxRows : Fill::OneHotRows;
+  const int32_t loss = c.output("loss", {1});
+  const int32_t dpred = c.output("dpred", dims, CLTRAIN_ROLE_BACK_PROP);
+  cltrain_op_params p{};
+  p.reduction = reduction;
+  c.step(c.op, CLTRAIN_PHASE_FORWARD, {pred, expected}, {loss}, p);
+  c.step(c.op, CLTRAIN_PHASE_BACKWARD, {pred, expected}, {dpred}, p);
+  c.y = loss;
+  c.dy = -1;
+  c.grads = {{pred, dpred}};
+  c.tol.vs_cpu = 1e-6;
+  c.tol.vs_reference = 1e-5;
+  c.tol.fd_eps = 1e-3;
+  c.tol.fd_tol = 1e-2;
+  if (scale > 10.0f) c.fd_samples = 0;  // a loss in the hundreds: float sums hide a 1e-3 step
+  const size_t classes = static_cast<size_t>(dims.back());
+  const double n = reduction == CLTRAIN_REDUCTION_SUM ? 1.0 : dims[0];
+  c.reference = [=](const Values& in) {
+    const std::vector<double>& z = in.at(pred);
+    const std::vector<double>& e = in.at(expected);
+    double total = 0.0;
+    std::vector<double> d(z.size());
+    for (size_t r = 0; r < z.size() / classes; ++r) {
+      double m = z[r * classes], s = 0.0, se = 0.0;
+      for (size_t i = r * classes; i < (r + 1) * classes; ++i) m = std::max(m, z[i]);
+      for (size_t i = r * classes; i < (r + 1) * classes; ++i) s += std::exp(z[i] - m), se += e[i];
+      const double lse = m + std::log(s);
+      for (size_t i = r * classes; i < (r + 1) * classes; ++i) {
+        total -= e[i] * (z[i] - lse);
+        d[i] = (std::exp(z[i] - lse) * se - e[i]) / n;
+      }
+    }
+    return Values{{loss, {total / n}}, {dpred, d}};
+  };
+  return c;
+}
+
 std::vector<OpCase> make_cases() {
   const int32_t MSE = CLTRAIN_OP_LOSS_MSE, CCE = CLTRAIN_OP_LOSS_CCE;
   const int32_t SOBS = CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE, SUM = CLTRAIN_REDUCTION_SUM;
@@ -88,6 +135,13 @@ std::vector<OpCase> make_cases() {
       loss_case(CCE, SOBS, "x32x10", {32, 10}),  // Fashion-MNIST at batch 32
       loss_case(CCE, SOBS, "clamped_x3x4", {3, 4}, clamped, classes),
       loss_case(CCE, SUM, "clamped_x3x4", {3, 4}, clamped, classes),
+      logits_case(SOBS, "x4x10", {4, 10}, 3.0f, false),
+      logits_case(SUM, "x3x7", {3, 7}, 3.0f, false),
+      logits_case(SOBS, "x32x10", {32, 10}, 3.0f, false),
+      // Logits far beyond a softmax's float range (|z| up to 90): the max-shifted form stays finite.
+      logits_case(SOBS, "wide_x4x6", {4, 6}, 90.0f, false),
+      // Soft labels (each row sums to 1) over sequences [N, T, C]: rows are the last dimension.
+      logits_case(SOBS, "soft_x2x3x5", {2, 3, 5}, 2.0f, true),
   };
 }
 

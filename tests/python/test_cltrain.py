@@ -422,3 +422,27 @@ def test_set_weights_refuses_a_hostile_list_whole(models):
     s.set_weights([w.astype(np.float64).reshape(1, -1) for w in changed])  # any real type and shape of the size
     for w, c in zip(s.get_weights(), changed):
         assert np.array_equal(w, c)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "opencl"])
+def test_from_logits_loss_is_the_cross_entropy_of_their_softmax(tmp_path, backend):
+    """A model that outputs logits (tests/keras/data/logits_cnn.tflite ends in a Dense) trained with
+    loss="categorical_crossentropy_from_logits": train_step's loss is the mean over the batch of
+    -sum(y * log_softmax(z)) of predict's logits, computed here in double; the choice survives a
+    circle+ export. With the probability loss the session warns in one line."""
+    model = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "keras", "data", "logits_cnn.tflite")
+    s = cltrain.Session(model, backends=[backend], batch_size=8, cache_dir=CACHE)
+    s.compile(optimizer="sgd", learning_rate=0.01, loss="categorical_crossentropy_from_logits")
+    assert not [w for w in s.warnings if "Softmax" in w]
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        x = rng.random((8, 10, 10, 1), dtype=np.float32)
+        y = np.eye(7, dtype=np.float32)[rng.integers(0, 7, 8)]
+        z = s.predict(x).astype(np.float64)
+        lse = z.max(1, keepdims=True) + np.log(np.exp(z - z.max(1, keepdims=True)).sum(1, keepdims=True))
+        want = float(np.mean(-(y * (z - lse)).sum(1)))
+        assert s.train_step(x, y) == pytest.approx(want, rel=1e-6)
+    s.export_circleplus(tmp_path / "p.circle")
+    assert cltrain.Session(tmp_path / "p.circle").settings["loss"] == "categorical_crossentropy_from_logits"
+    wrong = cltrain.Session(model, backends=["cpu"], batch_size=8).compile(loss="categorical_crossentropy")
+    assert [w for w in wrong.warnings if "not a Softmax" in w and "loss 3" in w]

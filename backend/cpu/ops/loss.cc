@@ -1,4 +1,4 @@
-// LOSS_MSE and LOSS_CCE: forward in [pred, expected] out [loss], backward out [dpred].
+// LOSS_MSE, LOSS_CCE and LOSS_CCE_LOGITS: forward in [pred, expected] out [loss], backward out [dpred].
 // A sample is the first dimension of pred; the reduction sums over samples and, for
 // SUM_OVER_BATCH_SIZE, divides by their number (the backward includes the same scale). The
 // order of every rounding is cltrain_backend.h's (Numerics): divisions, never a reciprocal.
@@ -105,8 +105,61 @@ std::string cce_backward(const StepView& s, const cltrain_run_args&) {
   return {};
 }
 
+// LOSS_CCE_LOGITS: rows of C = pred's last dimension. Per row: m = the largest z (first, then
+// z > m ? z : m), t_i = z_i - m, s = sum of clt_exp(t_i).
+struct RowSoftmax {
+  float m = 0.0f, s = 0.0f;
+  RowSoftmax(const float* z, uint64_t c) {
+    m = z[0];
+    for (uint64_t i = 1; i < c; ++i) m = z[i] > m ? z[i] : m;
+    for (uint64_t i = 0; i < c; ++i) s = s + clt_exp(z[i] - m);
+  }
+};
+
+uint64_t classes(const StepView& s) {
+  const int32_t r = s.in[0].rank();
+  return r > 0 && s.in[0].dim(r - 1) > 0 ? static_cast<uint64_t>(s.in[0].dim(r - 1)) : 1;
+}
+
+// l = l + (-e_i) * (t_i - clt_log(s)) over the rows in order.
+std::string cce_logits_forward(const StepView& s, const cltrain_run_args&) {
+  const float* z = s.in[0].data;
+  const float* e = s.in[1].data;
+  const uint64_t c = classes(s);
+  float l = 0.0f;
+  for (uint64_t r = 0; r < s.in[0].elements / c; ++r) {
+    const RowSoftmax row(z + r * c, c);
+    const float g = clt_log(row.s);
+    for (uint64_t i = r * c; i < (r + 1) * c; ++i) l = l + (-e[i]) * ((z[i] - row.m) - g);
+  }
+  s.out[0].data[0] = sum_over_batch(s) ? l / batch(s) : l;
+  return {};
+}
+
+// dz_i = (clt_exp(t_i) / s) * se - e_i, se the row's sum of e; then / N.
+std::string cce_logits_backward(const StepView& s, const cltrain_run_args&) {
+  const float* z = s.in[0].data;
+  const float* e = s.in[1].data;
+  float* dz = s.out[0].data;
+  const uint64_t c = classes(s);
+  const bool sobs = sum_over_batch(s);
+  const float n = batch(s);
+  for (uint64_t r = 0; r < s.in[0].elements / c; ++r) {
+    const RowSoftmax row(z + r * c, c);
+    float se = 0.0f;
+    for (uint64_t i = r * c; i < (r + 1) * c; ++i) se = se + e[i];
+    for (uint64_t i = r * c; i < (r + 1) * c; ++i) {
+      const float g = (clt_exp(z[i] - row.m) / row.s) * se - e[i];
+      dz[i] = sobs ? g / n : g;
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
+extern const CpuOp kCpuOp_LOSS_CCE_LOGITS = {
+    {{check_forward, cce_logits_forward}, {check_backward, cce_logits_backward}, {}}};
 extern const CpuOp kCpuOp_LOSS_MSE = {{{check_forward, mse_forward}, {check_backward, mse_backward}, {}}};
 extern const CpuOp kCpuOp_LOSS_CCE = {{{check_forward, cce_forward}, {check_backward, cce_backward}, {}}};
 

@@ -1,5 +1,6 @@
 // Losses (kernels/loss.cl): loss_forward sums the whole batch in one work-item, in increasing
-// index, into the one-element loss; loss_backward writes dpred elementwise. Conventions and
+// index, into the one-element loss; loss_backward writes dpred elementwise. LOSS_CCE_LOGITS:
+// loss_logits_forward likewise, loss_logits_backward one work-item per row of logits. Conventions and
 // rounding orders as cltrain_backend.h: CCE clamps pred to [1e-7, 1 - 1e-7]; SUM_OVER_BATCH_SIZE
 // divides by N = dims[0] of pred.
 #include "ops/op.h"
@@ -30,15 +31,17 @@ StepRun prepare_loss(const OpContext& c) {
   const cltrain_tensor_desc& p = s.tensor(pred);
   const uint64_t count = s.count(pred);
   const uint64_t batch = p.rank > 0 && p.dims[0] > 0 ? static_cast<uint64_t>(p.dims[0]) : 1;
-  const bool mse = s.step.op == CLTRAIN_OP_LOSS_MSE;
+  const bool mse = s.step.op == CLTRAIN_OP_LOSS_MSE, logits = s.step.op == CLTRAIN_OP_LOSS_CCE_LOGITS;
+  const uint64_t classes = p.rank > 0 && p.dims[p.rank - 1] > 0 ? static_cast<uint64_t>(p.dims[p.rank - 1]) : 1;
   Defines d;
-  d.set("COUNT", count).set("N", batch).set("K", count / batch);
+  d.set("COUNT", count).set("N", batch).set("K", count / batch).set("C", classes).set("ROWS", count / classes);
   d.set(mse ? "LOSS_MSE" : "LOSS_CCE", 1).set(mse ? "LOSS_CCE" : "LOSS_MSE", 0);
   d.set("DIV_N", s.step.params.reduction == CLTRAIN_REDUCTION_SUM_OVER_BATCH_SIZE);
   const bool forward = s.step.phase == CLTRAIN_PHASE_FORWARD;
-  Kernel k = c.kernel(kFamily, d, forward ? "loss_forward" : "loss_backward");
+  const std::string name = std::string(logits ? "loss_logits_" : "loss_") + (forward ? "forward" : "backward");
+  Kernel k = c.kernel(kFamily, d, name.c_str());
   set_args(k, c.pool(), c.offset(pred), c.offset(expected), c.offset(out));
-  const uint64_t items = forward ? 1 : count;
+  const uint64_t items = forward ? 1 : logits ? count / classes : count;
   return [k, items](const Queue& q, const cltrain_run_args*) { q.launch_1d(k, items); };
 }
 
@@ -46,5 +49,6 @@ StepRun prepare_loss(const OpContext& c) {
 
 const OpFamily kOp_LOSS_MSE = {check_loss, prepare_loss};
 const OpFamily kOp_LOSS_CCE = {check_loss, prepare_loss};
+const OpFamily kOp_LOSS_CCE_LOGITS = {check_loss, prepare_loss};
 
 }  // namespace cltrain::ocl
