@@ -30,6 +30,20 @@ void backward(StepBuilder& s) {
 
 }  // namespace
 
+// LOG_SOFTMAX over the last dimension: y_i = x_i - log sum_j exp(x_j) (PyTorch's log_softmax,
+// Keras's activation="log_softmax"); LogSoftmaxOptions is an empty table.
+const OpDescriptor kOpDesc_LOG_SOFTMAX = [] {
+  OpDescriptor d = descriptor_of(CLTRAIN_OP_LOG_SOFTMAX);
+  d.options = fb::BuiltinOptions::LogSoftmaxOptions;
+  d.write_options = [](flatbuffers::FlatBufferBuilder& fbb, const Model&, const Operator&) -> WrittenOptions {
+    return {fb::BuiltinOptions::LogSoftmaxOptions, fb::CreateLogSoftmaxOptions(fbb).Union()};
+  };
+  d.check = check;
+  d.backward = backward;
+  d.flops = [](const StepTensors& s) { return s.elements(s.out(0)) * (s.forward() ? 24 : 22); };
+  return d;
+}();
+
 const OpDescriptor kOpDesc_SOFTMAX = [] {
   OpDescriptor d = descriptor_of(CLTRAIN_OP_SOFTMAX);
   d.options = fb::BuiltinOptions::SoftmaxOptions;

@@ -93,6 +93,10 @@
  *     numerics, per row: t_i = beta * x_i; mx = max_i t_i; e_i = clt_exp(t_i - mx); s = sum of
  *     e_i; y_i = e_i / s. Backward: d = sum of (dy_i * y_i) (products rounded, then summed);
  *     dx_i = beta * (y_i * (dy_i - d)).
+ * LOG_SOFTMAX  fwd in [x] out [y] over the last dimension; bwd in [y, dy] out [dx]. numerics, per
+ *     row: mx = max x_i (fmax from x_0, as SOFTMAX); s = sum of clt_exp(x_i - mx); g = clt_log(s);
+ *     y_i = (x_i - mx) - g. Backward: d = sum of dy_i; dx_i = dy_i - clt_exp(y_i) * d. (With
+ *     LOSS_CCE_LOGITS over y it trains as PyTorch's log_softmax + NLLLoss: softmax(y) = exp(y).)
  * CONCATENATION  fwd in [x0, x1, ...] out [y] along params.axis; bwd in [dy] out [dx0, dx1, ...]
  *     (each may be -1); params.concat_extents gives each input's extent along the axis.
  * NEG  fwd in [x] out [y]: y = -x; bwd in [dy] out [dx]: dx = -dy. in place: fwd y with x, bwd dx with
@@ -172,53 +176,54 @@
 #define CLTRAIN_KIND_GRAPH 2
 #define CLTRAIN_KIND_UPDATE 3
 
-#define CLTRAIN_OP_LIST(X)                                           \
-  X(FULLY_CONNECTED, "FullyConnected", 9, CLTRAIN_KIND_MODEL)        \
-  X(RELU, "ReLU", 19, CLTRAIN_KIND_MODEL)                            \
-  X(RESHAPE, "Reshape", 22, CLTRAIN_KIND_MODEL)                      \
-  X(SOFTMAX, "Softmax", 25, CLTRAIN_KIND_MODEL)                      \
-  X(LOSS_MSE, "MeanSquaredError", -1, CLTRAIN_KIND_LOSS)             \
-  X(LOSS_CCE, "CategoricalCrossEntropy", -1, CLTRAIN_KIND_LOSS)      \
-  X(ACCUMULATE, "Accumulate", -1, CLTRAIN_KIND_GRAPH)                \
-  X(UPDATE_SGD, "SGD", -1, CLTRAIN_KIND_UPDATE)                      \
-  X(UPDATE_ADAM, "Adam", -1, CLTRAIN_KIND_UPDATE)                    \
-  X(CONV_2D, "Conv2D", 3, CLTRAIN_KIND_MODEL)                        \
-  X(DEPTHWISE_CONV_2D, "DepthwiseConv2D", 4, CLTRAIN_KIND_MODEL)     \
-  X(MAX_POOL_2D, "MaxPool2D", 17, CLTRAIN_KIND_MODEL)                \
-  X(AVERAGE_POOL_2D, "AveragePool2D", 1, CLTRAIN_KIND_MODEL)         \
-  X(MEAN, "Mean", 40, CLTRAIN_KIND_MODEL)                            \
-  X(PAD, "Pad", 34, CLTRAIN_KIND_MODEL)                              \
-  X(ADD, "Add", 0, CLTRAIN_KIND_MODEL)                               \
-  X(SUB, "Sub", 41, CLTRAIN_KIND_MODEL)                              \
-  X(MUL, "Mul", 18, CLTRAIN_KIND_MODEL)                              \
-  X(DIV, "Div", 42, CLTRAIN_KIND_MODEL)                              \
-  X(RELU6, "ReLU6", 21, CLTRAIN_KIND_MODEL)                          \
-  X(TANH, "Tanh", 28, CLTRAIN_KIND_MODEL)                            \
-  X(LOGISTIC, "Logistic", 14, CLTRAIN_KIND_MODEL)                    \
-  X(CONCATENATION, "Concatenation", 2, CLTRAIN_KIND_MODEL)           \
-  X(HARD_SWISH, "HardSwish", 117, CLTRAIN_KIND_MODEL)                \
-  X(NEG, "Neg", 59, CLTRAIN_KIND_MODEL)                              \
-  X(RSQRT, "Rsqrt", 76, CLTRAIN_KIND_MODEL)                          \
-  X(SQUARED_DIFFERENCE, "SquaredDifference", 99, CLTRAIN_KIND_MODEL) \
-  X(TRANSPOSE, "Transpose", 39, CLTRAIN_KIND_MODEL)                  \
-  X(GATHER, "Gather", 36, CLTRAIN_KIND_MODEL)                        \
-  X(UPDATE_ADAM_SQUARES, "AdamSquares", -1, CLTRAIN_KIND_UPDATE)     \
-  X(BATCH_MATMUL, "BatchMatMul", 126, CLTRAIN_KIND_MODEL)            \
-  X(SLICE, "Slice", 65, CLTRAIN_KIND_MODEL)                          \
-  X(FILL, "Fill", 94, CLTRAIN_KIND_MODEL)                            \
-  X(CHECK_FINITE, "CheckFinite", -1, CLTRAIN_KIND_GRAPH)             \
-  X(GELU, "Gelu", 150, CLTRAIN_KIND_MODEL)                           \
-  X(PADV2, "PadV2", 60, CLTRAIN_KIND_MODEL)                          \
-  X(REDUCE_MAX, "ReduceMax", 82, CLTRAIN_KIND_MODEL)                 \
-  X(REDUCE_MIN, "ReduceMin", 89, CLTRAIN_KIND_MODEL)                 \
-  X(LEAKY_RELU, "LeakyReLU", 98, CLTRAIN_KIND_MODEL)                 \
-  X(ELU, "ELU", 111, CLTRAIN_KIND_MODEL)                             \
-  X(ABS, "Abs", 101, CLTRAIN_KIND_MODEL)                             \
-  X(SQUARE, "Square", 92, CLTRAIN_KIND_MODEL)                        \
-  X(EXP, "Exp", 47, CLTRAIN_KIND_MODEL)                              \
-  X(SQRT, "Sqrt", 75, CLTRAIN_KIND_MODEL)                            \
-  X(LOG, "Log", 73, CLTRAIN_KIND_MODEL)                              \
-  X(LOSS_CCE_LOGITS, "CategoricalCrossEntropyFromLogits", -1, CLTRAIN_KIND_LOSS)
+#define CLTRAIN_OP_LIST(X)                                                       \
+  X(FULLY_CONNECTED, "FullyConnected", 9, CLTRAIN_KIND_MODEL)                    \
+  X(RELU, "ReLU", 19, CLTRAIN_KIND_MODEL)                                        \
+  X(RESHAPE, "Reshape", 22, CLTRAIN_KIND_MODEL)                                  \
+  X(SOFTMAX, "Softmax", 25, CLTRAIN_KIND_MODEL)                                  \
+  X(LOSS_MSE, "MeanSquaredError", -1, CLTRAIN_KIND_LOSS)                         \
+  X(LOSS_CCE, "CategoricalCrossEntropy", -1, CLTRAIN_KIND_LOSS)                  \
+  X(ACCUMULATE, "Accumulate", -1, CLTRAIN_KIND_GRAPH)                            \
+  X(UPDATE_SGD, "SGD", -1, CLTRAIN_KIND_UPDATE)                                  \
+  X(UPDATE_ADAM, "Adam", -1, CLTRAIN_KIND_UPDATE)                                \
+  X(CONV_2D, "Conv2D", 3, CLTRAIN_KIND_MODEL)                                    \
+  X(DEPTHWISE_CONV_2D, "DepthwiseConv2D", 4, CLTRAIN_KIND_MODEL)                 \
+  X(MAX_POOL_2D, "MaxPool2D", 17, CLTRAIN_KIND_MODEL)                            \
+  X(AVERAGE_POOL_2D, "AveragePool2D", 1, CLTRAIN_KIND_MODEL)                     \
+  X(MEAN, "Mean", 40, CLTRAIN_KIND_MODEL)                                        \
+  X(PAD, "Pad", 34, CLTRAIN_KIND_MODEL)                                          \
+  X(ADD, "Add", 0, CLTRAIN_KIND_MODEL)                                           \
+  X(SUB, "Sub", 41, CLTRAIN_KIND_MODEL)                                          \
+  X(MUL, "Mul", 18, CLTRAIN_KIND_MODEL)                                          \
+  X(DIV, "Div", 42, CLTRAIN_KIND_MODEL)                                          \
+  X(RELU6, "ReLU6", 21, CLTRAIN_KIND_MODEL)                                      \
+  X(TANH, "Tanh", 28, CLTRAIN_KIND_MODEL)                                        \
+  X(LOGISTIC, "Logistic", 14, CLTRAIN_KIND_MODEL)                                \
+  X(CONCATENATION, "Concatenation", 2, CLTRAIN_KIND_MODEL)                       \
+  X(HARD_SWISH, "HardSwish", 117, CLTRAIN_KIND_MODEL)                            \
+  X(NEG, "Neg", 59, CLTRAIN_KIND_MODEL)                                          \
+  X(RSQRT, "Rsqrt", 76, CLTRAIN_KIND_MODEL)                                      \
+  X(SQUARED_DIFFERENCE, "SquaredDifference", 99, CLTRAIN_KIND_MODEL)             \
+  X(TRANSPOSE, "Transpose", 39, CLTRAIN_KIND_MODEL)                              \
+  X(GATHER, "Gather", 36, CLTRAIN_KIND_MODEL)                                    \
+  X(UPDATE_ADAM_SQUARES, "AdamSquares", -1, CLTRAIN_KIND_UPDATE)                 \
+  X(BATCH_MATMUL, "BatchMatMul", 126, CLTRAIN_KIND_MODEL)                        \
+  X(SLICE, "Slice", 65, CLTRAIN_KIND_MODEL)                                      \
+  X(FILL, "Fill", 94, CLTRAIN_KIND_MODEL)                                        \
+  X(CHECK_FINITE, "CheckFinite", -1, CLTRAIN_KIND_GRAPH)                         \
+  X(GELU, "Gelu", 150, CLTRAIN_KIND_MODEL)                                       \
+  X(PADV2, "PadV2", 60, CLTRAIN_KIND_MODEL)                                      \
+  X(REDUCE_MAX, "ReduceMax", 82, CLTRAIN_KIND_MODEL)                             \
+  X(REDUCE_MIN, "ReduceMin", 89, CLTRAIN_KIND_MODEL)                             \
+  X(LEAKY_RELU, "LeakyReLU", 98, CLTRAIN_KIND_MODEL)                             \
+  X(ELU, "ELU", 111, CLTRAIN_KIND_MODEL)                                         \
+  X(ABS, "Abs", 101, CLTRAIN_KIND_MODEL)                                         \
+  X(SQUARE, "Square", 92, CLTRAIN_KIND_MODEL)                                    \
+  X(EXP, "Exp", 47, CLTRAIN_KIND_MODEL)                                          \
+  X(SQRT, "Sqrt", 75, CLTRAIN_KIND_MODEL)                                        \
+  X(LOG, "Log", 73, CLTRAIN_KIND_MODEL)                                          \
+  X(LOSS_CCE_LOGITS, "CategoricalCrossEntropyFromLogits", -1, CLTRAIN_KIND_LOSS) \
+  X(LOG_SOFTMAX, "LogSoftmax", 50, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

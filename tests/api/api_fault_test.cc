@@ -7,6 +7,7 @@
 // are refused in one line (never a half-updated model), and resuming from a checkpoint goes on;
 // with periodic checkpoints the session restores the newest itself and trains on. A
 // buffer that cannot be allocated at prepare leaves the training to the CPU with one warning.
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -15,9 +16,20 @@
 namespace api_test {
 namespace {
 
+// CLTRAIN_OPENCL_FAULT's bytes, put into the environment once before main (putenv keeps this
+// buffer): each FaultEnv writes its value in place and empties it after (the plugin reads an
+// empty value as no fault). setenv and unsetenv would rebuild the environment while POCL's worker
+// threads of earlier sessions call getenv: CI saw that crash under ASan.
+char g_fault_env[64] = "CLTRAIN_OPENCL_FAULT=";
+constexpr size_t kFaultName = sizeof("CLTRAIN_OPENCL_FAULT=") - 1;
+const bool g_fault_env_put = putenv(g_fault_env) == 0;
+
 struct FaultEnv {
-  explicit FaultEnv(const std::string& v) { setenv("CLTRAIN_OPENCL_FAULT", v.c_str(), 1); }
-  ~FaultEnv() { unsetenv("CLTRAIN_OPENCL_FAULT"); }
+  explicit FaultEnv(const std::string& v) {
+    EXPECT_TRUE(g_fault_env_put);
+    std::snprintf(g_fault_env + kFaultName, sizeof g_fault_env - kFaultName, "%s", v.c_str());
+  }
+  ~FaultEnv() { g_fault_env[kFaultName] = '\0'; }
 };
 
 std::vector<uint8_t> checkpoint_of(cltrain_session* s, const std::string& name, cltrain_status* st) {

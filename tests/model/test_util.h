@@ -77,6 +77,7 @@ inline Model every_op_model() {
   y = b.op(CLTRAIN_OP_ABS, {b.op(CLTRAIN_OP_ELU, {b.op(CLTRAIN_OP_LEAKY_RELU, {y}, leaky)})});
   y = b.op(CLTRAIN_OP_SQUARE, {b.logistic(y, "unit")});
   y = b.op(CLTRAIN_OP_LOG, {b.op(CLTRAIN_OP_SQRT, {b.op(CLTRAIN_OP_EXP, {y})})});
+  y = b.op(CLTRAIN_OP_LOG_SOFTMAX, {y});  // PyTorch's classifiers trained with NLLLoss end here
   // Every other element-wise op without options, once each: an op added to the list is in here.
   for (const OpDescriptor* op : all_ops()) {
     const bool used = op->op == CLTRAIN_OP_RELU || op->op == CLTRAIN_OP_RELU6 || op->op == CLTRAIN_OP_TANH ||

@@ -3,7 +3,7 @@ default options, random init; tests/torch/data with the batches and PyTorch's ow
 SGD steps at lr 0.01): cltrain trains each on both backends, bit for bit the same, with PyTorch's
 losses. GELU in both forms (F.gelu, approximate="tanh"); a padded max-pool (PADV2 with -inf);
 nn.LSTM and nn.GRU, which litert-torch unrolls with adds of [B, 4H] to [1, B, 4H] (ranks aligned by
-the broadcast-ranks pass)."""
+the broadcast-ranks pass); logits trained with nn.CrossEntropyLoss (loss 3)."""
 import json
 import os
 
@@ -23,6 +23,8 @@ BOUNDS = {
     "small_cnn": (3e-7, None),
     # nn.Embedding (EMBEDDING_LOOKUP between RESHAPEs that flatten the ids, folded), a mean, Linear.
     "text_mean": (3e-7, None),
+    # Logits trained with nn.CrossEntropyLoss: cltrain's loss 3.
+    "logits_mlp": (3e-7, None),
     # litert-torch folds the first time step's recurrent product with the zero initial state into
     # a constant (b_hh, tiled over the batch) that the file holds apart from b_hh: cltrain trains
     # it as its own weight, PyTorch trains b_hh through every step. The first loss (before any
@@ -36,7 +38,7 @@ def losses(name, backend):
     with open(os.path.join(DATA, name + ".json")) as f:
         ref = json.load(f)
     s = cltrain.Session(os.path.join(DATA, ref["model"]), backends=[backend], batch_size=ref["batch"], cache_dir=CACHE)
-    s.compile(optimizer="sgd", learning_rate=ref["learning_rate"], loss="categorical_crossentropy")
+    s.compile(optimizer="sgd", learning_rate=ref["learning_rate"], loss=ref.get("loss", "categorical_crossentropy"))
     got = []
     for x, y in zip(ref["x"], ref["y"]):
         x = np.array(x, dtype=np.int32 if ref["x_int"] else np.float32).reshape(ref["batch"], -1)

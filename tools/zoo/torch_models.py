@@ -76,6 +76,40 @@ class SmallCnn(nn.Module):
         return torch.softmax(self.fc(h.mean((2, 3))), -1)
 
 
+class MnistExample(nn.Module):  # pytorch/examples' mnist/main.py Net: log_softmax, trained with NLLLoss
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(1, 32, 3, 1), nn.Conv2d(32, 64, 3, 1)
+        self.dropout1, self.dropout2 = nn.Dropout(0.25), nn.Dropout(0.5)
+        self.fc1, self.fc2 = nn.Linear(9216, 128), nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = nn.functional.relu(self.conv1(x))
+        x = nn.functional.max_pool2d(nn.functional.relu(self.conv2(x)), 2)
+        x = self.dropout1(torch.flatten(x, 1))
+        x = self.dropout2(nn.functional.relu(self.fc1(x)))
+        return nn.functional.log_softmax(self.fc2(x), dim=1)
+
+
+class LogitsMlp(nn.Module):  # logits, trained with nn.CrossEntropyLoss
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 5))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class LogSoftmaxMlp(LogitsMlp):  # log_softmax, trained with nn.NLLLoss
+    def forward(self, x):
+        return nn.functional.log_softmax(self.net(x), dim=-1)
+
+
+# What each model's output is, and so the loss: probabilities (softmax, cross-entropy of them),
+# logits (nn.CrossEntropyLoss) or log-probabilities (nn.NLLLoss); cltrain trains the last two
+# with loss 3 (categorical cross-entropy from logits: over log_softmax's output it is NLLLoss).
+OUTPUTS = {"mnist_example": "log_probs", "logits_mlp": "logits", "log_softmax_mlp": "log_probs"}
+
 MODELS = {
     "text_mean": (TextMean, lambda: torch.randint(0, 50, (BATCH, 7))),
     "gelu_mlp": (GeluMlp, lambda: torch.rand(BATCH, 20)),
@@ -85,16 +119,23 @@ MODELS = {
     "encoder_gelu": (Encoder, lambda: torch.randint(0, 40, (BATCH, 6))),
     "encoder_relu": (lambda: Encoder("relu"), lambda: torch.randint(0, 40, (BATCH, 6))),
     "small_cnn": (SmallCnn, lambda: torch.rand(BATCH, 3, 12, 12)),
+    "mnist_example": (MnistExample, lambda: torch.rand(BATCH, 1, 28, 28)),
+    "logits_mlp": (LogitsMlp, lambda: torch.rand(BATCH, 20)),
+    "log_softmax_mlp": (LogSoftmaxMlp, lambda: torch.rand(BATCH, 20)),
 }
 
 
-def torch_losses(model, xs, ys):
+def torch_losses(model, xs, ys, output="probs"):
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     out = []
     for x, y in zip(xs, ys):
         opt.zero_grad()
-        p = model(x).clamp(1e-7, 1.0)
-        loss = -(y * torch.log(p)).sum(-1).mean()
+        if output == "logits":
+            loss = nn.functional.cross_entropy(model(x), y)  # class probabilities as targets
+        elif output == "log_probs":
+            loss = nn.functional.nll_loss(model(x), y.argmax(-1))
+        else:
+            loss = -(y * torch.log(model(x).clamp(1e-7, 1.0))).sum(-1).mean()
         loss.backward()
         opt.step()
         out.append(float(loss))
@@ -113,13 +154,16 @@ def run(name, make, example, out_dir, backend):
     classes = model(x0).shape[-1]
     ys = [torch.tensor(np.eye(classes, dtype=np.float32)[rng.integers(0, classes, BATCH)]) for _ in range(STEPS)]
     s = cltrain.Session(path, backends=[backend], batch_size=BATCH, cache_dir="")
-    s.compile(optimizer="sgd", learning_rate=LR, loss="categorical_crossentropy", add_missing_biases=True)
+    output = OUTPUTS.get(name, "probs")
+    loss = "categorical_crossentropy" if output == "probs" else "categorical_crossentropy_from_logits"
+    s.compile(optimizer="sgd", learning_rate=LR, loss=loss, add_missing_biases=True)
     got = [s.train_step(x.numpy(), y.numpy()) for x, y in zip(xs, ys)]
-    want = torch_losses(model.train(), xs, ys)
+    # Dropout as the file has it: none (the example's Dropout layers train in eval mode here).
+    want = torch_losses(model.train() if output == "probs" else model.eval(), xs, ys, output)
     with open(os.path.join(out_dir, name + ".json"), "w") as f:  # what tests/python reads
         json.dump({"model": name + ".tflite", "batch": BATCH, "learning_rate": LR,
                    "x": [x.numpy().ravel().tolist() for x in xs], "x_int": xs[0].dtype != torch.float32,
-                   "y": [y.numpy().ravel().tolist() for y in ys], "torch_losses": want}, f)
+                   "y": [y.numpy().ravel().tolist() for y in ys], "torch_losses": want, "loss": loss}, f)
     return max(abs(g - w) / abs(w) for g, w in zip(got, want)), s.rewrites
 
 

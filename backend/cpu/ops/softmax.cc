@@ -1,5 +1,6 @@
 // SOFTMAX over the last dimension: y = exp(beta x_i) / sum_j exp(beta x_j), in the order of
 // cltrain_backend.h's Numerics: t = beta x, e = clt_exp(t - max t), y = e / (sequential sum of e).
+// LOG_SOFTMAX: y = (x - max x) - clt_log(sum of e), in cltrain_ops.h's order.
 #include <cmath>
 
 #include "cpu_op.h"
@@ -65,8 +66,39 @@ std::string run_backward(const StepView& s, const cltrain_run_args&) {
   return {};
 }
 
+// LOG_SOFTMAX: mx = max x_i; s = sum of clt_exp(x_i - mx); y_i = (x_i - mx) - clt_log(s).
+std::string log_forward(const StepView& s, const cltrain_run_args&) {
+  const uint64_t len = row_length(s.in[0]);
+  for (uint64_t r = 0; r < s.in[0].elements / len; ++r) {
+    const float* x = s.in[0].data + r * len;
+    float* y = s.out[0].data + r * len;
+    float top = x[0];
+    for (uint64_t i = 1; i < len; ++i) top = std::fmax(top, x[i]);
+    float sum = 0.0f;
+    for (uint64_t i = 0; i < len; ++i) sum = sum + clt_exp(x[i] - top);
+    const float g = clt_log(sum);
+    for (uint64_t i = 0; i < len; ++i) y[i] = (x[i] - top) - g;
+  }
+  return {};
+}
+
+// d = sum of dy_i; dx_i = dy_i - clt_exp(y_i) * d.
+std::string log_backward(const StepView& s, const cltrain_run_args&) {
+  const uint64_t len = row_length(s.in[0]);
+  for (uint64_t r = 0; r < s.in[0].elements / len; ++r) {
+    const float* y = s.in[0].data + r * len;
+    const float* dy = s.in[1].data + r * len;
+    float* dx = s.out[0].data + r * len;
+    float d = 0.0f;
+    for (uint64_t i = 0; i < len; ++i) d = d + dy[i];
+    for (uint64_t i = 0; i < len; ++i) dx[i] = dy[i] - clt_exp(y[i]) * d;
+  }
+  return {};
+}
+
 }  // namespace
 
+extern const CpuOp kCpuOp_LOG_SOFTMAX = {{{check_forward, log_forward}, {check_backward, log_backward}, {}}};
 extern const CpuOp kCpuOp_SOFTMAX = {{{check_forward, run_forward}, {check_backward, run_backward}, {}}};
 
 }  // namespace cpu

@@ -51,7 +51,7 @@ void count_wait() {
 FaultPlan FaultPlan::from_environment() {
   FaultPlan f;
   const char* v = std::getenv("CLTRAIN_OPENCL_FAULT");
-  if (!v) return f;
+  if (!v || !*v) return f;  // unset or empty: no fault
   const std::string s = v;
   const size_t colon = s.find(':');
   const std::string kind = s.substr(0, colon);

@@ -1,5 +1,5 @@
 // Softmax over the last dimension with params.beta: softmax_forward, softmax_backward
-// (kernels/softmax.cl), one work-item per row.
+// (kernels/softmax.cl), one work-item per row; LOG_SOFTMAX likewise (log_softmax_*).
 #include <cmath>
 
 #include "ops/op.h"
@@ -32,12 +32,13 @@ StepRun prepare_softmax(const OpContext& c) {
   const uint64_t rows = s.count(s.in(0)) / cols;
   Defines d;
   d.set("ROWS", rows).set("COLS", cols).set_float("BETA", s.step.params.beta);
+  const std::string name = s.step.op == CLTRAIN_OP_LOG_SOFTMAX ? "log_softmax" : "softmax";
   Kernel k;
   if (s.step.phase == CLTRAIN_PHASE_FORWARD) {
-    k = c.kernel(kFamily, d, "softmax_forward");
+    k = c.kernel(kFamily, d, (name + "_forward").c_str());
     set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.out(0)));
   } else {
-    k = c.kernel(kFamily, d, "softmax_backward");
+    k = c.kernel(kFamily, d, (name + "_backward").c_str());
     set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.in(1)), c.offset(s.out(0)));
   }
   return [k, rows](const Queue& q, const cltrain_run_args*) { q.launch_1d(k, rows); };
@@ -46,5 +47,6 @@ StepRun prepare_softmax(const OpContext& c) {
 }  // namespace
 
 const OpFamily kOp_SOFTMAX = {check_softmax, prepare_softmax};
+const OpFamily kOp_LOG_SOFTMAX = {check_softmax, prepare_softmax};
 
 }  // namespace cltrain::ocl
