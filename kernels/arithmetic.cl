@@ -2,7 +2,8 @@
 // share one program (the definitions describe the op instance, not the step).
 //
 // Definitions:
-//   OP        0 ADD, 1 SUB, 2 MUL, 3 DIV, 4 SQUARED_DIFFERENCE (t = a - b, y = t * t)
+//   OP        0 ADD, 1 SUB, 2 MUL, 3 DIV, 4 SQUARED_DIFFERENCE (t = a - b, y = t * t),
+//             5 MAXIMUM (y = a >= b ? a : b), 6 MINIMUM (y = a <= b ? a : b)
 //   ACT       fused activation (cltrain_activation: 0 NONE, 1 RELU, 2 RELU_N1_TO_1, 3 RELU6, 4 TANH)
 //   Y0..Y5    y as six merged dims, outermost first (backend/opencl/ops/dims.h)
 //   YS0..YS5  strides of y; SA0..SA5, SB0..SB5: strides of a and b, 0 along a broadcast dim
@@ -15,13 +16,17 @@
 // gradient element, no atomics):
 //   ADD da += g, db += g; SUB da += g, db += -g; MUL da += g * b, db += g * a;
 //   DIV da += g / b, db += -((g * a) / (b * b)); SQUARED_DIFFERENCE u = 2 * (a - b), da += g * u,
-//   db += -(g * u).
+//   db += -(g * u); MAXIMUM (MINIMUM) da += a >= b (a <= b) ? g : 0, db += a >= b (a <= b) ? 0 : g.
 
 #define ARITH_ADD 0
 #define ARITH_SUB 1
 #define ARITH_MUL 2
 #define ARITH_DIV 3
 #define ARITH_SQDIFF 4
+#define ARITH_MAX 5
+#define ARITH_MIN 6
+// MAXIMUM, MINIMUM: whether a is the one taken (and given the gradient).
+#define ARITH_TAKES_A(a, b) (OP == ARITH_MAX ? (a) >= (b) : (a) <= (b))
 
 float arith_op(float a, float b) {
 #if OP == ARITH_ADD
@@ -33,6 +38,8 @@ float arith_op(float a, float b) {
 #elif OP == ARITH_SQDIFF
   const float t = a - b;
   return t * t;
+#elif OP == ARITH_MAX || OP == ARITH_MIN
+  return ARITH_TAKES_A(a, b) ? a : b;
 #else
   return a / b;
 #endif
@@ -116,6 +123,9 @@ float arith_grad(__global float* pool, const uint j, const int for_a, const uint
 #elif OP == ARITH_SQDIFF
               const float u = 2.0f * (ARITH_A(ak) - ARITH_B(bk));
               const float c = for_a ? g * u : -(g * u);
+#elif OP == ARITH_MAX || OP == ARITH_MIN
+              const int takes_a = ARITH_TAKES_A(ARITH_A(ak), ARITH_B(bk));
+              const float c = (for_a ? takes_a : !takes_a) ? g : 0.0f;
 #else
               float c;
               if (for_a) {

@@ -1,4 +1,5 @@
-// MEAN over the axes of params.axes_mask: forward and backward share one program.
+// MEAN (and SUM: REDUCE_SUM 1, no divide) over the axes of params.axes_mask: forward and backward
+// share one program.
 //
 // Definitions (backend/opencl/ops/dims.h): x as six merged dims X0..X5, outermost first; XS0..XS5
 // its strides; YS0..YS5 the strides of y over the kept dims (0 along a reduced dim);
@@ -7,6 +8,12 @@
 // Numerics (cltrain_backend.h): y = (s = 0; s = s + x in increasing flat index of x) / count;
 // dx = dy / count. One work-item per element of y (forward) or of dx (backward). Storage
 // (common.cl): X_H, Y_H forward; DY_H, DX_H backward.
+
+#ifndef REDUCE_SUM
+#define REDUCE_SUM 0
+#endif
+// MEAN divides by the count; SUM does not.
+#define MEAN_SCALE(v) (REDUCE_SUM ? (v) : (v) / RCOUNT)
 
 // A reduced dim is one along which y does not move.
 #define MEAN_RED(k) (YS##k != 0 ? 1u : (uint)(X##k))
@@ -39,7 +46,7 @@ __kernel void mean_forward(__global float* pool, uint x_off, uint y_off) {
           for (uint r4 = 0; r4 < MEAN_RED(4); ++r4)
             for (uint r5 = 0; r5 < MEAN_RED(5); ++r5)
               s = s + CLT_LD(X_H, x, r0 * XS0 + r1 * XS1 + r2 * XS2 + r3 * XS3 + r4 * XS4 + r5 * XS5);
-  CLT_ST(Y_H, CLT_PTR(Y_H) + y_off, o, s / RCOUNT);
+  CLT_ST(Y_H, CLT_PTR(Y_H) + y_off, o, MEAN_SCALE(s));
 }
 
 __kernel void mean_backward(__global float* pool, uint dy_off, uint dx_off) {
@@ -59,7 +66,7 @@ __kernel void mean_backward(__global float* pool, uint dy_off, uint dx_off) {
   MEAN_COORD(1);
   MEAN_COORD(0);
 #undef MEAN_COORD
-  CLT_ST(DX_H, CLT_PTR(DX_H) + dx_off, i, CLT_LD(DY_H, CLT_PTR(DY_H) + dy_off, o) / RCOUNT);
+  CLT_ST(DX_H, CLT_PTR(DX_H) + dx_off, i, MEAN_SCALE(CLT_LD(DY_H, CLT_PTR(DY_H) + dy_off, o)));
 }
 
 // REDUCE_MAX (EXTREME_MIN 0) and REDUCE_MIN (1), float32 storage: the same views as MEAN's.

@@ -1,5 +1,6 @@
 // ADD, SUB, MUL, DIV: y = act(a op b) with numpy broadcasting between equal ranks;
-// SQUARED_DIFFERENCE: y = (a - b)^2, broadcasting the same way, without a fused activation.
+// SQUARED_DIFFERENCE: y = (a - b)^2, MAXIMUM and MINIMUM, broadcasting the same way, without a
+// fused activation.
 #include <algorithm>
 
 #include "graph/labels.h"
@@ -38,12 +39,13 @@ void check(OperandCheck& c) {
 }
 
 // What each backward reads (cltrain_ops.h): ADD and SUB neither operand, MUL both, DIV b and
-// (for db) a, SQUARED_DIFFERENCE both.
+// (for db) a, SQUARED_DIFFERENCE, MAXIMUM and MINIMUM both.
 void backward(StepBuilder& s) {
   const int32_t a = s.input(0), b = s.input(1);
   const int32_t da = s.grad_of(a), db = s.grad_of(b);
   const bool mul = s.op.op == CLTRAIN_OP_MUL, div = s.op.op == CLTRAIN_OP_DIV;
-  const bool sqdiff = s.op.op == CLTRAIN_OP_SQUARED_DIFFERENCE;
+  const bool sqdiff =
+      s.op.op == CLTRAIN_OP_SQUARED_DIFFERENCE || s.op.op == CLTRAIN_OP_MAXIMUM || s.op.op == CLTRAIN_OP_MINIMUM;
   const int32_t read_a = ((mul || div) && db >= 0) || sqdiff ? a : -1;
   const int32_t read_b = (mul && da >= 0) || div || sqdiff ? b : -1;
   s.in = {read_a, read_b, s.y_if_activation(), s.dy()};
@@ -137,5 +139,19 @@ const OpDescriptor kOpDesc_SQUARED_DIFFERENCE = [] {
   d.flops = [](const StepTensors& s) { return s.forward() ? 2 * s.elements(s.out(0)) : flops(s, 3, 4); };
   return d;
 }();
+
+// Forward a compare per element of y; backward a compare per gradient element.
+OpDescriptor extreme(int32_t op) {
+  OpDescriptor d = binary(op, fb::BuiltinOptions::MaximumMinimumOptions);
+  d.fused_activation = FusedActivation::kNone;
+  d.write_options = [](flatbuffers::FlatBufferBuilder& fbb, const Model&, const Operator&) -> WrittenOptions {
+    return {fb::BuiltinOptions::MaximumMinimumOptions, fb::CreateMaximumMinimumOptions(fbb).Union()};
+  };
+  d.flops = [](const StepTensors& s) { return s.forward() ? s.elements(s.out(0)) : flops(s, 1, 1); };
+  return d;
+}
+
+const OpDescriptor kOpDesc_MAXIMUM = extreme(CLTRAIN_OP_MAXIMUM);
+const OpDescriptor kOpDesc_MINIMUM = extreme(CLTRAIN_OP_MINIMUM);
 
 }  // namespace cltrain

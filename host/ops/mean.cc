@@ -1,4 +1,4 @@
-// MEAN, REDUCE_MAX and REDUCE_MIN of x over the axes of a constant int32 operand, keep_dims or not.
+// MEAN, SUM, REDUCE_MAX and REDUCE_MIN of x over the axes of a constant int32 operand, keep_dims or not.
 #include "graph/labels.h"
 #include "ops/op_descriptor.h"
 
@@ -94,6 +94,17 @@ const OpDescriptor kOpDesc_MEAN = [] {
   d.half_storage = true;
   d.fixed_batch = [](const Operator& op) -> const char* {
     return op.params.axes_mask & 1 ? "averages over the batch axis" : nullptr;
+  };
+  d.backward = backward;
+  d.flops = flops;
+  return d;
+}();
+
+const OpDescriptor kOpDesc_SUM = [] {
+  OpDescriptor d = reduction(CLTRAIN_OP_SUM);
+  d.half_storage = true;
+  d.fixed_batch = [](const Operator& op) -> const char* {
+    return op.params.axes_mask & 1 ? "sums over the batch axis" : nullptr;
   };
   d.backward = backward;
   d.flops = flops;

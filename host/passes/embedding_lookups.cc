@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cltrain/cltrain_ops.h"
+#include "passes/file_links.h"
 #include "passes/passes.h"
 
 namespace cltrain {
@@ -15,29 +16,16 @@ namespace {
 
 constexpr int32_t kReshape = 22;
 
-// The file operator producing each tensor (-1: none) and how many operators read it.
-struct Links {
-  std::vector<int32_t> producer, readers;
-  Links(const std::vector<FileOperator>& ops, size_t tensors) : producer(tensors, -1), readers(tensors, 0) {
-    for (size_t i = 0; i < ops.size(); ++i) {
-      for (int32_t t : ops[i].outputs)
-        if (t >= 0 && static_cast<size_t>(t) < tensors) producer[static_cast<size_t>(t)] = static_cast<int32_t>(i);
-      for (int32_t t : ops[i].inputs)
-        if (t >= 0 && static_cast<size_t>(t) < tensors) ++readers[static_cast<size_t>(t)];
-    }
-  }
-};
-
 // litert-torch flattens the ids around the lookup: RESHAPE(ids [B, S] -> [B*S]), the lookup
 // ([B*S, D]), RESHAPE(-> [B, S, D]). Where the file has exactly that (each middle tensor read
 // once), the two RESHAPEs fold (export writes them back) and the GATHER reads the ids [B, S] and
 // writes [B, S, D]: an int32 tensor never passes through a float operator. The positions of the
 // two RESHAPEs in *before and *after; the ids and the output in *ids, *out.
-bool flattened_ids(const Model& m, const std::vector<FileOperator>& ops, const Links& l, const FileOperator& lookup,
+bool flattened_ids(const Model& m, const std::vector<FileOperator>& ops, const FileLinks& l, const FileOperator& lookup,
                    int32_t* ids, int32_t* out, int32_t* before, int32_t* after) {
   const int32_t flat = lookup.inputs[0], rows = lookup.outputs[0];
   const int32_t p = l.producer[static_cast<size_t>(flat)];
-  if (p < 0 || l.readers[static_cast<size_t>(flat)] != 1 || l.readers[static_cast<size_t>(rows)] != 1) return false;
+  if (p < 0 || l.reader_count(flat) != 1 || l.reader_count(rows) != 1) return false;
   const FileOperator& r1 = ops[static_cast<size_t>(p)];
   if (r1.code != kReshape || r1.fate != FileOperator::Fate::kPending || r1.inputs.empty() || r1.inputs[0] < 0)
     return false;
@@ -69,7 +57,7 @@ std::string embedding_lookups_pass(PassInput& in) {
   constexpr int32_t kEmbeddingLookup = 7;
   Model& m = *in.m;
   std::vector<FileOperator>& ops = *in.file;
-  const Links links(ops, m.tensors.size());
+  const FileLinks links(ops, m.tensors.size());
   int n = 0, unflattened = 0;
   for (FileOperator& fo : ops) {
     if (fo.fate != FileOperator::Fate::kPending || fo.code != kEmbeddingLookup) continue;

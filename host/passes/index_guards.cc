@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "circle_generated.h"
+#include "passes/file_links.h"
 #include "passes/passes.h"
 
 namespace cltrain {
@@ -17,16 +18,9 @@ std::string index_guards_pass(PassInput& in) {
   Model& m = *in.m;
   const size_t nt = m.tensors.size();
   auto valid = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t) < nt; };
-  // Per tensor: its producer and its readers (operator, slot).
-  std::vector<int32_t> producer(nt, -1);
-  std::vector<std::vector<std::pair<int32_t, size_t>>> readers(nt);
-  for (size_t i = 0; i < ops.size(); ++i) {
-    for (size_t k = 0; k < ops[i].inputs.size(); ++k)
-      if (valid(ops[i].inputs[k]))
-        readers[static_cast<size_t>(ops[i].inputs[k])].push_back({static_cast<int32_t>(i), k});
-    for (int32_t t : ops[i].outputs)
-      if (valid(t)) producer[static_cast<size_t>(t)] = static_cast<int32_t>(i);
-  }
+  const FileLinks links(ops, nt);
+  const std::vector<int32_t>& producer = links.producer;
+  const auto& readers = links.readers;
   auto scalar = [&](int32_t t, int32_t* v) {
     if (!valid(t)) return false;
     const Tensor& x = m.tensors[static_cast<size_t>(t)];

@@ -11,6 +11,7 @@ std::string shape_operators_pass(PassInput&);     // shape_ops.cc
 std::string split_slices_pass(PassInput&);        // slices.cc
 std::string squeeze_expand_pass(PassInput&);      // squeeze_expand.cc
 std::string embedding_lookups_pass(PassInput&);   // embedding_lookups.cc
+std::string log_softmax_pass(PassInput&);         // log_softmax_fold.cc
 std::string row_reshapes_pass(PassInput&);        // row_reshapes.cc
 std::string transposed_unpacks_pass(PassInput&);  // slices.cc
 std::string broadcast_ranks_pass(PassInput&);     // broadcast_ranks.cc
@@ -28,6 +29,7 @@ const std::vector<Pass>& pass_list() {
       {"split-slices", PassStage::kImport, split_slices_pass},
       {"squeeze-expand", PassStage::kImport, squeeze_expand_pass},
       {"embedding-lookups", PassStage::kImport, embedding_lookups_pass},
+      {"log-softmax", PassStage::kImport, log_softmax_pass},
       // load (after the shape operators are computed): folds that read the loaded operators,
       // then the ranks the graph check compares.
       {"row-reshapes", PassStage::kLoad, row_reshapes_pass},

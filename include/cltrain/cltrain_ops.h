@@ -57,6 +57,8 @@
  *     (ih, iw) of (dy / count).
  * MEAN  fwd in [x] out [y]; bwd in [dy] out [dx]; params.axes_mask, keep_dims. numerics: y = (sum in
  *     increasing flat index order) / count; dx = dy / count.
+ * SUM  as MEAN without the divide (torch.sum, tf.reduce_sum): y = sum in increasing flat index
+ *     order; dx = dy (exact).
  * PAD  fwd in [x] out [y] (zeros around, params.pad_before/pad_after); bwd in [dy] out [dx] (the crop).
  * TRANSPOSE  fwd in [x] out [y]: y's axis d is x's axis params.perm[d] (rank <= 6); bwd in [dy] out
  *     [dx], the inverse permutation of dy. Copies only: exact.
@@ -83,6 +85,10 @@
  * SQUARED_DIFFERENCE  fwd in [a, b] out [y]: t = a - b, y = t * t, broadcasting as ADD (no fused
  *     activation). bwd in [a, b, -1, dy] out [da, db] (reads both operands for either gradient).
  *     numerics, per element of y: u = 2 * (a - b); da += dy * u; db += -(dy * u); summed as ADD's.
+ * MAXIMUM, MINIMUM  fwd in [a, b] out [y]: y = a >= b ? a : b (MINIMUM: a <= b), broadcasting as
+ *     ADD (no fused activation). bwd in [a, b, -1, dy] out [da, db]: the gradient goes to a where
+ *     a >= b (a <= b), else to b, as TensorFlow's gradient does (a tie goes to a whole); summed as
+ *     ADD's.
  * RELU, RELU6, TANH, LOGISTIC  fwd in [x] out [y]; bwd in [y, dy] out [dx]. in place: fwd y with x,
  *     bwd dx with dy. numerics: RELU dz = y > 0 ? dy : 0; RELU6 dz = (y > 0 && y < 6) ? dy : 0;
  *     TANH e = clt_exp(-2|x|), t = (1 - e) / (1 + e), y = x < 0 ? -t : t, dz = dy * (1 - y * y);
@@ -223,7 +229,10 @@
   X(SQRT, "Sqrt", 75, CLTRAIN_KIND_MODEL)                                        \
   X(LOG, "Log", 73, CLTRAIN_KIND_MODEL)                                          \
   X(LOSS_CCE_LOGITS, "CategoricalCrossEntropyFromLogits", -1, CLTRAIN_KIND_LOSS) \
-  X(LOG_SOFTMAX, "LogSoftmax", 50, CLTRAIN_KIND_MODEL)
+  X(LOG_SOFTMAX, "LogSoftmax", 50, CLTRAIN_KIND_MODEL)                           \
+  X(SUM, "Sum", 74, CLTRAIN_KIND_MODEL)                                          \
+  X(MAXIMUM, "Maximum", 55, CLTRAIN_KIND_MODEL)                                  \
+  X(MINIMUM, "Minimum", 57, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

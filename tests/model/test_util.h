@@ -64,6 +64,10 @@ inline Model every_op_model() {
   // A LayerNormalization's ops: the squared difference from the row mean, NEG, RSQRT of a
   // positive value.
   y = b.op(CLTRAIN_OP_SQUARED_DIFFERENCE, {y, b.mean(y, {-1}, true, "row_mean")});
+  y = b.sub(y, b.reduce(CLTRAIN_OP_SUM, y, {-1}, true, "row_sum"), CLTRAIN_ACT_NONE, "less_sum");
+  // MAXIMUM and MINIMUM of two activations, broadcast ([2,6] with the row range [2,1]).
+  y = b.op(CLTRAIN_OP_MINIMUM,
+           {b.op(CLTRAIN_OP_MAXIMUM, {y, b.reduce(CLTRAIN_OP_MEAN, y, {-1}, true, "row_mean0")}), y});
   y = b.op(CLTRAIN_OP_NEG, {y});
   y = b.op(CLTRAIN_OP_RSQRT, {b.logistic(y, "positive")});
   // GELU in both forms (its options: GeluOptions.approximate).

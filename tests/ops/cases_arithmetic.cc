@@ -18,6 +18,8 @@ const char* op_label(int32_t op) {
     case CLTRAIN_OP_SUB: return "Sub_";
     case CLTRAIN_OP_MUL: return "Mul_";
     case CLTRAIN_OP_SQUARED_DIFFERENCE: return "SquaredDifference_";
+    case CLTRAIN_OP_MAXIMUM: return "Maximum_";
+    case CLTRAIN_OP_MINIMUM: return "Minimum_";
     default: return "Div_";
   }
 }
@@ -61,6 +63,17 @@ OpCase arith_case(int32_t op, const ArithSpec& s) {
     c.tensors[b].fill = Fill::Values;
     c.tensors[b].values = away_from_zero(element_count(bdims), 0.5f, 1.5f, static_cast<uint32_t>(c.name.size()));
   }
+  const bool extreme = op == CLTRAIN_OP_MAXIMUM || op == CLTRAIN_OP_MINIMUM;
+  if (extreme) {  // a and b on grids 0.05 apart: no finite-difference step (1e-2) crosses a tie
+    const auto grid = [&](int32_t t, uint64_t mul, uint64_t mod, float shift) {
+      c.tensors[t].fill = Fill::Values;
+      c.tensors[t].values.resize(element_count(c.tensors[t].dims));
+      for (size_t i = 0; i < c.tensors[t].values.size(); ++i)
+        c.tensors[t].values[i] = (static_cast<float>((i * mul) % mod) - static_cast<float>(mod / 2)) * 0.1f + shift;
+    };
+    grid(a, 7, 21, 0.05f);
+    if (!same) grid(b, 5, 19, 0.0f);
+  }
   const int32_t y = c.output("y", ydims);
   const int32_t dy = c.input("dy", ydims);
   c.tensors[dy].role = CLTRAIN_ROLE_BACK_PROP;
@@ -70,8 +83,9 @@ OpCase arith_case(int32_t op, const ArithSpec& s) {
   cltrain_op_params p{};
   p.activation = s.act;
   const bool mul = op == CLTRAIN_OP_MUL, div = op == CLTRAIN_OP_DIV, sq = op == CLTRAIN_OP_SQUARED_DIFFERENCE;
-  const int32_t read_a = ((mul || div) && db >= 0) || sq ? a : -1;
-  const int32_t read_b = (mul && da >= 0) || div || sq ? b : -1;
+  const bool max = op == CLTRAIN_OP_MAXIMUM;
+  const int32_t read_a = ((mul || div) && db >= 0) || sq || extreme ? a : -1;
+  const int32_t read_b = (mul && da >= 0) || div || sq || extreme ? b : -1;
   c.step(op, CLTRAIN_PHASE_FORWARD, {a, b}, {y}, p);
   c.step(op, CLTRAIN_PHASE_BACKWARD, {read_a, read_b, s.act != CLTRAIN_ACT_NONE ? y : -1, dy}, {da, db}, p);
   c.y = y;
@@ -87,7 +101,8 @@ OpCase arith_case(int32_t op, const ArithSpec& s) {
   const std::vector<uint64_t> ia = operand_index(s.a, ydims), ib = operand_index(bdims, ydims);
   const int32_t act = s.act;
   // In the numerics' order: per element of y in increasing flat index, da += g (ADD, SUB), g * b
-  // (MUL), g / b (DIV); db += g, -g, g * a, -((g * a) / (b * b)).
+  // (MUL), g / b (DIV); db += g, -g, g * a, -((g * a) / (b * b)); MAXIMUM (MINIMUM) g to a where
+  // a >= b (a <= b), else to b.
   const auto ref = [=](const auto& in) {
     using T = typename std::decay_t<decltype(in.at(a))>::value_type;
     const auto& av = in.at(a);
@@ -96,6 +111,13 @@ OpCase arith_case(int32_t op, const ArithSpec& s) {
     for (size_t i = 0; i < ia.size(); ++i) {
       const T x1 = av[ia[i]], x2 = bv[ib[i]];
       const T t = x1 - x2;
+      const bool to_a = max ? x1 >= x2 : x1 <= x2;
+      if (extreme) {
+        yv[i] = to_a ? x1 : x2;
+        dav[ia[i]] = dav[ia[i]] + (to_a ? in.at(dy)[i] : T(0));
+        dbv[ib[i]] = dbv[ib[i]] + (to_a ? T(0) : in.at(dy)[i]);
+        continue;
+      }
       const T z = op == CLTRAIN_OP_ADD ? x1 + x2 : op == CLTRAIN_OP_SUB ? t : mul ? x1 * x2 : sq ? t * t : x1 / x2;
       yv[i] = ref_act(act, z);
       const T g = ref_act_grad(act, yv[i], in.at(dy)[i]);
@@ -119,7 +141,7 @@ OpCase arith_case(int32_t op, const ArithSpec& s) {
 
 std::vector<OpCase> make_cases() {
   const int32_t ADD = CLTRAIN_OP_ADD, SUB = CLTRAIN_OP_SUB, MUL = CLTRAIN_OP_MUL, DIV = CLTRAIN_OP_DIV;
-  const int32_t SQDIFF = CLTRAIN_OP_SQUARED_DIFFERENCE;
+  const int32_t SQDIFF = CLTRAIN_OP_SQUARED_DIFFERENCE, MAX = CLTRAIN_OP_MAXIMUM, MIN = CLTRAIN_OP_MINIMUM;
   const int32_t RELU = CLTRAIN_ACT_RELU, RELU6 = CLTRAIN_ACT_RELU6, TANH = CLTRAIN_ACT_TANH;
   return {
       arith_case(ADD, {"same_x2x3x4x5", {2, 3, 4, 5}, {2, 3, 4, 5}, RELU}),
@@ -151,6 +173,12 @@ std::vector<OpCase> make_cases() {
       arith_case(SQDIFF, {"both_broadcast_x2x1x4_x1x3x1", {2, 1, 4}, {1, 3, 1}}),
       arith_case(SQDIFF, {"db_only_x3x4_x1x4", {3, 4}, {1, 4}, CLTRAIN_ACT_NONE, false, true}),
       arith_case(SQDIFF, {"x_minus_x_x3x4", {3, 4}, {}}),
+      // torch.clamp(x, min=c) / MAXIMUM(m, -inf) of log_softmax: a [1] constant-like operand.
+      arith_case(MAX, {"scalarlike_x4x6_1x1", {4, 6}, {1, 1}}),
+      arith_case(MAX, {"both_broadcast_x2x1x4_x1x3x1", {2, 1, 4}, {1, 3, 1}}),
+      arith_case(MAX, {"x_max_x_x3x4", {3, 4}, {}}),  // a tie everywhere: the gradient to a
+      arith_case(MIN, {"same_x2x3x5", {2, 3, 5}, {2, 3, 5}}),
+      arith_case(MIN, {"db_only_x3x4_x1x4", {3, 4}, {1, 4}, CLTRAIN_ACT_NONE, false, true}),
   };
 }
 

@@ -1,5 +1,5 @@
-// MEAN (axes_mask, keep_dims): forward in [x] out [y], backward in [dy] out [dx]; sums in the
-// numerics' order, exact.
+// MEAN and SUM (axes_mask, keep_dims): forward in [x] out [y], backward in [dy] out [dx]; sums
+// in the numerics' order, exact.
 #include <type_traits>
 
 #include "case_common.h"
@@ -8,7 +8,7 @@ namespace cltrain {
 namespace optest {
 namespace {
 
-OpCase mean_case(const std::string& tag, std::vector<int32_t> xdims, int32_t mask, bool keep_dims) {
+OpCase mean_case(const std::string& tag, std::vector<int32_t> xdims, int32_t mask, bool keep_dims, bool sum = false) {
   std::vector<int32_t> ydims;
   uint64_t count = 1;
   for (size_t d = 0; d < xdims.size(); ++d) {
@@ -19,19 +19,20 @@ OpCase mean_case(const std::string& tag, std::vector<int32_t> xdims, int32_t mas
   cltrain_op_params p{};
   p.axes_mask = mask;
   p.keep_dims = keep_dims;
-  OpCase c = unary_case(CLTRAIN_OP_MEAN, "Mean_" + tag, xdims, ydims, p);
+  OpCase c = unary_case(sum ? CLTRAIN_OP_SUM : CLTRAIN_OP_MEAN, (sum ? "Sum_" : "Mean_") + tag, xdims, ydims, p);
   c.tol.vs_cpu = 1e-6;
   c.tol.vs_reference = 1e-6;
   const std::vector<uint64_t> map = y_index(xdims, reduced_strides(xdims, mask));
   const int32_t x = 0, y = 1, dy = 2, dx = 3;
-  // y = (sum in increasing flat index of x) / count; dx = dy / count.
+  // y = (sum in increasing flat index of x) / count; dx = dy / count (SUM: no divides).
   const auto ref = [=](const auto& in) {
     using T = typename std::decay_t<decltype(in.at(x))>::value_type;
     const T n = static_cast<T>(count);
     std::vector<T> yv(element_count(ydims), T(0)), dxv(map.size());
     for (size_t i = 0; i < map.size(); ++i) yv[map[i]] = yv[map[i]] + in.at(x)[i];
-    for (T& v : yv) v = v / n;
-    for (size_t i = 0; i < map.size(); ++i) dxv[i] = in.at(dy)[map[i]] / n;
+    if (!sum)
+      for (T& v : yv) v = v / n;
+    for (size_t i = 0; i < map.size(); ++i) dxv[i] = sum ? in.at(dy)[map[i]] : in.at(dy)[map[i]] / n;
     return std::decay_t<decltype(in)>{{y, yv}, {dx, dxv}};
   };
   c.reference = ref;
@@ -103,6 +104,11 @@ std::vector<OpCase> make_cases() {
       mean_case("hw_keepdims_n3_h5w6_c7", {3, 5, 6, 7}, 0b0110, true),
       mean_case("outer_and_middle_x3x4x5", {3, 4, 5}, 0b101, false),
       mean_case("all_x4x1x33", {4, 1, 33}, 0b111, false),
+      // SUM: torch.sum(x, dim=-1, keepdim=True) (log_softmax's denominator), over rows, over all.
+      mean_case("last_keepdims_x4x5", {4, 5}, 0b10, true, true),
+      mean_case("hw_n2_h3w4_c5", {2, 3, 4, 5}, 0b0110, false, true),
+      mean_case("outer_and_middle_x3x4x5", {3, 4, 5}, 0b101, false, true),
+      mean_case("all_x4x1x33", {4, 1, 33}, 0b111, false, true),
   };
 }
 

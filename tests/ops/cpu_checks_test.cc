@@ -160,6 +160,33 @@ TEST(CpuChecks, neg_DivBackwardWithoutItsDivisor) {
   (void)a;
 }
 
+// MAXIMUM and MINIMUM send the gradient by comparing a and b: either gradient needs both.
+TEST(CpuChecks, neg_MaximumBackwardWithoutBothOperands) {
+  Step s;
+  const int32_t a = s.tensor({2, 3}), b = s.tensor({1, 3}), dy = s.tensor({2, 3}), da = s.tensor({2, 3}),
+                db = s.tensor({1, 3});
+  for (int32_t op : {CLTRAIN_OP_MAXIMUM, CLTRAIN_OP_MINIMUM}) {
+    s.set(op, CLTRAIN_PHASE_BACKWARD, {a, b, -1, dy}, {da, db});
+    EXPECT_EQ(s.refusal(), "");
+    s.set(op, CLTRAIN_PHASE_BACKWARD, {a, -1, -1, dy}, {da, -1});
+    EXPECT_NE(s.refusal().find("b is missing"), std::string::npos) << s.refusal();
+    s.set(op, CLTRAIN_PHASE_BACKWARD, {-1, b, -1, dy}, {-1, db});
+    EXPECT_NE(s.refusal().find("a is missing"), std::string::npos) << s.refusal();
+  }
+}
+
+// SUM over an axis the input does not have, as MEAN.
+TEST(CpuChecks, neg_SumOverAnAxisOutsideTheRank) {
+  Step s;
+  const int32_t x = s.tensor({2, 3}), y = s.tensor({2, 1});
+  s.set(CLTRAIN_OP_SUM, CLTRAIN_PHASE_FORWARD, {x}, {y});
+  s.step.params.axes_mask = 0b10;
+  s.step.params.keep_dims = 1;
+  EXPECT_EQ(s.refusal(), "");
+  s.step.params.axes_mask = 0b1000;
+  EXPECT_NE(s.refusal().find("outside"), std::string::npos) << s.refusal();
+}
+
 TEST(CpuChecks, neg_MeanOverAnAxisOutsideTheRank) {
   Step s;
   const int32_t x = s.tensor({2, 3}), y = s.tensor({2});

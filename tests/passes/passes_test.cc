@@ -10,6 +10,7 @@
 #include "circle_generated.h"
 #include "engine.h"
 #include "model/builder.h"
+#include "model/export.h"
 #include "model/model.h"
 #include "passes/passes.h"
 
@@ -17,6 +18,7 @@ namespace cltrain {
 namespace {
 
 const std::string kData = CLTRAIN_KERAS_DATA;
+const std::string kTorchData = CLTRAIN_TORCH_DATA;
 
 // The change the pass logged, or "" when it logged none.
 std::string change_of(const std::vector<Rewrite>& log, const std::string& pass) {
@@ -59,7 +61,7 @@ TEST(PassList, OneListInStageOrderWithUniqueNames) {
     EXPECT_GE(static_cast<int>(p.stage), static_cast<int>(last)) << p.name << " is out of its stage's place";
     last = p.stage;
   }
-  EXPECT_EQ(names.size(), 12u);
+  EXPECT_EQ(names.size(), 13u);
 }
 
 TEST(PassList, NothingFiresOnAPlainModel) {
@@ -78,6 +80,35 @@ TEST(IndexGuards, FoldsKerasEmbeddingGuard) {
     if (op.op != CLTRAIN_OP_GATHER) continue;
     EXPECT_EQ(op.inputs[1], m.inputs[0]);  // reads the ids themselves
   }
+}
+
+// litert-torch's F.log_softmax(x, dim=-1): REDUCE_MAX, MAXIMUM(-inf), RESHAPE, SUB, EXP,
+// SUM(keepDims), LOG, SUB (tools/zoo/torch_models.py log_softmax_mlp) loads as one LOG_SOFTMAX.
+TEST(LogSoftmax, LitertTorchsArithmeticLoadsAsOneOperator) {
+  const Model m = load_model(kTorchData + "/log_softmax_mlp.tflite");
+  EXPECT_EQ(change_of(m.rewrites, "log-softmax"),
+            "loaded 1 log_softmax written as REDUCE_MAX, SUB, EXP, SUM, LOG, SUB as LOG_SOFTMAX (the same "
+            "arithmetic, one operator)");
+  EXPECT_EQ(m.folded_ops.size(), 7u);  // all but the last SUB, which became the LOG_SOFTMAX
+  ASSERT_EQ(m.operators.size(), 3u);
+  const Operator& ls = m.operators.back();
+  EXPECT_EQ(ls.op, CLTRAIN_OP_LOG_SOFTMAX);
+  EXPECT_EQ(ls.inputs[0], m.operators[1].outputs[0]);  // the logits, not the shifted copy
+  EXPECT_EQ(ls.outputs[0], m.outputs[0]);
+  // Written back as the file had it: the eight operators, byte for byte.
+  EXPECT_EQ(export_model(m, {}, "tflite"), m.file);
+}
+
+// The same arithmetic over the batch axis (dim=0) is no LOG_SOFTMAX: nothing folds, and the
+// file's operators load as they are (REDUCE_MAX, MAXIMUM, SUM, ...).
+TEST(LogSoftmax, neg_OtherAxisIsNotFolded) {
+  const Model m = load_model(kTorchData + "/log_softmax_dim0.tflite");
+  EXPECT_EQ(change_of(m.rewrites, "log-softmax"), "");
+  EXPECT_TRUE(m.folded_ops.empty());
+  EXPECT_EQ(count_op(m, CLTRAIN_OP_LOG_SOFTMAX), 0u);
+  EXPECT_EQ(count_op(m, CLTRAIN_OP_MAXIMUM), 1u);
+  EXPECT_EQ(count_op(m, CLTRAIN_OP_SUM), 1u);
+  EXPECT_EQ(count_op(m, CLTRAIN_OP_REDUCE_MAX), 1u);
 }
 
 // Flatten with an open batch: SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE's shape.

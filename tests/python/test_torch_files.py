@@ -3,7 +3,8 @@ default options, random init; tests/torch/data with the batches and PyTorch's ow
 SGD steps at lr 0.01): cltrain trains each on both backends, bit for bit the same, with PyTorch's
 losses. GELU in both forms (F.gelu, approximate="tanh"); a padded max-pool (PADV2 with -inf);
 nn.LSTM and nn.GRU, which litert-torch unrolls with adds of [B, 4H] to [1, B, 4H] (ranks aligned by
-the broadcast-ranks pass); logits trained with nn.CrossEntropyLoss (loss 3)."""
+the broadcast-ranks pass); logits trained with nn.CrossEntropyLoss (loss 3); F.log_softmax trained
+with nn.NLLLoss (loss 3 over log-probabilities)."""
 import json
 import os
 
@@ -25,6 +26,9 @@ BOUNDS = {
     "text_mean": (3e-7, None),
     # Logits trained with nn.CrossEntropyLoss: cltrain's loss 3.
     "logits_mlp": (3e-7, None),
+    # F.log_softmax (litert-torch's REDUCE_MAX ... SUB arithmetic, loaded as one LOG_SOFTMAX by the
+    # log-softmax pass) trained with nn.NLLLoss: loss 3 over log-probabilities is NLLLoss.
+    "log_softmax_mlp": (3e-7, None),
     # litert-torch folds the first time step's recurrent product with the zero initial state into
     # a constant (b_hh, tiled over the batch) that the file holds apart from b_hh: cltrain trains
     # it as its own weight, PyTorch trains b_hh through every step. The first loss (before any

@@ -105,10 +105,15 @@ class LogSoftmaxMlp(LogitsMlp):  # log_softmax, trained with nn.NLLLoss
         return nn.functional.log_softmax(self.net(x), dim=-1)
 
 
+class LogSoftmaxDim0(LogitsMlp):  # log_softmax over the batch axis: not folded (the fold's negative case)
+    def forward(self, x):
+        return nn.functional.log_softmax(self.net(x), dim=0)
+
+
 # What each model's output is, and so the loss: probabilities (softmax, cross-entropy of them),
 # logits (nn.CrossEntropyLoss) or log-probabilities (nn.NLLLoss); cltrain trains the last two
 # with loss 3 (categorical cross-entropy from logits: over log_softmax's output it is NLLLoss).
-OUTPUTS = {"mnist_example": "log_probs", "logits_mlp": "logits", "log_softmax_mlp": "log_probs"}
+OUTPUTS = {"mnist_example": "log_probs", "logits_mlp": "logits", "log_softmax_mlp": "log_probs", "log_softmax_dim0": "log_probs"}
 
 MODELS = {
     "text_mean": (TextMean, lambda: torch.randint(0, 50, (BATCH, 7))),
@@ -122,6 +127,7 @@ MODELS = {
     "mnist_example": (MnistExample, lambda: torch.rand(BATCH, 1, 28, 28)),
     "logits_mlp": (LogitsMlp, lambda: torch.rand(BATCH, 20)),
     "log_softmax_mlp": (LogSoftmaxMlp, lambda: torch.rand(BATCH, 20)),
+    "log_softmax_dim0": (LogSoftmaxDim0, lambda: torch.rand(BATCH, 20)),
 }
 
 

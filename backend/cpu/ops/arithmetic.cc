@@ -7,6 +7,8 @@
 //   DIV da += g / b, db += -((g * a) / (b * b));
 // each gradient element a sum from 0 of its contributions. SQUARED_DIFFERENCE (no activation):
 // t = a - b, y = t * t; backward reads a and b, u = 2 * (a - b), da += g * u, db += -(g * u).
+// MAXIMUM (MINIMUM), no activation: y = a >= b (a <= b) ? a : b; backward reads a and b, the
+// gradient to a where a >= b (a <= b), else to b.
 #include <algorithm>
 
 #include "cpu_op.h"
@@ -15,7 +17,13 @@ namespace cltrain {
 namespace cpu {
 namespace {
 
-enum class Kind { Add, Sub, Mul, Div, SqDiff };
+enum class Kind { Add, Sub, Mul, Div, SqDiff, Max, Min };
+
+// MAXIMUM, MINIMUM: a is the one taken (and given the gradient).
+template <Kind kKind>
+bool takes_a(float a, float b) {
+  return kKind == Kind::Max ? a >= b : a <= b;
+}
 
 // y's shape and, per operand, its offset step along each axis of y (0 where it broadcasts).
 struct Broadcast {
@@ -101,10 +109,11 @@ std::string check_backward(const StepView& s) {
   if (std::string e = require_activation(s); !e.empty()) return e;
   if (s.params().activation != CLTRAIN_ACT_NONE)
     if (std::string e = require_elements(y, dy.elements, "y (the activation's output)"); !e.empty()) return e;
-  const bool needs_b = (kKind == Kind::Mul && da.present()) ||
-                       ((kKind == Kind::Div || kKind == Kind::SqDiff) && (da.present() || db.present()));
-  const bool needs_a = ((kKind == Kind::Mul || kKind == Kind::Div) && db.present()) ||
-                       (kKind == Kind::SqDiff && (da.present() || db.present()));
+  const bool both = kKind == Kind::SqDiff || kKind == Kind::Max || kKind == Kind::Min;
+  const bool needs_b =
+      (kKind == Kind::Mul && da.present()) || ((kKind == Kind::Div || both) && (da.present() || db.present()));
+  const bool needs_a =
+      ((kKind == Kind::Mul || kKind == Kind::Div) && db.present()) || (both && (da.present() || db.present()));
   if (needs_a && !a.present()) return "a is missing (db needs it)";
   if (needs_b && !b.present()) return std::string("b is missing (") + (da.present() ? "da" : "db") + " needs it)";
   if (!same_shape(a, da)) return "da " + shape_string(da) + " differs from a " + shape_string(a);
@@ -122,6 +131,8 @@ float apply(float a, float b) {
       const float t = a - b;
       return t * t;
     }
+    case Kind::Max:
+    case Kind::Min: return takes_a<kKind>(a, b) ? a : b;
     default: return a / b;
   }
 }
@@ -177,6 +188,13 @@ std::string run_backward(const StepView& s, const cltrain_run_args&) {
         if (db) db[ib] = db[ib] + -(g * u);
         break;
       }
+      case Kind::Max:
+      case Kind::Min: {
+        const bool to_a = takes_a<kKind>(a[ia], b[ib]);
+        if (da) da[ia] = da[ia] + (to_a ? g : 0.0f);
+        if (db) db[ib] = db[ib] + (to_a ? 0.0f : g);
+        break;
+      }
     }
   });
   return {};
@@ -194,6 +212,8 @@ extern const CpuOp kCpuOp_SUB = arithmetic<Kind::Sub>();
 extern const CpuOp kCpuOp_MUL = arithmetic<Kind::Mul>();
 extern const CpuOp kCpuOp_DIV = arithmetic<Kind::Div>();
 extern const CpuOp kCpuOp_SQUARED_DIFFERENCE = arithmetic<Kind::SqDiff>();
+extern const CpuOp kCpuOp_MAXIMUM = arithmetic<Kind::Max>();
+extern const CpuOp kCpuOp_MINIMUM = arithmetic<Kind::Min>();
 
 }  // namespace cpu
 }  // namespace cltrain

@@ -1,7 +1,7 @@
-// MEAN (and REDUCE_MAX/MIN, below) over the axes of params.axes_mask (bit i: axis i), with
-// params.keep_dims: forward in [x]
-// out [y], backward in [dy] out [dx]. y = (sum in increasing flat index of x) / count;
-// dx = dy / count (cltrain_backend.h, Numerics); count = the product of the reduced dimensions.
+// MEAN and SUM (and REDUCE_MAX/MIN, below) over the axes of params.axes_mask (bit i: axis i),
+// with params.keep_dims: forward in [x] out [y], backward in [dy] out [dx]. MEAN: y = (sum in
+// increasing flat index of x) / count, dx = dy / count (cltrain_backend.h, Numerics), count the
+// product of the reduced dimensions; SUM: the same without the divide.
 #include <algorithm>
 #include <vector>
 
@@ -75,6 +75,7 @@ void for_each_element(const Reduction& r, F f) {
   }
 }
 
+template <bool kSum>
 std::string run_forward(const StepView& s, const cltrain_run_args&) {
   Reduction r;
   reduction(s, s.in[0], s.out[0], &r);
@@ -82,18 +83,20 @@ std::string run_forward(const StepView& s, const cltrain_run_args&) {
   float* y = s.out[0].data;
   std::fill(y, y + s.out[0].elements, 0.0f);
   for_each_element(r, [&](int64_t i, int64_t j) { y[j] = y[j] + x[i]; });
+  if (kSum) return {};
   const float count = static_cast<float>(r.count);
   for (uint64_t j = 0; j < s.out[0].elements; ++j) y[j] = y[j] / count;
   return {};
 }
 
+template <bool kSum>
 std::string run_backward(const StepView& s, const cltrain_run_args&) {
   Reduction r;
   reduction(s, s.out[0], s.in[0], &r);
   const float* dy = s.in[0].data;
   float* dx = s.out[0].data;
   const float count = static_cast<float>(r.count);
-  for_each_element(r, [&](int64_t i, int64_t j) { dx[i] = dy[j] / count; });
+  for_each_element(r, [&](int64_t i, int64_t j) { dx[i] = kSum ? dy[j] : dy[j] / count; });
   return {};
 }
 
@@ -142,7 +145,8 @@ extern const CpuOp kCpuOp_REDUCE_MAX = {
     {{check_forward, run_extreme_forward<false>}, {check_extreme_backward, run_extreme_backward}, {}}};
 extern const CpuOp kCpuOp_REDUCE_MIN = {
     {{check_forward, run_extreme_forward<true>}, {check_extreme_backward, run_extreme_backward}, {}}};
-extern const CpuOp kCpuOp_MEAN = {{{check_forward, run_forward}, {check_backward, run_backward}, {}}};
+extern const CpuOp kCpuOp_MEAN = {{{check_forward, run_forward<false>}, {check_backward, run_backward<false>}, {}}};
+extern const CpuOp kCpuOp_SUM = {{{check_forward, run_forward<true>}, {check_backward, run_backward<true>}, {}}};
 
 }  // namespace cpu
 }  // namespace cltrain

@@ -1,5 +1,5 @@
-// ADD, SUB, MUL, DIV with numpy broadcasting and a fused activation, and SQUARED_DIFFERENCE
-// (kernels/arithmetic.cl).
+// ADD, SUB, MUL, DIV with numpy broadcasting and a fused activation, and SQUARED_DIFFERENCE,
+// MAXIMUM, MINIMUM (kernels/arithmetic.cl).
 //   forward:  in [a, b]          out [y]         arith_forward, one work-item per element of y
 //   backward: in [a, b, y, dy]   out [da, db]    arith_grad_a / arith_grad_b, one work-item per
 //             gradient element, summing over the broadcast dims in increasing flat index of y.
@@ -20,16 +20,26 @@ struct ArithShape {
   bool a_known = false, b_known = false;  // false where neither the operand nor its gradient is given
 };
 
+// The ops whose gradients read both operands, whichever gradient is asked for.
+bool reads_both(int op) {
+  return op == CLTRAIN_OP_SQUARED_DIFFERENCE || op == CLTRAIN_OP_MAXIMUM || op == CLTRAIN_OP_MINIMUM;
+}
 bool reads_a(int op, bool da, bool db) {
-  return (op == CLTRAIN_OP_MUL && db) || (op == CLTRAIN_OP_DIV && db) ||
-         (op == CLTRAIN_OP_SQUARED_DIFFERENCE && (da || db));
+  return (op == CLTRAIN_OP_MUL && db) || (op == CLTRAIN_OP_DIV && db) || (reads_both(op) && (da || db));
 }
 bool reads_b(int op, bool da, bool db) {
-  return (op == CLTRAIN_OP_MUL && da) || ((op == CLTRAIN_OP_DIV || op == CLTRAIN_OP_SQUARED_DIFFERENCE) && (da || db));
+  return (op == CLTRAIN_OP_MUL && da) || ((op == CLTRAIN_OP_DIV || reads_both(op)) && (da || db));
 }
 
 // The kernel's OP definition (kernels/arithmetic.cl).
-int op_code(int op) { return op == CLTRAIN_OP_SQUARED_DIFFERENCE ? 4 : op - CLTRAIN_OP_ADD; }
+int op_code(int op) {
+  switch (op) {
+    case CLTRAIN_OP_SQUARED_DIFFERENCE: return 4;
+    case CLTRAIN_OP_MAXIMUM: return 5;
+    case CLTRAIN_OP_MINIMUM: return 6;
+    default: return op - CLTRAIN_OP_ADD;
+  }
+}
 
 // One operand's shape against y's: equal rank, each dim equal to y's or 1.
 std::string check_operand(const std::vector<uint64_t>& y, const std::vector<uint64_t>& x, const char* role) {
@@ -172,5 +182,7 @@ const OpFamily kOp_SUB = {check, prepare, nullptr, true};
 const OpFamily kOp_MUL = {check, prepare, nullptr, true};
 const OpFamily kOp_DIV = {check, prepare, nullptr, true};
 const OpFamily kOp_SQUARED_DIFFERENCE = {check, prepare, nullptr, true};
+const OpFamily kOp_MAXIMUM = {check, prepare, nullptr, true};
+const OpFamily kOp_MINIMUM = {check, prepare, nullptr, true};
 
 }  // namespace cltrain::ocl

@@ -1,4 +1,5 @@
-// MEAN over the axes of params.axes_mask, with or without keep_dims (kernels/mean.cl); REDUCE_MAX
+// MEAN (and SUM, without the divide) over the axes of params.axes_mask, with or without keep_dims
+// (kernels/mean.cl); REDUCE_MAX
 // and REDUCE_MIN over the same views (extreme_forward, extreme_backward: in [x, y, dy] out [dx]).
 //   forward:  in [x]   out [y]    mean_forward, one work-item per element of y, summing its
 //                                 elements of x in increasing flat index, then / count
@@ -25,7 +26,7 @@ std::vector<uint64_t> mean_output_dims(const std::vector<uint64_t>& x, uint32_t 
   return y;
 }
 
-bool is_extreme(const StepView& s) { return s.step.op != CLTRAIN_OP_MEAN; }
+bool is_extreme(const StepView& s) { return s.step.op == CLTRAIN_OP_REDUCE_MAX || s.step.op == CLTRAIN_OP_REDUCE_MIN; }
 
 // x (or dx) and y (or dy) of the step: MEAN's unary pair; REDUCE_MAX/MIN backward in [x, y, dy]
 // out [dx].
@@ -94,6 +95,7 @@ StepRun prepare(const OpContext& c) {
     const uint64_t count = fwd ? s.count(y) : s.count(x);
     return [k, count](const Queue& q, const cltrain_run_args*) { q.launch_1d(k, count); };
   }
+  d.set("REDUCE_SUM", s.step.op == CLTRAIN_OP_SUM ? 1 : 0);
   c.storage(c.storage(d, fwd ? "X_H" : "DX_H", x), fwd ? "Y_H" : "DY_H", y);
   Kernel k = c.kernel(kFamily, d, fwd ? "mean_forward" : "mean_backward");
   if (fwd)
@@ -109,5 +111,6 @@ StepRun prepare(const OpContext& c) {
 const OpFamily kOp_MEAN = {check, prepare, nullptr, true};
 const OpFamily kOp_REDUCE_MAX = {check, prepare};
 const OpFamily kOp_REDUCE_MIN = {check, prepare};
+const OpFamily kOp_SUM = {check, prepare, nullptr, true};
 
 }  // namespace cltrain::ocl
