@@ -6,19 +6,20 @@
 namespace cltrain {
 
 // Each pass lives in its own file; the comment names it.
-std::string index_guards_pass(PassInput&);        // index_guards.cc
-std::string shape_operators_pass(PassInput&);     // shape_ops.cc
-std::string split_slices_pass(PassInput&);        // slices.cc
-std::string squeeze_expand_pass(PassInput&);      // squeeze_expand.cc
-std::string embedding_lookups_pass(PassInput&);   // embedding_lookups.cc
-std::string log_softmax_pass(PassInput&);         // log_softmax_fold.cc
-std::string row_reshapes_pass(PassInput&);        // row_reshapes.cc
-std::string transposed_unpacks_pass(PassInput&);  // slices.cc
-std::string broadcast_ranks_pass(PassInput&);     // broadcast_ranks.cc
-std::string untie_constants_pass(PassInput&);     // untie_constants.cc
-std::string missing_biases_pass(PassInput&);      // missing_biases.cc
-std::string lora_pass(PassInput&);                // lora.cc
-std::string pad_fusion_pass(PassInput&);          // pad_fusion.cc
+std::string index_guards_pass(PassInput&);          // index_guards.cc
+std::string shape_operators_pass(PassInput&);       // shape_ops.cc
+std::string dilated_convolutions_pass(PassInput&);  // dilated_convolutions.cc
+std::string split_slices_pass(PassInput&);          // slices.cc
+std::string squeeze_expand_pass(PassInput&);        // squeeze_expand.cc
+std::string embedding_lookups_pass(PassInput&);     // embedding_lookups.cc
+std::string log_softmax_pass(PassInput&);           // log_softmax_fold.cc
+std::string row_reshapes_pass(PassInput&);          // row_reshapes.cc
+std::string transposed_unpacks_pass(PassInput&);    // slices.cc
+std::string broadcast_ranks_pass(PassInput&);       // broadcast_ranks.cc
+std::string untie_constants_pass(PassInput&);       // untie_constants.cc
+std::string missing_biases_pass(PassInput&);        // missing_biases.cc
+std::string lora_pass(PassInput&);                  // lora.cc
+std::string pad_fusion_pass(PassInput&);            // pad_fusion.cc
 
 const std::vector<Pass>& pass_list() {
   static const std::vector<Pass> list = {
@@ -26,6 +27,7 @@ const std::vector<Pass>& pass_list() {
       // computes, then the slicing operators; the rest load as their descriptor's operator.
       {"index-guards", PassStage::kImport, index_guards_pass},
       {"shape-operators", PassStage::kImport, shape_operators_pass},
+      {"dilated-convolutions", PassStage::kImport, dilated_convolutions_pass},
       {"split-slices", PassStage::kImport, split_slices_pass},
       {"squeeze-expand", PassStage::kImport, squeeze_expand_pass},
       {"embedding-lookups", PassStage::kImport, embedding_lookups_pass},

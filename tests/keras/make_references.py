@@ -199,6 +199,26 @@ def logits_cnn():
                              L.Flatten(), L.Dense(7)])
 
 
+def dilated_convs():
+    # Dilated convolutions (DeepLab's atrous ones): TensorFlow's converter writes each as
+    # SPACE_TO_BATCH_ND, a VALID convolution and BATCH_TO_SPACE_ND (the dilated-convolutions pass
+    # loads them as one convolution with its dilation): SAME, VALID, and a depthwise one.
+    return keras.Sequential([keras.Input((11, 11, 2)),
+                             L.Conv2D(4, 3, dilation_rate=2, padding="same", activation="relu"),
+                             L.DepthwiseConv2D(3, dilation_rate=(2, 3), padding="same"),
+                             L.Conv2D(3, 3, dilation_rate=2), L.Flatten(), L.Dense(5, activation="softmax")])
+
+
+def tcn():
+    # A temporal convolutional network's causal, dilated Conv1D (WaveNet's): PAD before,
+    # SPACE_TO_BATCH_ND, EXPAND_DIMS, CONV_2D, RESHAPE, BATCH_TO_SPACE_ND per layer.
+    return keras.Sequential([keras.Input((16, 3)),
+                             L.Conv1D(6, 2, dilation_rate=2, padding="causal", activation="relu"),
+                             L.Conv1D(6, 2, dilation_rate=4, padding="causal", activation="relu"),
+                             L.Conv1D(4, 3, dilation_rate=2, padding="same"),
+                             L.GlobalAveragePooling1D(), L.Dense(5, activation="softmax")])
+
+
 def vit_tiny():
     # A one-block vision transformer on 16x16x3 images: 4x4 patches (a strided Conv2D), 16 tokens
     # of 32, attention and an MLP with GELU, each with its residual and LayerNormalization.
@@ -221,7 +241,7 @@ SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_bloc
          "embedding_pool": embedding_pool, "transformer": transformer,
          "gated_slices": gated_slices, "text_lstm": text_lstm, "text_gru": text_gru,
          "gelu_mlp": gelu_mlp, "vit_tiny": vit_tiny, "conv1d_maxpool": conv1d_maxpool,
-         "pointwise_mix": pointwise_mix, "logits_cnn": logits_cnn}
+         "pointwise_mix": pointwise_mix, "logits_cnn": logits_cnn, "dilated_convs": dilated_convs, "tcn": tcn}
 
 
 def convert(model):

@@ -61,7 +61,7 @@ TEST(PassList, OneListInStageOrderWithUniqueNames) {
     EXPECT_GE(static_cast<int>(p.stage), static_cast<int>(last)) << p.name << " is out of its stage's place";
     last = p.stage;
   }
-  EXPECT_EQ(names.size(), 13u);
+  EXPECT_EQ(names.size(), 14u);
 }
 
 TEST(PassList, NothingFiresOnAPlainModel) {
@@ -109,6 +109,47 @@ TEST(LogSoftmax, neg_OtherAxisIsNotFolded) {
   EXPECT_EQ(count_op(m, CLTRAIN_OP_MAXIMUM), 1u);
   EXPECT_EQ(count_op(m, CLTRAIN_OP_SUM), 1u);
   EXPECT_EQ(count_op(m, CLTRAIN_OP_REDUCE_MAX), 1u);
+}
+
+// Keras' dilated Conv2D (SAME and VALID, an input of 11 that the converter pads to 12 and crops
+// back) and DepthwiseConv2D (rates 2 and 3): SPACE_TO_BATCH_ND, a VALID convolution,
+// BATCH_TO_SPACE_ND each load as one convolution with its dilation and padding.
+TEST(DilatedConvolutions, KerasAtrousConvolutionsLoadAsOne) {
+  const Model m = load_model(kData + "/dilated_convs.tflite");
+  EXPECT_EQ(change_of(m.rewrites, "dilated-convolutions"),
+            "loaded 3 dilated convolutions written as SPACE_TO_BATCH_ND, convolution, BATCH_TO_SPACE_ND as one "
+            "convolution with its dilation (the batch operators fold)");
+  EXPECT_EQ(m.folded_ops.size(), 6u);
+  std::vector<std::vector<int32_t>> geometry;  // op, padding, dilation h, dilation w
+  for (const Operator& op : m.operators)
+    if (op.op == CLTRAIN_OP_CONV_2D || op.op == CLTRAIN_OP_DEPTHWISE_CONV_2D)
+      geometry.push_back({op.op, op.params.padding, op.params.dilation_h, op.params.dilation_w});
+  EXPECT_EQ(geometry, (std::vector<std::vector<int32_t>>{{CLTRAIN_OP_CONV_2D, CLTRAIN_PADDING_SAME, 2, 2},
+                                                         {CLTRAIN_OP_DEPTHWISE_CONV_2D, CLTRAIN_PADDING_SAME, 2, 3},
+                                                         {CLTRAIN_OP_CONV_2D, CLTRAIN_PADDING_VALID, 2, 2}}));
+  EXPECT_EQ(m.operators.front().inputs[0], m.inputs[0]);  // reads the image itself
+  // Written back as the file had it.
+  EXPECT_EQ(export_model(m, {}, "tflite"), m.file);
+}
+
+// A TCN's causal Conv1D stack: PAD, SPACE_TO_BATCH_ND, EXPAND_DIMS, CONV_2D, RESHAPE,
+// BATCH_TO_SPACE_ND; the convolution reads and writes tensors of the undivided length.
+TEST(DilatedConvolutions, CausalConv1DStack) {
+  const Model m = load_model(kData + "/tcn.tflite");
+  EXPECT_EQ(change_of(m.rewrites, "dilated-convolutions").rfind("loaded 3 dilated convolutions ", 0), 0u);
+  std::vector<int32_t> rates;
+  for (const Operator& op : m.operators)
+    if (op.op == CLTRAIN_OP_CONV_2D) {
+      rates.push_back(op.params.dilation_w);
+      EXPECT_EQ(op.params.dilation_h, 1);
+      const std::vector<int32_t>& y = m.tensors[static_cast<size_t>(op.outputs[0])].shape;
+      ASSERT_EQ(y.size(), 4u);
+      EXPECT_EQ(y[1], 1);
+      EXPECT_EQ(y[2], 16);  // the whole sequence, not a phase of it
+    }
+  EXPECT_EQ(rates, (std::vector<int32_t>{2, 4, 2}));
+  EXPECT_EQ(count_op(m, CLTRAIN_OP_PAD), 2u);  // the causal padding stays a PAD
+  EXPECT_EQ(export_model(m, {}, "tflite"), m.file);
 }
 
 // Flatten with an open batch: SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE's shape.
