@@ -220,6 +220,12 @@ int ModelBuilder::transpose(int x, std::vector<int32_t> perm, std::string name) 
   return op(CLTRAIN_OP_TRANSPOSE, {x, pt}, {}, name);
 }
 
+int ModelBuilder::tile(int x, std::vector<int32_t> multiples, std::string name) {
+  name = auto_name(name, "tile");
+  const int mt = int32_tensor(name + "/multiples", {static_cast<int32_t>(multiples.size())}, multiples);
+  return op(CLTRAIN_OP_TILE, {x, mt}, {}, name);
+}
+
 int ModelBuilder::binary(int32_t binary_op, const char* prefix, int a, int b, int activation, std::string name) {
   cltrain_op_params p{};
   p.activation = activation;

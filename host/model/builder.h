@@ -76,6 +76,9 @@ class ModelBuilder {
   // y's axis d is x's axis perm[d], written as an INT32 constant [rank] operand NAME/perm.
   // ("transposeK")
   int transpose(int x, std::vector<int32_t> perm, std::string name = "");
+  // y = x repeated multiples[d] times along each axis d, the multiples an INT32 constant [rank]
+  // operand NAME/multiples. ("tileK")
+  int tile(int x, std::vector<int32_t> multiples, std::string name = "");
 
   // y = activation(a op b), numpy broadcasting between equal ranks. ("addK", "subK", ...)
   int add(int a, int b, int activation = CLTRAIN_ACT_NONE, std::string name = "");

@@ -334,6 +334,20 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   fold_shape_ops(m, what);
   PassInput load{&m, what};
   for (Rewrite& r : run_passes(PassStage::kLoad, load)) m.rewrites.push_back(std::move(r));
+  // A converter writes 1 for a dimension it could not fix (-1 in the tensor's shape_signature)
+  // past the batch, which TFLite computes when it runs (Keras' UpSampling2D: [1, 1, 12, 3] for
+  // [N, 12, 12, 3]): such an activation's shape is left for the graph check to compute from its
+  // operator. The model's inputs keep theirs.
+  for (uint32_t i = 0; i < tensors->size(); ++i) {
+    const auto* sig = tensors->Get(i)->shape_signature();
+    Tensor& t = m.tensors[i];
+    if (!sig || t.is_constant() ||
+        std::find(m.inputs.begin(), m.inputs.end(), static_cast<int32_t>(i)) != m.inputs.end())
+      continue;
+    bool open = false;
+    for (uint32_t d = 1; d < sig->size(); ++d) open = open || sig->Get(d) < 0;
+    if (open) t.shape.clear();
+  }
   check_graph(m, what);
   m.file = std::move(bytes);
   m.file_tensor_count = static_cast<int32_t>(m.tensors.size());

@@ -62,6 +62,10 @@
  * PAD  fwd in [x] out [y] (zeros around, params.pad_before/pad_after); bwd in [dy] out [dx] (the crop).
  * TRANSPOSE  fwd in [x] out [y]: y's axis d is x's axis params.perm[d] (rank <= 6); bwd in [dy] out
  *     [dx], the inverse permutation of dy. Copies only: exact.
+ * TILE  fwd in [x] out [y]: y's dim d is m_d times x's (m_d = y.dims[d] / x.dims[d], rank <= 6;
+ *     params.axes_mask has bit d where m_d > 1), y[i] = x[i_d mod x.dims[d] per axis] (Keras'
+ *     UpSampling1D/2D: EXPAND_DIMS, TILE, RESHAPE). bwd in [dy] out [dx]: per element of dx, the
+ *     sum (s = 0; s = s + dy) of the dy elements that copied it, in increasing flat index of y.
  * GATHER  fwd in [table, ids] out [y]: table [V, ...] float32, ids INT32 of any shape, y = ids' shape
  *     followed by table's dims after the first: y[i, ...] = table[r(ids[i]), ...] with r(k) = k < 0 ? k + V
  *     : k (negative ids count from the end, as the index guard of Keras' Embedding does); an id with
@@ -232,7 +236,8 @@
   X(LOG_SOFTMAX, "LogSoftmax", 50, CLTRAIN_KIND_MODEL)                           \
   X(SUM, "Sum", 74, CLTRAIN_KIND_MODEL)                                          \
   X(MAXIMUM, "Maximum", 55, CLTRAIN_KIND_MODEL)                                  \
-  X(MINIMUM, "Minimum", 57, CLTRAIN_KIND_MODEL)
+  X(MINIMUM, "Minimum", 57, CLTRAIN_KIND_MODEL)                                  \
+  X(TILE, "Tile", 69, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

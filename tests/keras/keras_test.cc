@@ -147,10 +147,26 @@ TEST_P(MatchesKeras, FiveSteps) {
 
 std::vector<KerasCase> keras_cases() {
   std::vector<KerasCase> cases;
-  for (const char* m :
-       {"mlp_flatten", "cnn_pools", "dw_block", "dense_layernorm", "shared_dense", "permute_conv", "embedding_pool",
-        "transformer", "gated_slices", "text_lstm", "text_gru", "gelu_mlp", "vit_tiny", "embedding_lookup",
-        "conv1d_maxpool", "pointwise_mix", "logits_cnn", "dilated_convs", "tcn"})
+  for (const char* m : {"mlp_flatten",
+                        "cnn_pools",
+                        "dw_block",
+                        "dense_layernorm",
+                        "shared_dense",
+                        "permute_conv",
+                        "embedding_pool",
+                        "transformer",
+                        "gated_slices",
+                        "text_lstm",
+                        "text_gru",
+                        "gelu_mlp",
+                        "vit_tiny",
+                        "embedding_lookup",
+                        "conv1d_maxpool",
+                        "pointwise_mix",
+                        "logits_cnn",
+                        "dilated_convs",
+                        "tcn",
+                        "unet_tiny"})
     for (const char* o : {"sgd", "adam"})
       for (const char* b : {"cpu", "opencl"}) cases.push_back({m, o, b});
   return cases;
@@ -229,6 +245,25 @@ TEST(Converted, OpenBatchTakesAnyBatch) {
     Model m = load_model(kData + "/mlp_flatten.tflite");
     set_batch_size(m, batch);
     EXPECT_EQ(m.tensors[static_cast<size_t>(m.outputs[0])].shape, (std::vector<int32_t>{batch, 10}));
+  }
+}
+
+// UpSampling2D's RESHAPEs and the convolution after them are declared with placeholder 1s where
+// the converter could not fix a dimension (-1 in shape_signature past the batch): their shapes
+// are computed from the operators at load, and follow the batch.
+TEST(Converted, PlaceholderShapesAreComputed) {
+  for (int32_t batch : {1, 3}) {
+    Model m = load_model(kData + "/unet_tiny.tflite");
+    set_batch_size(m, batch);
+    size_t concats = 0;
+    for (const Operator& op : m.operators) {
+      if (op.op != CLTRAIN_OP_CONCATENATION) continue;
+      ++concats;
+      ASSERT_EQ(op.inputs.size(), 2u);
+      EXPECT_EQ(m.tensors[static_cast<size_t>(op.inputs[0])].shape, (std::vector<int32_t>{batch, 8, 8, 6}));
+      EXPECT_EQ(m.tensors[static_cast<size_t>(op.inputs[1])].shape, (std::vector<int32_t>{batch, 8, 8, 4}));
+    }
+    EXPECT_EQ(concats, 1u);
   }
 }
 

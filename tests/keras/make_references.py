@@ -219,6 +219,19 @@ def tcn():
                              L.GlobalAveragePooling1D(), L.Dense(5, activation="softmax")])
 
 
+def unet_tiny():
+    # A U-Net's shape: Conv2D, MaxPooling2D, Conv2D, UpSampling2D (EXPAND_DIMS, TILE, RESHAPE per
+    # axis; the converter declares the upsampled shapes with placeholder 1s), the skip joined by
+    # Concatenate; and UpSampling1D on a sequence head.
+    x = keras.Input((8, 8, 2))
+    a = L.Conv2D(4, 3, padding="same", activation="relu")(x)
+    b = L.Conv2D(6, 3, padding="same", activation="relu")(L.MaxPooling2D()(a))
+    u = L.Concatenate()([L.UpSampling2D()(b), a])
+    h = L.Conv2D(3, 3, padding="same")(u)
+    s = L.UpSampling1D(3)(L.Reshape((8, 24))(h))
+    return keras.Model(x, L.Dense(5, activation="softmax")(L.GlobalAveragePooling1D()(s)))
+
+
 def vit_tiny():
     # A one-block vision transformer on 16x16x3 images: 4x4 patches (a strided Conv2D), 16 tokens
     # of 32, attention and an MLP with GELU, each with its residual and LayerNormalization.
@@ -241,7 +254,8 @@ SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_bloc
          "embedding_pool": embedding_pool, "transformer": transformer,
          "gated_slices": gated_slices, "text_lstm": text_lstm, "text_gru": text_gru,
          "gelu_mlp": gelu_mlp, "vit_tiny": vit_tiny, "conv1d_maxpool": conv1d_maxpool,
-         "pointwise_mix": pointwise_mix, "logits_cnn": logits_cnn, "dilated_convs": dilated_convs, "tcn": tcn}
+         "pointwise_mix": pointwise_mix, "logits_cnn": logits_cnn, "dilated_convs": dilated_convs, "tcn": tcn,
+         "unet_tiny": unet_tiny}
 
 
 def convert(model):

@@ -68,6 +68,8 @@ inline Model every_op_model() {
   // MAXIMUM and MINIMUM of two activations, broadcast ([2,6] with the row range [2,1]).
   y = b.op(CLTRAIN_OP_MINIMUM,
            {b.op(CLTRAIN_OP_MAXIMUM, {y, b.reduce(CLTRAIN_OP_MEAN, y, {-1}, true, "row_mean0")}), y});
+  // TILE as UpSampling1D writes it: [2,6] -> [2,6,1] -> x2 -> [2,6,2] -> [2,12], sliced back to [2,6].
+  y = b.slice(b.reshape(b.tile(b.reshape(y, {2, 6, 1}), {1, 1, 2}), {2, 12}), {0, 0}, {-1, 6});
   y = b.op(CLTRAIN_OP_NEG, {y});
   y = b.op(CLTRAIN_OP_RSQRT, {b.logistic(y, "positive")});
   // GELU in both forms (its options: GeluOptions.approximate).

@@ -71,6 +71,21 @@ void copy_reference(OpCase& c, std::vector<uint64_t> map, uint64_t y_count, floa
   c.exact = ref;
 }
 
+void gather_reference(OpCase& c, std::vector<uint64_t> src, uint64_t x_count) {
+  const int32_t x = 0, y = 1, dy = 2, dx = 3;
+  const auto ref = [=](const auto& in) {
+    using T = typename std::decay_t<decltype(in.at(x))>::value_type;
+    std::vector<T> yv(src.size()), dxv(x_count, T(0));
+    for (size_t i = 0; i < src.size(); ++i) {
+      yv[i] = in.at(x)[src[i]];
+      dxv[src[i]] = dxv[src[i]] + in.at(dy)[i];
+    }
+    return std::decay_t<decltype(in)>{{y, yv}, {dx, dxv}};
+  };
+  c.reference = ref;
+  c.exact = ref;
+}
+
 OpCase conv_case(const ConvSpec& s, bool depthwise) {
   OpCase c;
   c.op = depthwise ? CLTRAIN_OP_DEPTHWISE_CONV_2D : CLTRAIN_OP_CONV_2D;

@@ -50,5 +50,9 @@ OpCase unary_case(int32_t op, const std::string& name, std::vector<int32_t> xdim
 // x element goes (y has y_count elements), dx[i] = dy[map[i]]; exact on every backend.
 void copy_reference(OpCase& c, std::vector<uint64_t> map, uint64_t y_count, float fill = 0.0f);
 
+// A unary_case whose y gathers from x (SLICE, TILE): y[i] = x[src[i]]; dx (x_count elements) the
+// sum from 0 of dy[i] over the i that read it, in increasing i.
+void gather_reference(OpCase& c, std::vector<uint64_t> src, uint64_t x_count);
+
 }  // namespace optest
 }  // namespace cltrain

@@ -29,18 +29,7 @@ OpCase slice_case(const std::string& tag, std::vector<int32_t> xdims, std::vecto
   const uint64_t x_count = s;
   c.tol.vs_cpu = 0.0;
   c.tol.vs_reference = 0.0;
-  const auto ref = [=](const auto& in) {
-    const int32_t x = 0, y = 1, dy = 2, dx = 3;
-    using T = typename std::decay_t<decltype(in.at(x))>::value_type;
-    std::vector<T> yv(src.size()), dxv(x_count, T(0));
-    for (size_t i = 0; i < src.size(); ++i) {
-      yv[i] = in.at(x)[src[i]];
-      dxv[src[i]] = in.at(dy)[i];
-    }
-    return std::decay_t<decltype(in)>{{y, yv}, {dx, dxv}};
-  };
-  c.reference = ref;
-  c.exact = ref;
+  gather_reference(c, src, x_count);
   return c;
 }
 
