@@ -337,13 +337,16 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   // A converter writes 1 for a dimension it could not fix (-1 in the tensor's shape_signature)
   // past the batch, which TFLite computes when it runs (Keras' UpSampling2D: [1, 1, 12, 3] for
   // [N, 12, 12, 3]): such an activation's shape is left for the graph check to compute from its
-  // operator. The model's inputs keep theirs.
+  // operator. Only the outputs of the model's operators: the inputs, and the tensors of folded
+  // operators, keep theirs.
+  std::vector<bool> computed(m.tensors.size(), false);
+  for (const Operator& op : m.operators)
+    for (int32_t t : op.outputs)
+      if (t >= 0 && static_cast<size_t>(t) < computed.size()) computed[static_cast<size_t>(t)] = true;
   for (uint32_t i = 0; i < tensors->size(); ++i) {
     const auto* sig = tensors->Get(i)->shape_signature();
     Tensor& t = m.tensors[i];
-    if (!sig || t.is_constant() ||
-        std::find(m.inputs.begin(), m.inputs.end(), static_cast<int32_t>(i)) != m.inputs.end())
-      continue;
+    if (!sig || t.is_constant() || !computed[i]) continue;
     bool open = false;
     for (uint32_t d = 1; d < sig->size(); ++d) open = open || sig->Get(d) < 0;
     if (open) t.shape.clear();

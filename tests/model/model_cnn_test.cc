@@ -350,6 +350,24 @@ TEST(ModelCnn, BuilderShapes) {
 
 // set_batch_size on the CNN models: the batch flows through Reshape targets, Pad, Mean, Concat;
 // the result is what the builder makes at that batch.
+// The checks of this session's ops refuse what no kernel can compute: a LEAKY_RELU's non-finite
+// alpha, TILE multiples below 1 or of another rank, a MAXIMUM of shapes that do not broadcast, a
+// SUM over an axis x does not have.
+TEST(ModelCnn, neg_BuilderRefusesBadOperands) {
+  ModelBuilder b;
+  const int x = b.input({2, 3, 4});
+  for (float alpha : {NAN, INFINITY}) {
+    cltrain_op_params p{};
+    p.alpha = alpha;
+    EXPECT_THROW(b.op(CLTRAIN_OP_LEAKY_RELU, {x}, p), std::invalid_argument) << alpha;
+  }
+  EXPECT_THROW(b.tile(x, {1, 0, 2}), std::invalid_argument);
+  EXPECT_THROW(b.tile(x, {1, 2}), std::invalid_argument);
+  EXPECT_THROW(b.op(CLTRAIN_OP_MAXIMUM, {x, b.input({2, 4, 3})}), std::invalid_argument);
+  EXPECT_THROW(b.reduce(CLTRAIN_OP_SUM, x, {3}, false), std::invalid_argument);
+  EXPECT_EQ(b.shape(b.tile(x, {1, 2, 3})), (std::vector<int32_t>{2, 6, 12}));
+}
+
 TEST(ModelCnn, SetBatchSizeOnNamedModels) {
   for (const std::string& name : named_models()) {
     SCOPED_TRACE(name);

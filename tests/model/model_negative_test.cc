@@ -94,12 +94,12 @@ TEST(ModelLoad, neg_ExternalBufferOutsideFile) {
 }
 
 TEST(ModelLoad, neg_UnsupportedOp) {
-  for (int32_t code : {69, 26, 81}) {
+  for (int32_t code : {27, 26, 81}) {
     const std::vector<uint8_t> b = edit_raw(mlp_bytes(), [&](fb::ModelT& m) {
       m.operator_codes[0]->deprecated_builtin_code = static_cast<int8_t>(std::min(code, 127));
       m.operator_codes[0]->builtin_code = code;
     });
-    const std::string name = code == 69 ? "TILE" : code == 26 ? "SPACE_TO_DEPTH" : "REDUCE_PROD";
+    const std::string name = code == 27 ? "SVDF" : code == 26 ? "SPACE_TO_DEPTH" : "REDUCE_PROD";
     // The mlp's two FullyConnected share the operator code.
     const std::string expected = "2 operators are not supported: " + name + " (builtin " + std::to_string(code) +
                                  ") x2 (the first is operator 0)";
@@ -122,13 +122,13 @@ TEST(ModelLoad, neg_OneUnsupportedOperator) {
 TEST(ModelLoad, neg_EveryUnsupportedOperatorIsNamedWithItsCount) {
   const std::vector<uint8_t> b = edit_raw(mlp_bytes(), [&](fb::ModelT& m) {
     for (auto& code : m.operator_codes) {
-      const int32_t c = code->builtin_code == 9 ? 77 : 69;  // FULLY_CONNECTED -> SHAPE, the other -> TILE
+      const int32_t c = code->builtin_code == 9 ? 77 : 27;  // FULLY_CONNECTED -> SHAPE, the other -> SVDF
       code->deprecated_builtin_code = static_cast<int8_t>(c);
       code->builtin_code = c;
     }
   });
   EXPECT_LOAD_ERROR(b,
-                    "3 operators are not supported: SHAPE (builtin 77) x2, TILE (builtin 69) x1 "
+                    "3 operators are not supported: SHAPE (builtin 77) x2, SVDF (builtin 27) x1 "
                     "(the first is operator 0)");
 }
 
