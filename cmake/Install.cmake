@@ -6,8 +6,19 @@
 #   lib/cmake/cltrain/    find_package(cltrain) -> cltrain::cltrain
 #   lib/pkgconfig/        cltrain.pc
 #   lib/python3/dist-packages/cltrain/   import cltrain (over libcltrain.so)
+# `pip install .` (pyproject.toml, SKBUILD set): the runtime inside the Python package only —
+# libcltrain under its SONAME alone (a wheel holds no symlinks: the .so, .so.0 and .so.0.1.0 of a
+# CMake install would be three copies), the plugin beside it, the CLI; C applications use this
+# install, not the wheel.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
+
+if(SKBUILD)
+  install(PROGRAMS $<TARGET_FILE:libcltrain> DESTINATION ${CMAKE_INSTALL_LIBDIR} RENAME libcltrain.so.0)
+  install(TARGETS cltrain_opencl LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(TARGETS cltrain RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  return()
+endif()
 
 install(TARGETS libcltrain EXPORT cltrainTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

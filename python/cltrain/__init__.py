@@ -1,6 +1,8 @@
 """cltrain from Python: train circle and tflite models on OpenCL devices.
 
     import cltrain, numpy as np
+    (x_train, y_train), (x_test, y_test) = cltrain.datasets.fashion_mnist()
+    cltrain.make_model("mlp", "mlp.circle")          # or any circle/tflite file
     s = cltrain.Session("mlp.circle", backends=["opencl"], batch_size=32)
     s.compile(optimizer="adam", learning_rate=0.001, loss="categorical_crossentropy")
     history = s.fit(x_train, y_train, epochs=5, validation_split=0.1)
@@ -19,10 +21,11 @@ import time
 
 import numpy as np
 
-from . import _capi
+from . import _capi, datasets
+from ._cli import cli_path, make_model
 from ._files import _FilesAndReports, _floats
 
-__all__ = ["Session", "CltrainError", "History", "version"]
+__all__ = ["Session", "CltrainError", "History", "version", "make_model", "cli_path", "datasets"]
 
 _OPTIMIZERS = {"sgd": 1, "adam": 2}
 _LOSSES = {"mse": 1, "mean_squared_error": 1, "categorical_crossentropy": 2, "cce": 2,

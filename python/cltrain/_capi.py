@@ -120,13 +120,18 @@ _SIGNATURES = {
 }
 
 
-def library_path():
-    """$CLTRAIN_LIBRARY, else the libcltrain.so this package was built or installed with."""
-    env = os.environ.get("CLTRAIN_LIBRARY")
+def located(variable, path):
+    """$variable if set, else path (from _paths) relative to this package, or absolute."""
+    env = os.environ.get(variable)
     if env:
         return env
     here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.normpath(os.path.join(here, _paths.LIBRARY))
+    return os.path.normpath(os.path.join(here, path))
+
+
+def library_path():
+    """$CLTRAIN_LIBRARY, else the libcltrain.so this package was built or installed with."""
+    return located("CLTRAIN_LIBRARY", _paths.LIBRARY)
 
 
 def load():

@@ -1,8 +1,10 @@
 """import cltrain: the Python module over libcltrain's C API.
 
-Run by ctest (label python) with CLTRAIN_CLI set to the CLI and PYTHONPATH to build/python.
+Run by ctest (label python) with CLTRAIN_CLI set to the CLI and PYTHONPATH to build/python, and
+by .ci/wheel against the package `pip install` put in a clean venv (the CLI the package holds).
 """
 
+import gzip
 import os
 import subprocess
 
@@ -11,7 +13,7 @@ import pytest
 
 import cltrain
 
-CLI = os.environ["CLTRAIN_CLI"]
+CLI = os.environ.get("CLTRAIN_CLI") or cltrain.cli_path()
 CACHE = os.environ.get("CLTRAIN_TEST_CACHE_DIR", "")
 
 
@@ -446,3 +448,52 @@ def test_from_logits_loss_is_the_cross_entropy_of_their_softmax(tmp_path, backen
     assert cltrain.Session(tmp_path / "p.circle").settings["loss"] == "categorical_crossentropy_from_logits"
     wrong = cltrain.Session(model, backends=["cpu"], batch_size=8).compile(loss="categorical_crossentropy")
     assert [w for w in wrong.warnings if "not a Softmax" in w and "loss 3" in w]
+
+
+def test_make_model_and_datasets_give_a_first_training_in_three_lines(tmp_path, monkeypatch):
+    """The README's first Python lines: Fashion-MNIST-shaped idx files (gzipped) as
+    cltrain.datasets reads them, the mlp from make_model, a fit that learns."""
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 10, 256).astype(np.uint8)
+    x = np.zeros((256, 784), np.uint8)
+    for c in range(10):
+        x[y == c, c * 78:(c + 1) * 78] = 255  # one band of pixels per class: learnable in one epoch
+    for split, n in (("train", 192), ("t10k", 64)):
+        lo = 0 if split == "train" else 192
+        with gzip.open(tmp_path / (split + "-images-idx3-ubyte.gz"), "wb") as f:
+            f.write(b"\0" * 16 + x[lo:lo + n].tobytes())
+        with open(tmp_path / (split + "-labels-idx1-ubyte"), "wb") as f:  # not gzipped: read too
+            f.write(b"\0" * 8 + y[lo:lo + n].tobytes())
+    monkeypatch.setenv("CLTRAIN_FASHION_MNIST", str(tmp_path))
+    (x_train, y_train), (x_test, y_test) = cltrain.datasets.fashion_mnist()
+    assert x_train.shape == (192, 784) and x_train.dtype == np.float32 and x_train.max() == 1.0
+    assert y_test.shape == (64,) and y_test.dtype == np.int64 and (y_test == y[192:]).all()
+    model = cltrain.make_model("mlp", tmp_path / "mlp.circle", batch_size=16)
+    assert model == str(tmp_path / "mlp.circle") and os.path.getsize(model) > 0
+    s = cltrain.Session(model, batch_size=16, cache_dir=CACHE)
+    s.compile(optimizer="adam", learning_rate=0.01, loss="categorical_crossentropy")
+    s.fit(x_train, y_train, epochs=3, verbose=0)
+    assert s.accuracy(x_test, y_test) > 0.9
+
+
+def test_neg_make_model_and_datasets_say_what_is_missing(tmp_path):
+    with pytest.raises(cltrain.CltrainError, match="no_such_model"):
+        cltrain.make_model("no_such_model", tmp_path / "x.circle")
+    assert not (tmp_path / "x.circle").exists()
+    with pytest.raises(FileNotFoundError, match="train-images-idx3-ubyte.*dataset-fashion-mnist"):
+        cltrain.datasets.fashion_mnist(str(tmp_path))
+    (tmp_path / "train-images-idx3-ubyte").write_bytes(b"\0" * 16 + bytes(784 * 2))
+    (tmp_path / "train-labels-idx1-ubyte").write_bytes(b"\0" * 8 + bytes(3))
+    with pytest.raises(ValueError, match="2 images and 3 labels"):
+        cltrain.datasets.fashion_mnist(str(tmp_path))
+
+
+def test_the_cltrain_command_is_the_cli(tmp_path):
+    """python -m cltrain (as the venv's `cltrain` command, cltrain._cli.main) runs the package's CLI,
+    its lines and exit code included."""
+    import sys
+    r = subprocess.run([sys.executable, "-m", "cltrain", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "usage: cltrain MODEL [options]" in r.stdout and not r.stderr
+    r = subprocess.run([sys.executable, "-m", "cltrain", "make-model", "no_such_model", "-o", str(tmp_path / "x")],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "no_such_model" in r.stderr and not r.stdout
