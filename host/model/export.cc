@@ -150,6 +150,18 @@ std::vector<uint8_t> rebuild(const std::vector<uint8_t>& base, const Model& m,
 
   fb::SubGraphT& sg = *model->subgraphs.at(0);
   const size_t file_tensors = m.file_tensor_count >= 0 ? static_cast<size_t>(m.file_tensor_count) : m.tensors.size();
+  // The model's tensors from file_tensors on are appended after the file's own. Between the two
+  // lie the activations the import and load passes added (a PACK's unit reshapes), which only the
+  // parts of a file operator read; export writes that operator as it was, so none is written.
+  const int32_t in_file = static_cast<int32_t>(sg.tensors.size());
+  const auto exported_index = [&](int32_t t) {
+    if (t < in_file || t < 0) return t;
+    if (static_cast<size_t>(t) < file_tensors)
+      fail(what, "cannot export: tensor " + std::to_string(t) +
+                     " that a rewrite added at load is read by an operator "
+                     "the export writes");
+    return in_file + (t - static_cast<int32_t>(file_tensors));
+  };
   for (size_t t = file_tensors; t < m.tensors.size(); ++t) {
     const Tensor& tensor = m.tensors[t];
     auto ft = std::make_unique<fb::TensorT>();
@@ -171,9 +183,12 @@ std::vector<uint8_t> rebuild(const std::vector<uint8_t>& base, const Model& m,
   }
   const fb::SubGraph* file_sg = fb::GetModel(base.data())->subgraphs()->Get(0);
   for (const Operator& op : m.operators)
-    if (op.file_index >= 0 && !op.part && !op.added && static_cast<size_t>(op.file_index) < sg.operators.size())
-      sg.operators[static_cast<size_t>(op.file_index)]->inputs = written_inputs(
+    if (op.file_index >= 0 && !op.part && !op.added && static_cast<size_t>(op.file_index) < sg.operators.size()) {
+      std::vector<int32_t> in = written_inputs(
           m, op, file_sg->operators()->Get(static_cast<flatbuffers::uoffset_t>(op.file_index))->inputs());
+      for (int32_t& t : in) t = exported_index(t);
+      sg.operators[static_cast<size_t>(op.file_index)]->inputs = std::move(in);
+    }
 
   if (info_bytes) {
     // Drop the existing CIRCLE_TRAINING entries; reuse the first one's buffer if it is its own.

@@ -144,16 +144,6 @@ class Matcher {
   const std::string& what_;
 };
 
-Operator part_of(const FileOperator& fo, int32_t op, std::vector<int32_t> inputs, int32_t output) {
-  Operator o;
-  o.op = op;
-  o.inputs = std::move(inputs);
-  o.outputs = {output};
-  o.file_index = fo.index;
-  o.part = true;
-  return o;
-}
-
 }  // namespace
 
 std::string dilated_convolutions_pass(PassInput& in) {

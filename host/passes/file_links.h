@@ -29,4 +29,15 @@ struct FileLinks {
   size_t reader_count(int32_t t) const { return valid(t) ? readers[static_cast<size_t>(t)].size() : 0; }
 };
 
+// A model operator that file operator fo becomes, one of its parts (export writes fo as it was).
+inline Operator part_of(const FileOperator& fo, int32_t op, std::vector<int32_t> inputs, int32_t output) {
+  Operator o;
+  o.op = op;
+  o.inputs = std::move(inputs);
+  o.outputs = {output};
+  o.file_index = fo.index;
+  o.part = true;
+  return o;
+}
+
 }  // namespace cltrain

@@ -122,6 +122,20 @@ def text_gru():
     return text_rnn(L.GRU)
 
 
+def stacked_lstm():
+    # Embedding -> LSTM(return_sequences=True) -> LSTM -> Dense, unrolled: the first layer gathers
+    # its steps with PACK on axis 0 and TRANSPOSE [1, 0, 2] (the packs pass); 10 steps, so that the
+    # CONCATENATIONs make a tree (at most 8 inputs each).
+    def init():
+        return keras.initializers.RandomNormal(stddev=0.05)
+
+    x = keras.Input((10,), dtype="int32")
+    h = L.Embedding(50, 8)(x)
+    h = L.LSTM(12, return_sequences=True, unroll=True, bias_initializer=init())(h)
+    h = L.LSTM(12, unroll=True, bias_initializer=init())(h)
+    return keras.Model(x, L.Dense(4, activation="softmax", bias_initializer=init())(h))
+
+
 class PosEmbedding(L.Layer):
     """Token embedding plus a learned position embedding (the converter folds the positions'
     GATHER into a constant table that an ADD reads)."""
@@ -253,6 +267,7 @@ SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_bloc
          "dense_layernorm": dense_layernorm, "shared_dense": shared_dense, "permute_conv": permute_conv,
          "embedding_pool": embedding_pool, "transformer": transformer,
          "gated_slices": gated_slices, "text_lstm": text_lstm, "text_gru": text_gru,
+         "stacked_lstm": stacked_lstm,
          "gelu_mlp": gelu_mlp, "vit_tiny": vit_tiny, "conv1d_maxpool": conv1d_maxpool,
          "pointwise_mix": pointwise_mix, "logits_cnn": logits_cnn, "dilated_convs": dilated_convs, "tcn": tcn,
          "unet_tiny": unet_tiny}

@@ -85,6 +85,12 @@ std::vector<OpCase> make_cases() {
       // Gaps on both sides of a present gradient: its offset comes from params.concat_extents.
       concat_case("axis0_seven_gaps", {{1, 3}, {2, 3}, {3, 3}, {1, 3}, {2, 3}, {1, 3}, {2, 3}}, 0,
                   {false, true, false, true, true, false, true}),
+      // Eight, CLTRAIN_MAX_STEP_IO: the time steps of an unrolled RNN stacked (the packs pass), one each.
+      concat_case("eight_steps_axis1",
+                  {{3, 1, 4}, {3, 1, 4}, {3, 1, 4}, {3, 1, 4}, {3, 1, 4}, {3, 1, 4}, {3, 1, 4}, {3, 1, 4}}, 1),
+      concat_case("eight_last_absent_axis2",
+                  {{2, 2, 1}, {2, 2, 2}, {2, 2, 1}, {2, 2, 3}, {2, 2, 1}, {2, 2, 2}, {2, 2, 1}, {2, 2, 2}}, 2,
+                  {true, true, true, true, true, true, true, false}),
   };
 }
 

@@ -61,7 +61,7 @@ TEST(PassList, OneListInStageOrderWithUniqueNames) {
     EXPECT_GE(static_cast<int>(p.stage), static_cast<int>(last)) << p.name << " is out of its stage's place";
     last = p.stage;
   }
-  EXPECT_EQ(names.size(), 14u);
+  EXPECT_EQ(names.size(), 15u);
 }
 
 TEST(PassList, NothingFiresOnAPlainModel) {
@@ -173,6 +173,44 @@ TEST(TransposedUnpacks, LstmStepsSliceTheInput) {
   EXPECT_EQ(change_of(m.rewrites, "transposed-unpacks").rfind("folded 1 TRANSPOSE before UNPACK", 0), 0u)
       << change_of(m.rewrites, "transposed-unpacks");
   EXPECT_EQ(count_op(m, CLTRAIN_OP_TRANSPOSE), 0u);
+}
+
+// Keras's LSTM(return_sequences=True), unrolled, gathers its 10 steps with PACK on axis 0, a
+// TRANSPOSE [1, 0, 2] to [B, 10, H] (read only by the next layer's SHAPE) and an UNPACK of the
+// same stack (the next LSTM's steps): the stack loads as unit RESHAPEs and CONCATENATIONs along
+// axis 1 into the TRANSPOSE's output (8 + 2 inputs, then both), the TRANSPOSE folds, and each
+// UNPACK part reads its PACK input again. The int32 PACKs of the shape arithmetic stay the host's.
+TEST(Packs, KerasReturnSequencesStackAlongTime) {
+  const Model m = load_model(kData + "/stacked_lstm.tflite");
+  EXPECT_EQ(change_of(m.rewrites, "packs"),
+            "loaded 1 PACK as RESHAPEs and CONCATENATIONs, the 1 TRANSPOSE after them folded, 1 UNPACK of them read "
+            "as their inputs");
+  std::vector<const Operator*> concats;
+  for (const Operator& op : m.operators)
+    if (op.op == CLTRAIN_OP_CONCATENATION) concats.push_back(&op);
+  ASSERT_EQ(concats.size(), 3u);
+  EXPECT_EQ(concats[0]->inputs.size(), 8u);
+  EXPECT_EQ(concats[1]->inputs.size(), 2u);
+  EXPECT_EQ(concats[2]->inputs, (std::vector<int32_t>{concats[0]->outputs[0], concats[1]->outputs[0]}));
+  const Tensor& stacked = m.tensors[static_cast<size_t>(concats[2]->outputs[0])];
+  EXPECT_EQ(stacked.shape, (std::vector<int32_t>{1, 10, 12}));  // the batch first
+  for (const Operator* c : concats) EXPECT_EQ(c->params.axis, 1);
+  // Neither TRANSPOSE is left: the stack's folded here, the first LSTM's input one by transposed-unpacks.
+  EXPECT_EQ(count_op(m, CLTRAIN_OP_TRANSPOSE), 0u);
+  // Written back as the file had it, PACK, TRANSPOSE and UNPACK included, byte for byte.
+  EXPECT_EQ(export_model(m, {}, "tflite"), m.file);
+}
+
+// A stack on axis 0 that another operator reads (keras.ops.stack then a sum over it) would move
+// the batch off the first axis: not lowered, and named as unsupported in one line.
+TEST(Packs, neg_AStackOnTheBatchAxisIsNamed) {
+  try {
+    load_model(kData + "/stack_axis0.tflite");
+    FAIL() << "loaded";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("operator 2: PACK (builtin 83) is not supported"), std::string::npos)
+        << e.what();
+  }
 }
 
 // Keras Dense on a rank-3 input without a static shape: RESHAPE -> FULLY_CONNECTED -> RESHAPE.

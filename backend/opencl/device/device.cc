@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "device/cl_error.h"
+#include "device/driver_isolation.h"
 
 namespace cltrain::ocl {
 namespace {
@@ -56,6 +57,7 @@ std::string bytes_text(cl_ulong b) {
 
 Discovery discover_devices() {
   Discovery out;
+  isolate_drivers_from_foreign_llvm();  // before the ICD loader opens any driver
   cl_uint num_platforms = 0;
   cl_int err = clGetPlatformIDs(0, nullptr, &num_platforms);
   if (err != CL_SUCCESS || num_platforms == 0) {

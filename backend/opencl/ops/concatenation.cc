@@ -1,4 +1,4 @@
-// CONCATENATION along params.axis of up to 7 inputs (kernels/concatenation.cl).
+// CONCATENATION along params.axis of up to CLTRAIN_MAX_STEP_IO (8) inputs (kernels/concatenation.cl).
 //   forward:  in [x0, x1, ...]  out [y]              concat_forward, one work-item per element of y
 //   backward: in [dy]           out [dx0, dx1, ...]  concat_backward: each present dx gets its slice
 // The tensors are viewed as [OUTER, width] with OUTER the product of the dims before the axis;
@@ -12,7 +12,8 @@ namespace cltrain::ocl {
 namespace {
 
 constexpr const char* kFamily = "concatenation.cl";
-constexpr int kMaxInputs = 7;
+constexpr int kMaxInputs = CLTRAIN_MAX_STEP_IO;
+static_assert(kMaxInputs == 8, "kernels/concatenation.cl takes x0..x7");
 
 struct ConcatShape {
   uint64_t outer = 0, row = 0, inner = 0;
@@ -108,9 +109,9 @@ StepRun prepare(const OpContext& c) {
   }
   const cl_uint y_off = c.offset(fwd ? s.out(0) : s.in(0));
   if (fwd)
-    set_args(k, c.pool(), y_off, offs[0], offs[1], offs[2], offs[3], offs[4], offs[5], offs[6]);
+    set_args(k, c.pool(), y_off, offs[0], offs[1], offs[2], offs[3], offs[4], offs[5], offs[6], offs[7]);
   else
-    set_args(k, c.pool(), y_off, present, offs[0], offs[1], offs[2], offs[3], offs[4], offs[5], offs[6]);
+    set_args(k, c.pool(), y_off, present, offs[0], offs[1], offs[2], offs[3], offs[4], offs[5], offs[6], offs[7]);
   const uint64_t count = sh.outer * sh.row;
   if (!fwd && present == 0) return [](const Queue&, const cltrain_run_args*) {};
   return [k, count](const Queue& q, const cltrain_run_args*) { q.launch_1d(k, count); };
