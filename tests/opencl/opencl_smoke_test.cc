@@ -431,7 +431,9 @@ TEST_F(OpenCLPlugin, neg_ShapesTheKernelsCannotIndexAreRefused) {
   EXPECT_TRUE(refused(CLTRAIN_OP_PAD, {{2, 3}}, {2, 5}, pd)) << "pads do not add up";
   cltrain_op_params c{};
   c.axis = 1;
-  EXPECT_TRUE(refused(CLTRAIN_OP_CONCATENATION, std::vector<std::vector<int>>(8, {2, 1}), {2, 8}, c)) << "8 parts";
+  // Eight parts (CLTRAIN_MAX_STEP_IO) are taken; eight that do not add up to the output are not.
+  EXPECT_FALSE(refused(CLTRAIN_OP_CONCATENATION, std::vector<std::vector<int>>(8, {2, 1}), {2, 8}, c)) << "8 parts";
+  EXPECT_TRUE(refused(CLTRAIN_OP_CONCATENATION, std::vector<std::vector<int>>(8, {2, 1}), {2, 9}, c)) << "8 of 9";
   EXPECT_TRUE(refused(CLTRAIN_OP_CONCATENATION, {{2, 1}, {3, 1}}, {2, 2}, c)) << "parts differ off the axis";
   cltrain_op_params pool{};
   pool.filter_h = pool.filter_w = 3, pool.stride_h = pool.stride_w = 1, pool.padding = CLTRAIN_PADDING_VALID;
