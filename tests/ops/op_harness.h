@@ -33,6 +33,7 @@ using Outputs = std::vector<Checkpoint>;
 
 struct RunOptions {
   bool finite_differences = true;  // and the case's reference, if any
+  bool fd_runs = true;             // the finite differences themselves (the reference is cheap)
   bool is_cpu = false;             // the backend is the CPU one: exact memory report and layout
 };
 
