@@ -115,6 +115,20 @@ cltrain_status cltrain_import_checkpoint(cltrain_session* s, const char* path) {
   });
 }
 
+cltrain_status cltrain_export_lora(cltrain_session* s, const char* path) {
+  return guarded(s, [&](Engine& e) {
+    require(path, "path");
+    e.export_lora(path);
+  });
+}
+
+cltrain_status cltrain_import_lora(cltrain_session* s, const char* path) {
+  return guarded(s, [&](Engine& e) {
+    require(path, "path");
+    e.import_lora(path);
+  });
+}
+
 cltrain_status cltrain_num_backends(cltrain_session* s, int32_t* count) {
   return guarded(s, [&](Engine& e) {
     require(count, "count");

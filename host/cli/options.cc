@@ -25,6 +25,7 @@ void check_output_paths(const Options& o) {
   const std::pair<const char*, const std::string*> outputs[] = {{"--export_circle", &o.export_circle},
                                                                 {"--export_circleplus", &o.export_circleplus},
                                                                 {"--export_checkpoint", &o.export_checkpoint},
+                                                                {"--export_lora", &o.export_lora},
                                                                 {"--report", &o.report}};
   for (size_t i = 0; i < std::size(outputs); ++i) {
     const std::string& path = *outputs[i].second;
@@ -116,6 +117,9 @@ const char* train_usage() {
          "  --checkpoint FILE         resume from an onert checkpoint (weights, Adam state, step, epoch);\n"
          "                            --epoch stays the total, so training goes on from the next epoch\n"
          "  --export_checkpoint FILE  write a checkpoint after training (atomically)\n"
+         "  --export_lora FILE        with --lora: write the adapters alone after training (safetensors:\n"
+         "                            <weight>.lora_A.weight, <weight>.lora_B.weight; atomically)\n"
+         "  --lora_from FILE          with --lora: start from the adapters of FILE (as --export_lora writes)\n"
          "  --checkpoint_every N      a checkpoint every N steps (atomic, with a checksum) into\n"
          "                            --checkpoint_dir (default: --resume's DIR, else .), the newest\n"
          "                            --keep_checkpoints K (3) kept\n"
@@ -244,6 +248,10 @@ Options parse_options(const std::vector<std::string>& args, bool bench) {
       o.on_nonfinite_skip = v == "skip";
     } else if (a == "--export_checkpoint") {
       o.export_checkpoint = next();
+    } else if (a == "--export_lora") {
+      o.export_lora = next();
+    } else if (a == "--lora_from") {
+      o.lora_from = next();
     } else if (a == "--report") {
       o.report = next();
     } else if (a == "--no-progress") {

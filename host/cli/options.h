@@ -38,6 +38,7 @@ struct Options {
   std::optional<std::string> cache_dir;
   std::string report;
   std::string checkpoint, export_checkpoint;
+  std::string lora_from, export_lora;  // LoRA's adapters alone (safetensors)
   std::string resume, checkpoint_dir;  // --resume DIR, --checkpoint_dir DIR
   int32_t checkpoint_every = 0;
   int32_t keep_checkpoints = 3;

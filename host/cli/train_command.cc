@@ -135,6 +135,9 @@ int run_train(const Options& o) {
   tc.progress = o.progress && isatty(STDOUT_FILENO);
   if (!o.checkpoint.empty() && !o.resume.empty())
     throw UsageError("--checkpoint and --resume both say where to start: give one");
+  if ((!o.export_lora.empty() || !o.lora_from.empty()) && o.lora_rank <= 0)
+    throw UsageError(std::string(o.export_lora.empty() ? "--lora_from" : "--export_lora") +
+                     " is for LoRA's adapters: give --lora RANK too");
   if (!o.resume.empty()) resume(api, o.resume, tc);
   if (!o.checkpoint.empty()) {
     api.check(cltrain_import_checkpoint(api.get(), o.checkpoint.c_str()));
@@ -155,6 +158,7 @@ int run_train(const Options& o) {
                        std::to_string(tc.epochs) + " asks for no more (give --epoch " +
                        std::to_string(tc.epochs_done + 1) + " or more to train on)");
   }
+  if (!o.lora_from.empty()) api.check(cltrain_import_lora(api.get(), o.lora_from.c_str()));
   ApiSteps steps(prepared);
   const auto t_exec = Clock::now();
   auto epochs = train(steps, data, validation, tc, [&](const EpochResult& r) {
@@ -173,6 +177,7 @@ int run_train(const Options& o) {
   if (!epochs.empty()) api.check(cltrain_set_epochs_done(api.get(), epochs.back().epoch));
   api.check(cltrain_export_files(api.get(), o.export_circle.c_str(), o.export_circleplus.c_str(),
                                  o.export_checkpoint.c_str()));
+  if (!o.export_lora.empty()) api.check(cltrain_export_lora(api.get(), o.export_lora.c_str()));
   double test_accuracy = -1;
   if (fashion) {
     test_accuracy = categorical_accuracy(steps, test);

@@ -175,6 +175,11 @@ class Engine {
   // stop the others; the exception then names it (and those written).
   void export_files(const std::string& model, const std::string& circleplus, const std::string& checkpoint);
   void import_checkpoint(const std::string& path);
+  // LoRA's adapters alone as a safetensors file (lora_file.h), and back into a session prepared
+  // with the same rank on the same model: every adapter named, shaped and finite, else nothing
+  // changes (CheckpointError). A base model ships once; adapters per user or per round.
+  void export_lora(const std::string& path);
+  void import_lora(const std::string& path);
   // Imports the newest checkpoint of dir (periodic checkpoints' step-N.ckpt) that loads; returns its
   // path, "" when dir holds none. *rejected (and warnings()) get one line per newer one that did
   // not load (torn, corrupted, of another model) and why; the session is as it was where none loads.

@@ -1,5 +1,6 @@
 // The Engine's weights by name, its exports (circle, circle+, checkpoint) and checkpoint import.
 #include "engine.h"
+#include "lora_file.h"
 
 #include <algorithm>
 #include <cmath>
@@ -204,6 +205,72 @@ void Engine::export_files(const std::string& model, const std::string& circleplu
     }
   }
   if (!failed.empty()) throw std::runtime_error(failed + (written.empty() ? "" : " (written: " + written + ")"));
+}
+
+namespace {
+
+std::string adapter_name(const Model& m, int32_t weight, const char* which) {
+  return m.tensors[static_cast<size_t>(weight)].name + ".lora_" + which + ".weight";
+}
+
+std::string float_text(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+  return buf;
+}
+
+}  // namespace
+
+void Engine::export_lora(const std::string& path) {
+  require_prepared("export_lora");
+  if (lora_.empty()) throw std::invalid_argument("export_lora: the session has no LoRA adapters (set lora_rank)");
+  std::vector<NamedTensor> tensors;
+  for (const LoraAdapter& ad : lora_)
+    for (const auto& [t, which] : {std::make_pair(ad.a, "A"), std::make_pair(ad.b, "B")}) {
+      const Tensor& tensor = model_.tensors[static_cast<size_t>(t)];
+      NamedTensor nt{adapter_name(model_, ad.weight, which), {}, weight(tensor.name)};
+      for (int32_t d : tensor.shape) nt.shape.push_back(d);
+      for (float v : nt.values)
+        if (!std::isfinite(v))
+          throw TrainingError("cannot export the adapters to " + path + ": " + tensor.name + " holds " + float_text(v));
+      tensors.push_back(std::move(nt));
+    }
+  save_file_atomic(
+      path, safetensors_bytes(tensors,
+                              {{"format", "cltrain-lora"},
+                               {"rank", std::to_string(settings_.lora_rank)},
+                               {"alpha", float_text(lora_.front().scale * static_cast<float>(settings_.lora_rank))}}));
+}
+
+void Engine::import_lora(const std::string& path) {
+  require_prepared("import_lora");
+  if (lora_.empty()) throw std::invalid_argument("import_lora: the session has no LoRA adapters (set lora_rank)");
+  std::map<std::string, std::string> meta;
+  const std::vector<NamedTensor> file = parse_safetensors(read_file_bytes(path), path, &meta);
+  if (meta.count("rank") && meta["rank"] != std::to_string(settings_.lora_rank))
+    throw CheckpointError(path + ": adapters of rank " + meta["rank"] + "; this session's are of rank " +
+                          std::to_string(settings_.lora_rank));
+  std::map<std::string, const NamedTensor*> by_name;
+  for (const NamedTensor& t : file) by_name[t.name] = &t;
+  // Everything checked before anything is written.
+  std::vector<std::pair<std::string, const std::vector<float>*>> writes;
+  for (const LoraAdapter& ad : lora_)
+    for (const auto& [t, which] : {std::make_pair(ad.a, "A"), std::make_pair(ad.b, "B")}) {
+      const Tensor& tensor = model_.tensors[static_cast<size_t>(t)];
+      const std::string name = adapter_name(model_, ad.weight, which);
+      const auto it = by_name.find(name);
+      if (it == by_name.end()) throw CheckpointError(path + ": has no adapter '" + name + "'");
+      const std::vector<int64_t> want(tensor.shape.begin(), tensor.shape.end());
+      if (it->second->shape != want)
+        throw CheckpointError(path + ": '" + name + "' has another shape than this model's adapter");
+      for (float v : it->second->values)
+        if (!std::isfinite(v)) throw CheckpointError(path + ": '" + name + "' holds " + float_text(v));
+      writes.emplace_back(tensor.name, &it->second->values);
+      by_name.erase(it);
+    }
+  if (!by_name.empty())
+    throw CheckpointError(path + ": '" + by_name.begin()->first + "' adapts no weight of this model");
+  for (const auto& [name, values] : writes) set_weight(name, *values);
 }
 
 void Engine::import_checkpoint(const std::string& path) {

@@ -62,8 +62,8 @@ extern "C" {
  * the named choices cltrain_optimizer, cltrain_loss and cltrain_reduction_type. 5: transactional
  * steps: cltrain_settings.on_nonfinite (cltrain_nonfinite), cltrain_get_skipped_steps; periodic
  * checkpoints: cltrain_settings.checkpoint_every, checkpoint_dir, keep_checkpoints, cltrain_resume,
- * cltrain_get_progress. */
-#define CLTRAIN_API_VERSION 5
+ * cltrain_get_progress. 6: LoRA adapters as files: cltrain_export_lora, cltrain_import_lora. */
+#define CLTRAIN_API_VERSION 6
 
 typedef struct cltrain_session cltrain_session; /* opaque */
 
@@ -260,6 +260,15 @@ CLTRAIN_API cltrain_status cltrain_export_files(cltrain_session* session, const 
                                                 const char* checkpoint);
 /* After prepare: weights, Adam state and position from a checkpoint of this model. */
 CLTRAIN_API cltrain_status cltrain_import_checkpoint(cltrain_session* session, const char* path);
+/* LoRA's adapters alone (a session prepared with lora_rank > 0), in the safetensors format PEFT
+ * users exchange: F32 tensors "<weight>.lora_A.weight" [rank, in] and "<weight>.lora_B.weight"
+ * [out, rank], <weight> the name of the FullyConnected weight they adapt, and __metadata__
+ * {"format": "cltrain-lora", "rank", "alpha"}; written atomically. A base model ships once, the
+ * adapters per user or per round (a few hundred KB where the model is MBs). Import (after prepare,
+ * same model and rank) checks every adapter's name, shape and values before it writes any: a file
+ * that does not fit changes nothing. The optimizer state is not in the file. */
+CLTRAIN_API cltrain_status cltrain_export_lora(cltrain_session* session, const char* path);
+CLTRAIN_API cltrain_status cltrain_import_lora(cltrain_session* session, const char* path);
 /* After prepare: imports the newest periodic checkpoint of dir that loads (a torn, corrupted or
  * mismatched newer one is passed over, each named in a cltrain_warning). used (used_len bytes,
  * may be NULL) gets its path, "" when dir holds none (the session is then as it was). */

@@ -112,6 +112,8 @@ _SIGNATURES = {
     "cltrain_export_checkpoint": (ctypes.c_int, [_sess, ctypes.c_char_p]),
     "cltrain_export_files": (ctypes.c_int, [_sess, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]),
     "cltrain_import_checkpoint": (ctypes.c_int, [_sess, ctypes.c_char_p]),
+    "cltrain_export_lora": (ctypes.c_int, [_sess, ctypes.c_char_p]),
+    "cltrain_import_lora": (ctypes.c_int, [_sess, ctypes.c_char_p]),
     "cltrain_num_backends": (ctypes.c_int, [_sess, ctypes.POINTER(ctypes.c_int32)]),
     "cltrain_get_backend": (ctypes.c_int, [_sess, ctypes.c_int32, ctypes.POINTER(BackendInfo)]),
     "cltrain_get_budget": (ctypes.c_int, [_sess, ctypes.POINTER(BudgetInfo)]),

@@ -103,6 +103,19 @@ class _FilesAndReports:
     def load_checkpoint(self, path):
         self._check(self._lib.cltrain_import_checkpoint(self._s, os.fsencode(path)))
 
+    def export_lora(self, path):
+        """LoRA's adapters alone (compile(lora=...)), as safetensors: "<weight>.lora_A.weight" and
+        "<weight>.lora_B.weight" per adapted FullyConnected weight (safetensors.numpy.load_file
+        reads it); a few hundred KB where the model is MBs. Atomic."""
+        self._require_compiled()
+        self._check(self._lib.cltrain_export_lora(self._s, os.fsencode(path)))
+
+    def load_lora(self, path):
+        """After compile(lora=...) of the same model and rank: the adapters of path (as export_lora
+        writes, or safetensors of the same names and shapes). Checked whole before any is set."""
+        self._require_compiled()
+        self._check(self._lib.cltrain_import_lora(self._s, os.fsencode(path)))
+
     def export_files(self, model=None, circleplus=None, checkpoint=None):
         """The given files together: all are made and written to temporary names before any is
         renamed (the checkpoint last), so a failure or a kill before then leaves the old files."""

@@ -90,6 +90,10 @@ class Cli : public ::testing::Test {
     std::ofstream f(p, std::ios::binary);
     f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
   }
+  static std::vector<uint8_t> read_bytes(const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
   static void write_bytes(const std::string& p, const std::vector<uint8_t>& b) {
     std::ofstream f(p, std::ios::binary);
     f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));

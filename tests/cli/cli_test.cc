@@ -90,6 +90,32 @@ TEST_F(Cli, LoraTrainsAndBadRanksAreOneLine) {
   expect_one_line_failure(run_cli("bench " + m + " --lora 2:-1"), "--lora's alpha must be positive, not '2:-1'");
 }
 
+// --export_lora writes the adapters alone (safetensors); --lora_from starts from them. With SGD
+// (no optimizer state) and no shuffle, one epoch, export, then one epoch from the file trains the
+// second epoch of a two-epoch run bit for bit (CLTRAIN_STEP_LOG: epoch, step and loss of each).
+TEST_F(Cli, LoraAdaptersResumeBitwiseFromTheirFile) {
+  const std::string m = model_file(make_named_model("mlp", 2), "lora_mlp.circle");
+  const std::string args = train_args(m) + " --lora 2 --optimizer 1 --learning_rate 0.1 --no-shuffle";
+  const Result two = run_cli(args + " --epoch 2", "CLTRAIN_STEP_LOG=" + path("two.log"));
+  ASSERT_EQ(two.code, 0) << two.err;
+  const Result first = run_cli(args + " --export_lora " + path("a.safetensors"));
+  ASSERT_EQ(first.code, 0) << first.err;
+  const Result second =
+      run_cli(args + " --lora_from " + path("a.safetensors"), "CLTRAIN_STEP_LOG=" + path("second.log"));
+  ASSERT_EQ(second.code, 0) << second.err;
+  std::vector<std::string> all, resumed;
+  for (auto [file, lines] : {std::make_pair("two.log", &all), std::make_pair("second.log", &resumed)}) {
+    std::ifstream f(path(file));
+    for (std::string line; std::getline(f, line);) lines->push_back(line.substr(line.find(' ') + 1));  // step, loss
+  }
+  ASSERT_EQ(all.size(), 2 * resumed.size());
+  ASSERT_FALSE(resumed.empty());
+  EXPECT_EQ(std::vector<std::string>(all.begin() + static_cast<std::ptrdiff_t>(resumed.size()), all.end()), resumed);
+  expect_one_line_failure(run_cli(train_args(m) + " --export_lora " + path("c.safetensors")), "give --lora RANK");
+  expect_one_line_failure(run_cli(train_args(m) + " --lora 3 --lora_from " + path("a.safetensors")),
+                          "adapters of rank 2; this session's are of rank 3");
+}
+
 TEST_F(Cli, neg_TruncatedFile) {
   auto bytes = write_model(make_named_model("mlp", 2), "circle");
   bytes.resize(bytes.size() / 3);

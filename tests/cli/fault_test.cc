@@ -14,11 +14,6 @@
 namespace cltrain {
 namespace {
 
-std::vector<uint8_t> read_bytes(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
 class Faults : public Cli {
  protected:
   std::string mlp() { return model_file(make_named_model("mlp", 2), "mlp.circle"); }

@@ -497,3 +497,88 @@ def test_the_cltrain_command_is_the_cli(tmp_path):
     r = subprocess.run([sys.executable, "-m", "cltrain", "make-model", "no_such_model", "-o", str(tmp_path / "x")],
                        capture_output=True, text=True)
     assert r.returncode != 0 and "no_such_model" in r.stderr and not r.stdout
+
+
+def _safetensors(path, tensors, metadata=None):
+    """A safetensors file written here (no safetensors package needed): tensors {name: float32 array}."""
+    import json
+    import struct
+    header, blobs, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, a in tensors.items():
+        a = np.ascontiguousarray(a, dtype="<f4")
+        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + a.nbytes]}
+        blobs.append(a.tobytes())
+        offset += a.nbytes
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def _read_safetensors(path):
+    import json
+    import struct
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, e in header.items():
+        if name != "__metadata__":
+            b, end = e["data_offsets"]
+            out[name] = np.frombuffer(data[8 + n + b:8 + n + end], dtype="<f4").reshape(e["shape"])
+    return out, header.get("__metadata__", {})
+
+
+def test_lora_adapters_as_a_file_resume_bitwise(models, tmp_path):
+    """export_lora writes the adapters alone; a fresh session of the base model loads them and
+    predicts, and trains on, bit for bit as the session that wrote them."""
+    x, y = data(96, 784, 10, 21)
+    base = models("mlp", 16)
+    a = session(base, "opencl", 16, optimizer="sgd", learning_rate=0.05, lora=4)
+    for i in range(0, 96, 16):
+        a.train_step(x[i:i + 16], y[i:i + 16])
+    a.export_lora(tmp_path / "adapters.safetensors")
+    tensors, meta = _read_safetensors(tmp_path / "adapters.safetensors")
+    assert meta == {"format": "cltrain-lora", "rank": "4", "alpha": "4"}
+    assert sorted(tensors) == ["fc1/weights.lora_A.weight", "fc1/weights.lora_B.weight", "fc2/weights.lora_A.weight",
+                               "fc2/weights.lora_B.weight"]
+    assert tensors["fc1/weights.lora_A.weight"].shape == (4, 784) and tensors["fc2/weights.lora_B.weight"].shape == (10, 4)
+    assert np.any(tensors["fc1/weights.lora_B.weight"])  # trained: B starts at zero
+    assert os.path.getsize(tmp_path / "adapters.safetensors") < os.path.getsize(base) / 5
+    b = session(base, "opencl", 16, optimizer="sgd", learning_rate=0.05, lora=4)
+    b.load_lora(tmp_path / "adapters.safetensors")
+    assert np.array_equal(a.predict(x[:32]), b.predict(x[:32]))
+    a.reset_optimizer()  # SGD has no state; the next steps start alike
+    assert [a.train_step(x[i:i + 16], y[i:i + 16]) for i in (0, 16)] == \
+           [b.train_step(x[i:i + 16], y[i:i + 16]) for i in (0, 16)]
+
+
+def test_neg_an_adapter_file_that_does_not_fit_changes_nothing(models, tmp_path):
+    base = models("mlp", 16)
+    s = session(base, "cpu", 16, lora=2)
+    before = s.predict(np.ones((16, 784), np.float32))
+    good = {"fc1/weights.lora_A.weight": np.full((2, 784), 0.01), "fc1/weights.lora_B.weight": np.full((128, 2), 0.5),
+            "fc2/weights.lora_A.weight": np.full((2, 128), 0.01), "fc2/weights.lora_B.weight": np.full((10, 2), 0.5)}
+    cases = {
+        "rank": (good, {"rank": "4"}, "adapters of rank 4; this session's are of rank 2"),
+        "missing": ({k: v for k, v in good.items() if "fc2/weights.lora_B" not in k}, None,
+                    "has no adapter 'fc2/weights.lora_B.weight'"),
+        "shape": (dict(good, **{"fc2/weights.lora_B.weight": np.zeros((2, 10))}), None, "another shape"),
+        "extra": (dict(good, **{"fc3/weights.lora_A.weight": np.zeros((2, 2))}), None, "adapts no weight"),
+        "nan": (dict(good, **{"fc1/weights.lora_A.weight": np.full((2, 784), np.nan)}), None, "holds nan"),
+    }
+    for name, (tensors, meta, why) in cases.items():
+        _safetensors(tmp_path / (name + ".safetensors"), tensors, meta)
+        with pytest.raises(cltrain.CltrainError, match=why):
+            s.load_lora(tmp_path / (name + ".safetensors"))
+    (tmp_path / "short.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{}")
+    with pytest.raises(cltrain.CltrainError, match="runs past the end of the file"):
+        s.load_lora(tmp_path / "short.safetensors")
+    assert np.array_equal(s.predict(np.ones((16, 784), np.float32)), before)  # nothing was set
+    _safetensors(tmp_path / "good.safetensors", good)  # no metadata: a file of another tool
+    s.load_lora(tmp_path / "good.safetensors")
+    assert not np.array_equal(s.predict(np.ones((16, 784), np.float32)), before)
+    plain = session(base, "cpu", 16)
+    with pytest.raises(cltrain.CltrainError, match="no LoRA adapters"):
+        plain.export_lora(tmp_path / "none.safetensors")
