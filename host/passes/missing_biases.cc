@@ -1,7 +1,10 @@
 // Pass missing-biases (setup): a trained zero bias where the converter dropped one.
 #include "passes/model_edits.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
+#include <vector>
 
 #include "ops/op_descriptor.h"
 #include "passes/new_tensors.h"
@@ -9,23 +12,85 @@
 
 namespace cltrain {
 
-int32_t count_missing_biases(const Model& m) {
-  int32_t n = 0;
-  for (const Operator& op : m.operators) {
-    const OpDescriptor& d = *find_op(op.op);
-    const size_t slot = static_cast<size_t>(d.bias_slot);
-    if (d.bias_slot >= 0 && (op.inputs.size() <= slot || op.inputs[slot] < 0)) ++n;
+namespace {
+
+bool lacks_bias(const Operator& op) {
+  const OpDescriptor& d = *find_op(op.op);
+  const size_t slot = static_cast<size_t>(d.bias_slot);
+  return d.bias_slot >= 0 && (op.inputs.size() <= slot || op.inputs[slot] < 0);
+}
+
+// The operators without a bias of their own that are missing one. Not those whose output alone
+// an ADD reads with a float constant (the bias is that ADD's: how converters write a layer's bias
+// after a sum or a reshape). Two such operators summed by one ADD are one layer with one bias (an unrolled RNN
+// step's x_t W + h U): where the other has a bias (x_t W + b), or an ADD of a float constant
+// follows, neither misses one; else the first gets it (shared over the steps, as the layer's is).
+std::vector<bool> missing_bias(const Model& m) {
+  const size_t nt = m.tensors.size();
+  std::vector<std::vector<size_t>> readers(nt);
+  std::vector<int32_t> writer(nt, -1);
+  for (size_t i = 0; i < m.operators.size(); ++i) {
+    for (int32_t t : m.operators[i].inputs)
+      if (t >= 0) readers[static_cast<size_t>(t)].push_back(i);
+    for (int32_t t : m.operators[i].outputs)
+      if (t >= 0) writer[static_cast<size_t>(t)] = static_cast<int32_t>(i);
   }
-  return n;
+  for (int32_t t : m.outputs) readers[static_cast<size_t>(t)].push_back(SIZE_MAX);
+  const auto float_constant = [&](int32_t t) { return t >= 0 && is_float_constant(m.tensors[static_cast<size_t>(t)]); };
+  // The ADD that alone reads t (through RESHAPEs that alone read it: EinsumDense adds its bias
+  // after splitting the heads), with its other operand; nullptr where there is none.
+  const auto sole_add = [&](int32_t t, int32_t* other, size_t* slot) -> const Operator* {
+    for (;;) {
+      const std::vector<size_t>& r = readers[static_cast<size_t>(t)];
+      if (r.size() != 1 || r[0] == SIZE_MAX) return nullptr;
+      const Operator& next = m.operators[r[0]];
+      if (next.op != CLTRAIN_OP_RESHAPE || next.outputs.size() != 1 || next.outputs[0] < 0) break;
+      t = next.outputs[0];
+    }
+    const Operator& add = m.operators[readers[static_cast<size_t>(t)][0]];
+    if (add.op != CLTRAIN_OP_ADD || add.inputs.size() != 2 || add.outputs.size() != 1) return nullptr;
+    if (add.inputs[0] != t && add.inputs[1] != t) return nullptr;
+    *slot = add.inputs[0] == t ? 0 : 1;
+    *other = add.inputs[1 - *slot];
+    return &add;
+  };
+  std::vector<bool> out(m.operators.size(), false);
+  for (size_t i = 0; i < m.operators.size(); ++i) {
+    const Operator& op = m.operators[i];
+    if (!lacks_bias(op) || op.outputs.empty() || op.outputs[0] < 0) continue;
+    int32_t other = -1, next_other = -1;
+    size_t slot = 0, next_slot = 0;
+    const Operator* add = sole_add(op.outputs[0], &other, &slot);
+    if (add && float_constant(other)) continue;  // its bias is the ADD's constant
+    const Operator* partner = add && other >= 0 && writer[static_cast<size_t>(other)] >= 0
+                                  ? &m.operators[static_cast<size_t>(writer[static_cast<size_t>(other)])]
+                                  : nullptr;
+    if (partner && find_op(partner->op)->bias_slot >= 0) {
+      if (!lacks_bias(*partner)) continue;  // the layer's bias is the partner's (x_t W + b, then + h U)
+      const Operator* bias_add = sole_add(add->outputs[0], &next_other, &next_slot);
+      if (bias_add && float_constant(next_other)) continue;  // the pair's bias follows
+      if (slot == 1) continue;                               // the first of the pair gets it
+    }
+    out[i] = true;
+  }
+  return out;
+}
+
+}  // namespace
+
+int32_t count_missing_biases(const Model& m) {
+  const std::vector<bool> missing = missing_bias(m);
+  return static_cast<int32_t>(std::count(missing.begin(), missing.end(), true));
 }
 
 int32_t add_missing_biases(Model& m) {
   int32_t n = 0;
+  const std::vector<bool> missing = missing_bias(m);
   std::map<int32_t, int32_t> bias_of_kernel;  // operators sharing a kernel share the new bias
-  for (Operator& op : m.operators) {
-    const OpDescriptor& d = *find_op(op.op);
-    const size_t slot = static_cast<size_t>(d.bias_slot);
-    if (d.bias_slot < 0 || (op.inputs.size() > slot && op.inputs[slot] >= 0)) continue;
+  for (size_t i = 0; i < m.operators.size(); ++i) {
+    if (!missing[i]) continue;
+    Operator& op = m.operators[i];
+    const size_t slot = static_cast<size_t>(find_op(op.op)->bias_slot);
     const int32_t kernel = op.inputs.at(1);
     auto it = bias_of_kernel.find(kernel);
     int32_t bias;

@@ -91,6 +91,33 @@ def test_keras_recurrent_layers_are_unrolled_and_normalisation_named(tmp_path, c
     np.testing.assert_allclose(probs, model.predict(ids, verbose=0), rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("layer", ["LSTM", "GRU", "SimpleRNN", "LSTM_go_backwards"])
+def test_keras_default_recurrent_layers_train_as_keras(tmp_path, layer, capsys):
+    """Embedding -> {LSTM, GRU, SimpleRNN}(16), default options (Keras would write a WHILE loop;
+    from_keras unrolls) -> Dense: 5 SGD steps on OpenCL with Keras's losses. Their zero biases
+    (dropped by the converter) train as Keras's one bias per layer (missing-biases pass)."""
+    framework("keras", "tensorflow")
+    import keras
+
+    keras.utils.set_random_seed(4)
+    inputs = keras.Input((8,), dtype="int32")
+    kind, _, backwards = layer.partition("_")
+    h = getattr(keras.layers, kind)(16, go_backwards=bool(backwards))(keras.layers.Embedding(60, 8)(inputs))
+    model = keras.Model(inputs, keras.layers.Dense(5, activation="softmax")(h))
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, 60, (5, 4, 8))
+    ys = np.eye(5, dtype=np.float32)[rng.integers(0, 5, (5, 4))]
+    s = cltrain.convert.from_keras(model, tmp_path / "rnn.tflite", batch_size=4, backends=["opencl"], cache_dir=CACHE)
+    assert "1 recurrent layer unrolled" in capsys.readouterr().out
+    s.compile(optimizer="sgd", learning_rate=0.05, loss="categorical_crossentropy")
+    ours = [s.train_step(x, y) for x, y in zip(ids, ys)]
+    assert set(s.placement()) == {"opencl"}
+    model.compile(optimizer=keras.optimizers.SGD(0.05), loss="categorical_crossentropy")
+    theirs = [float(model.train_on_batch(x, y)) for x, y in zip(ids, ys)]
+    print("keras %s: 5 SGD steps, largest relative loss difference %.2e" % (layer, relative(ours, theirs)))
+    assert relative(ours, theirs) < 1e-5, (ours, theirs)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_pytorch_cnn_trains_as_pytorch(tmp_path, backend, capsys):
     framework("torch", "litert_torch")

@@ -337,6 +337,32 @@ TEST(MissingBiases, AddedOnlyWhenAsked) {
   }
 }
 
+// An unrolled Keras SimpleRNN sums x_t W and h U per step, one layer with one bias. With its zero
+// bias dropped, the 5 x_t W operators (one kernel) get one shared trained bias, as Keras's single
+// bias; the h U ones none; the Dense its own: 6 operators, 2 biases. With the bias kept (fused
+// into x_t W by the converter) nothing misses one.
+TEST(MissingBiases, AnUnrolledRnnStepIsOneLayerWithOneBias) {
+  Settings s;
+  s.add_missing_biases = true;
+  auto zero = prepared(Engine::from_file(kData + "/simple_rnn_zero_bias.tflite"), s);
+  EXPECT_EQ(change_of(zero->model().rewrites, "missing-biases"), "added 6 zero biases");
+  std::set<int32_t> biases;
+  int without = 0;
+  for (const Operator& op : zero->model().operators) {
+    if (op.op != CLTRAIN_OP_FULLY_CONNECTED) continue;
+    if (op.inputs.size() > 2 && op.inputs[2] >= 0)
+      biases.insert(op.inputs[2]);
+    else
+      ++without;
+  }
+  EXPECT_EQ(biases.size(), 2u);
+  EXPECT_EQ(without, 5);  // h U, steps 0 to 4
+  auto kept = prepared(Engine::from_file(kData + "/simple_rnn_bias.tflite"), s);
+  EXPECT_EQ(change_of(kept->model().rewrites, "missing-biases"), "");
+  s.add_missing_biases = false;
+  EXPECT_TRUE(prepared(Engine::from_file(kData + "/simple_rnn_bias.tflite"), s)->warnings().empty());
+}
+
 TEST(Lora, AdaptersBesideEachTrainedWeight) {
   Settings s;
   s.lora_rank = 2;
