@@ -102,6 +102,10 @@ def _keras_unrolled(model):
         for key in ("layer", "backward_layer"):  # Bidirectional's
             if isinstance(config.get(key), dict) and isinstance(config[key].get("config"), dict):
                 config[key] = dict(config[key], config=unrolled_config(config[key]["config"]))
+        if isinstance(config.get("layers"), list):  # a nested Sequential's or Model's
+            config["layers"] = [dict(l, config=unrolled_config(l["config"]))
+                                if isinstance(l, dict) and isinstance(l.get("config"), dict) else l
+                                for l in config["layers"]]
         return config
 
     def clone(layer):

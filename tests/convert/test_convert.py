@@ -118,6 +118,22 @@ def test_keras_default_recurrent_layers_train_as_keras(tmp_path, layer, capsys):
     assert relative(ours, theirs) < 1e-5, (ours, theirs)
 
 
+def test_recurrent_layers_inside_a_nested_sequential_are_unrolled_too(tmp_path, capsys):
+    framework("keras", "tensorflow")
+    import keras
+
+    keras.utils.set_random_seed(6)
+    inner = keras.Sequential([keras.layers.LSTM(8, return_sequences=True), keras.layers.GRU(8)])
+    inputs = keras.Input((6,), dtype="int32")
+    model = keras.Model(inputs, keras.layers.Dense(3, activation="softmax")(inner(keras.layers.Embedding(30, 4)(inputs))))
+    s = cltrain.convert.from_keras(model, tmp_path / "nested.tflite", batch_size=4, backends=["cpu"], cache_dir=CACHE)
+    assert "2 recurrent layers unrolled" in capsys.readouterr().out
+    s.compile(optimizer="sgd")
+    ids = np.random.default_rng(2).integers(0, 30, (4, 6))
+    _, probs = s.evaluate_batch(ids, np.eye(3, dtype=np.float32)[[0, 1, 2, 0]])
+    np.testing.assert_allclose(probs, model.predict(ids, verbose=0), rtol=1e-4, atol=1e-6)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_pytorch_cnn_trains_as_pytorch(tmp_path, backend, capsys):
     framework("torch", "litert_torch")
