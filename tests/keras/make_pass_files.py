@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Remakes the small converted files that tests/passes reads beside the Keras references (no
+Keras losses needed: the tests check what the passes make of them). Run from the repository root:
+
+    PYTHONPATH=build/python build/keras-venv/bin/python tests/keras/make_pass_files.py
+
+- simple_rnn_zero_bias.tflite, simple_rnn_bias.tflite: Embedding(20, 4) -> SimpleRNN(4) ->
+  Dense(3), unrolled as cltrain.convert.from_keras unrolls it, biases zero (which the converter
+  drops) or random (which it keeps, fused into the x_t W operators): the missing-biases pass.
+- stack_axis0.tflite: keras.ops.stack of two Dense outputs on axis 0, summed over it: a PACK that
+  would move the batch off the first axis (the packs pass leaves it, named as unsupported).
+"""
+import contextlib
+import io
+
+import keras
+import tensorflow as tf
+
+from cltrain.convert import _keras_unrolled
+
+L = keras.layers
+DATA = "tests/keras/data/"
+
+
+def convert(model):
+    with contextlib.redirect_stdout(io.StringIO()):
+        return bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
+
+
+def main():
+    for name, kw in (("simple_rnn_zero_bias", {}),
+                     ("simple_rnn_bias", {"bias_initializer": keras.initializers.RandomNormal(stddev=0.05)})):
+        keras.utils.set_random_seed(5)
+        x = keras.Input((5,), dtype="int32")
+        h = L.SimpleRNN(4, **kw)(L.Embedding(20, 4)(x))
+        model, _ = _keras_unrolled(keras.Model(x, L.Dense(3, activation="softmax", **kw)(h)))
+        open(DATA + name + ".tflite", "wb").write(convert(model))
+    keras.utils.set_random_seed(0)
+    x = keras.Input((4,))
+    a, b = L.Dense(3)(x), L.Dense(3)(x)
+    stacked = keras.ops.stack([a, b], axis=0)  # [2, B, 3]
+    open(DATA + "stack_axis0.tflite", "wb").write(convert(keras.Model(x, L.Dense(2)(keras.ops.sum(stacked, axis=0)))))
+
+
+if __name__ == "__main__":
+    main()
