@@ -6,7 +6,8 @@
 #include <cstdlib>
 #include <functional>
 #include <iterator>
-#include <map>
+
+#include <CLI/CLI.hpp>
 
 #include "atomic_file.h"
 
@@ -154,145 +155,219 @@ const char* train_usage() {
 }
 
 namespace {
+
+// The command line is CLI11's declarations below (Debian's libcli11-dev). What CLI11 does
+// otherwise than onert_train's spellings and cltrain's messages is mended around it:
+//  - argv is encode()d before CLI11 reads it, and what CLI11 hands back (values, left-over
+//    arguments) is decode()d, so that values, messages and Options::given are what the user
+//    wrote. CLI11's names cannot hold ':', so the ':' of --load_input:raw and --load_expected:raw
+//    becomes a NUL (a name no command line can spell: argv strings end at NUL, so a literal
+//    --load_input_raw stays unknown); and CLI11 reads `--NAME=` as --NAME followed by the next
+//    argument, where cltrain reads an empty value (`--cache-dir=`: no cache), so it becomes
+//    `--NAME=` NUL.
+//  - every option's callback runs as CLI11 parses it (trigger_on_parse): the first bad argument
+//    is the one reported, a repeated option's last value wins, --cache-dir and --no-cache go by
+//    order.
+//  - CLI11 keeps unknown options, a second model and `--` in remaining() (allow_extras); each
+//    callback first reports the first of those before it, in cltrain's words (check_strays), so
+//    errors still come in command-line order. An option-like positional ("-5", "---x": CLI11 reads
+//    them as positionals) is refused by MODEL's check (validate_positionals), so it is one of them.
+//  - the validators (to_int, to_float, to_bytes, one_of) run in ->each() and throw UsageError,
+//    which CLI11 lets through; its own ParseError (a value missing at the end) becomes our line.
+//  - no help flag: main prints train_usage() for a leading --help or -h; elsewhere it is unknown.
+std::string encode(std::string a) {
+  if (a.rfind("--", 0) != 0) return a;
+  const size_t eq = a.find('=');
+  for (const char* name : {"--load_input:raw", "--load_expected:raw"})
+    if (a.compare(0, eq, name) == 0) a[a.find(':')] = '\0';
+  if (eq != std::string::npos && eq + 1 == a.size()) a += '\0';
+  return a;
+}
+
+std::string decode(std::string s) {
+  if (s == std::string(1, '\0')) return "";          // the value of `--NAME=`
+  if (!s.empty() && s.back() == '\0') s.pop_back();  // `--NAME=` itself, as a value or left over
+  for (char& c : s)
+    if (c == '\0') c = ':';
+  return s;
+}
+
+class CommandLine {
+ public:
+  explicit CommandLine(Options& o) : o_(o) {
+    app_.set_help_flag();
+    app_.allow_extras();
+    app_.validate_positionals();
+    model_ = app_.add_option("MODEL")->check(
+        [](const std::string& v) { return v.size() > 1 && v[0] == '-' ? std::string("an option") : std::string(); });
+  }
+
+  // --NAME VALUE (or --NAME=VALUE): set(NAME, VALUE) at each occurrence, in command-line order.
+  void value(const char* name, std::function<void(const std::string&, const std::string&)> set) {
+    app_.add_option(encode(name))->trigger_on_parse()->each([this, name, set](const std::string& v) {
+      occurs(name);
+      set(name, decode(v));
+    });
+  }
+  void flag(const char* name, std::function<void()> set) {
+    app_.add_flag(encode(name))->trigger_on_parse()->each([this, name, set](const std::string&) {
+      occurs(name);
+      set();
+    });
+  }
+
+  // Parses args into the Options; throws UsageError. Returns the model.
+  std::string parse(const std::vector<std::string>& args) {
+    std::vector<std::string> reversed;  // as CLI11 takes it
+    for (auto a = args.rbegin(); a != args.rend(); ++a) reversed.push_back(encode(*a));
+    try {
+      app_.parse(std::move(reversed));
+    } catch (const CLI::ArgumentMismatch&) {  // the last argument, an option, has no value
+      check_strays();
+      throw UsageError(args.back() + " needs a value");
+    } catch (const CLI::ParseError& e) {  // none other is expected; still one line
+      throw UsageError(e.what());
+    }
+    return check_strays();
+  }
+
+ private:
+  void occurs(const std::string& name) {
+    check_strays();
+    o_.given.insert(name);
+  }
+
+  // Throws for the first argument CLI11 left over (in command-line order): an unknown option, or
+  // a second model. Returns the model.
+  std::string check_strays() const {
+    std::string model = model_->count() > 0 ? decode(model_->results().front()) : "";
+    for (const std::string& left : app_.remaining()) {
+      std::string a = decode(left);
+      if (a.size() > 1 && a[0] == '-') {
+        if (a.rfind("--", 0) == 0) a = a.substr(0, a.find('='));
+        throw UsageError("unknown option " + a + " (cltrain --help lists them)");
+      }
+      if (!model.empty()) throw UsageError("more than one model given: " + model + " and " + a);
+      model = a;
+    }
+    return model;
+  }
+
+  Options& o_;
+  CLI::App app_;
+  CLI::Option* model_ = nullptr;
+};
+
+// An int32 option's setter: to_int, then UsageError(why) below `least`.
+std::function<void(const std::string&, const std::string&)> at_least(int32_t& to, int32_t least, const char* why) {
+  return [&to, least, why](const std::string& opt, const std::string& v) {
+    to = to_int(opt, v);
+    if (to < least) throw UsageError(why);
+  };
+}
+
+std::function<void(const std::string&, const std::string&)> text(std::string& to) {
+  return [&to](const std::string&, const std::string& v) { to = v; };
+}
+
 Options parse_options(const std::vector<std::string>& args, bool bench) {
   Options o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i];
-    std::string value;
-    bool has_value = false;
-    const size_t eq = a.find('=');
-    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = a.substr(eq + 1);
-      a = a.substr(0, eq);
-      has_value = true;
+  CommandLine cl(o);
+  cl.value("--epoch", at_least(o.epochs, 0, "--epoch must not be negative"));
+  cl.value("--batch_size", [&](const std::string& opt, const std::string& v) {
+    o.batch_size = to_int(opt, v);
+    if (*o.batch_size < 1) throw UsageError("--batch_size must be at least 1");
+  });
+  cl.value("--learning_rate", [&](const std::string& opt, const std::string& v) {
+    o.learning_rate = to_float(opt, v);
+    if (!(o.learning_rate > 0)) throw UsageError("--learning_rate must be positive");
+  });
+  cl.value("--loss", [&](const std::string& opt, const std::string& v) {
+    o.loss = one_of(opt, to_int(opt, v),
+                    {CLTRAIN_LOSS_MEAN_SQUARED_ERROR, CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY,
+                     CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY_FROM_LOGITS},
+                    "1 (mean squared error), 2 (categorical cross-entropy), 3 (from logits)");
+  });
+  cl.value("--loss_reduction_type", [&](const std::string& opt, const std::string& v) {
+    o.loss_reduction =
+        one_of(opt, to_int(opt, v), {CLTRAIN_REDUCTION_TYPE_SUM_OVER_BATCH_SIZE, CLTRAIN_REDUCTION_TYPE_SUM},
+               "1 (sum over batch size), 2 (sum)");
+  });
+  cl.value("--optimizer", [&](const std::string& opt, const std::string& v) {
+    o.optimizer = one_of(opt, to_int(opt, v), {CLTRAIN_OPTIMIZER_SGD, CLTRAIN_OPTIMIZER_ADAM}, "1 (SGD), 2 (Adam)");
+  });
+  cl.value("--metric", [&](const std::string& opt, const std::string& v) {
+    o.metric = one_of(opt, to_int(opt, v), {-1, 0}, "-1 (none), 0 (categorical accuracy)");
+  });
+  cl.value("--validation_split", [&](const std::string& opt, const std::string& v) {
+    o.validation_split = to_float(opt, v);
+    if (!(o.validation_split >= 0 && o.validation_split < 1)) throw UsageError("--validation_split must be in [0, 1)");
+  });
+  cl.value("--num_of_trainable_ops",
+           at_least(o.num_of_trainable_ops, -1, "--num_of_trainable_ops must be -1 (all), 0 (none) or a count"));
+  cl.value("--load_input:raw", text(o.load_input_raw));
+  cl.value("--load_expected:raw", text(o.load_expected_raw));
+  cl.value("--data", [&](const std::string&, const std::string& v) {
+    o.data = v;
+    if (o.data != "fashion-mnist" && o.data.rfind("fashion-mnist:", 0) != 0)
+      throw UsageError("--data takes fashion-mnist or fashion-mnist:DIR, not '" + o.data + "'");
+  });
+  cl.value("--data_limit", [&](const std::string& opt, const std::string& v) {
+    o.data_limit = to_int(opt, v);
+    if (o.data_limit < 0) throw UsageError("--data_limit must not be negative");
+  });
+  cl.value("--backends", [&](const std::string&, const std::string& v) {
+    o.backends.clear();
+    for (const auto& b : split(v, ','))
+      if (!b.empty()) o.backends.push_back(b);
+    if (o.backends.empty()) throw UsageError("--backends needs at least one backend");
+  });
+  cl.value("--device", at_least(o.device, 0, "--device takes a device index (0, 1, ...; cltrain devices lists them)"));
+  cl.value("--cache-dir", [&](const std::string&, const std::string& v) { o.cache_dir = v; });
+  cl.flag("--no-cache", [&] { o.cache_dir = std::string(); });
+  cl.value("--train_config", text(o.train_config));
+  cl.value("--export_circle", text(o.export_circle));
+  cl.value("--export_circleplus", text(o.export_circleplus));
+  cl.value("--checkpoint", text(o.checkpoint));
+  cl.value("--resume", text(o.resume));
+  cl.value("--checkpoint_every",
+           at_least(o.checkpoint_every, 1, "--checkpoint_every takes a number of steps, 1 or more"));
+  cl.value("--checkpoint_dir", text(o.checkpoint_dir));
+  cl.value("--keep_checkpoints", at_least(o.keep_checkpoints, 1, "--keep_checkpoints takes 1 or more"));
+  cl.value("--on_nonfinite", [&](const std::string&, const std::string& v) {
+    if (v != "stop" && v != "skip") throw UsageError("--on_nonfinite takes stop or skip, not '" + v + "'");
+    o.on_nonfinite_skip = v == "skip";
+  });
+  cl.value("--export_checkpoint", text(o.export_checkpoint));
+  cl.value("--export_lora", text(o.export_lora));
+  cl.value("--lora_from", text(o.lora_from));
+  cl.value("--report", text(o.report));
+  cl.flag("--no-progress", [&] { o.progress = false; });
+  cl.value("--memory_budget",
+           [&](const std::string& opt, const std::string& v) { o.memory_budget = to_bytes(opt, v); });
+  cl.value("--storage", [&](const std::string&, const std::string& v) {
+    if (v != "fp16" && v != "float32") throw UsageError("--storage takes fp16 or float32, not '" + v + "'");
+    o.half_storage = v == "fp16";
+  });
+  cl.value("--lora", [&](const std::string& opt, const std::string& v) {
+    const size_t colon = v.find(':');
+    o.lora_rank = to_int(opt, v.substr(0, colon));
+    if (o.lora_rank < 1) throw UsageError("--lora takes a rank of 1 or more, not '" + v + "'");
+    if (colon != std::string::npos) {
+      o.lora_alpha = to_float(opt, v.substr(colon + 1));
+      if (!(o.lora_alpha > 0)) throw UsageError("--lora's alpha must be positive, not '" + v + "'");
     }
-    if (a.rfind("--", 0) == 0) o.given.insert(a);
-    auto next = [&]() -> std::string {
-      if (has_value) return value;
-      if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--epoch") {
-      o.epochs = to_int(a, next());
-      if (o.epochs < 0) throw UsageError("--epoch must not be negative");
-    } else if (a == "--batch_size") {
-      o.batch_size = to_int(a, next());
-      if (*o.batch_size < 1) throw UsageError("--batch_size must be at least 1");
-    } else if (a == "--learning_rate") {
-      o.learning_rate = to_float(a, next());
-      if (!(o.learning_rate > 0)) throw UsageError("--learning_rate must be positive");
-    } else if (a == "--loss") {
-      o.loss = one_of(a, to_int(a, next()),
-                      {CLTRAIN_LOSS_MEAN_SQUARED_ERROR, CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY,
-                       CLTRAIN_LOSS_CATEGORICAL_CROSSENTROPY_FROM_LOGITS},
-                      "1 (mean squared error), 2 (categorical cross-entropy), 3 (from logits)");
-    } else if (a == "--loss_reduction_type") {
-      o.loss_reduction =
-          one_of(a, to_int(a, next()), {CLTRAIN_REDUCTION_TYPE_SUM_OVER_BATCH_SIZE, CLTRAIN_REDUCTION_TYPE_SUM},
-                 "1 (sum over batch size), 2 (sum)");
-    } else if (a == "--optimizer") {
-      o.optimizer = one_of(a, to_int(a, next()), {CLTRAIN_OPTIMIZER_SGD, CLTRAIN_OPTIMIZER_ADAM}, "1 (SGD), 2 (Adam)");
-    } else if (a == "--metric") {
-      o.metric = one_of(a, to_int(a, next()), {-1, 0}, "-1 (none), 0 (categorical accuracy)");
-    } else if (a == "--validation_split") {
-      o.validation_split = to_float(a, next());
-      if (!(o.validation_split >= 0 && o.validation_split < 1))
-        throw UsageError("--validation_split must be in [0, 1)");
-    } else if (a == "--num_of_trainable_ops") {
-      o.num_of_trainable_ops = to_int(a, next());
-      if (o.num_of_trainable_ops < -1) throw UsageError("--num_of_trainable_ops must be -1 (all), 0 (none) or a count");
-    } else if (a == "--load_input:raw") {
-      o.load_input_raw = next();
-    } else if (a == "--load_expected:raw") {
-      o.load_expected_raw = next();
-    } else if (a == "--data") {
-      o.data = next();
-      if (o.data != "fashion-mnist" && o.data.rfind("fashion-mnist:", 0) != 0)
-        throw UsageError("--data takes fashion-mnist or fashion-mnist:DIR, not '" + o.data + "'");
-    } else if (a == "--data_limit") {
-      o.data_limit = to_int(a, next());
-      if (o.data_limit < 0) throw UsageError("--data_limit must not be negative");
-    } else if (a == "--backends") {
-      o.backends.clear();
-      for (const auto& b : split(next(), ','))
-        if (!b.empty()) o.backends.push_back(b);
-      if (o.backends.empty()) throw UsageError("--backends needs at least one backend");
-    } else if (a == "--device") {
-      o.device = to_int(a, next());
-      if (o.device < 0) throw UsageError("--device takes a device index (0, 1, ...; cltrain devices lists them)");
-    } else if (a == "--cache-dir") {
-      o.cache_dir = next();
-    } else if (a == "--no-cache") {
-      o.cache_dir = std::string();
-    } else if (a == "--train_config") {
-      o.train_config = next();
-    } else if (a == "--export_circle") {
-      o.export_circle = next();
-    } else if (a == "--export_circleplus") {
-      o.export_circleplus = next();
-    } else if (a == "--checkpoint") {
-      o.checkpoint = next();
-    } else if (a == "--resume") {
-      o.resume = next();
-    } else if (a == "--checkpoint_every") {
-      o.checkpoint_every = to_int(a, next());
-      if (o.checkpoint_every < 1) throw UsageError("--checkpoint_every takes a number of steps, 1 or more");
-    } else if (a == "--checkpoint_dir") {
-      o.checkpoint_dir = next();
-    } else if (a == "--keep_checkpoints") {
-      o.keep_checkpoints = to_int(a, next());
-      if (o.keep_checkpoints < 1) throw UsageError("--keep_checkpoints takes 1 or more");
-    } else if (a == "--on_nonfinite") {
-      const std::string v = next();
-      if (v != "stop" && v != "skip") throw UsageError("--on_nonfinite takes stop or skip, not '" + v + "'");
-      o.on_nonfinite_skip = v == "skip";
-    } else if (a == "--export_checkpoint") {
-      o.export_checkpoint = next();
-    } else if (a == "--export_lora") {
-      o.export_lora = next();
-    } else if (a == "--lora_from") {
-      o.lora_from = next();
-    } else if (a == "--report") {
-      o.report = next();
-    } else if (a == "--no-progress") {
-      o.progress = false;
-    } else if (a == "--memory_budget") {
-      o.memory_budget = to_bytes(a, next());
-    } else if (a == "--storage") {
-      const std::string v = next();
-      if (v != "fp16" && v != "float32") throw UsageError("--storage takes fp16 or float32, not '" + v + "'");
-      o.half_storage = v == "fp16";
-    } else if (a == "--lora") {
-      const std::string v = next();
-      const size_t colon = v.find(':');
-      o.lora_rank = to_int(a, v.substr(0, colon));
-      if (o.lora_rank < 1) throw UsageError("--lora takes a rank of 1 or more, not '" + v + "'");
-      if (colon != std::string::npos) {
-        o.lora_alpha = to_float(a, v.substr(colon + 1));
-        if (!(o.lora_alpha > 0)) throw UsageError("--lora's alpha must be positive, not '" + v + "'");
-      }
-    } else if (a == "--add_missing_biases") {
-      o.add_missing_biases = true;
-    } else if (a == "--no-shuffle") {
-      o.shuffle = false;
-    } else if (bench && a == "--steps") {
-      o.steps = to_int(a, next());
-      if (o.steps < 1) throw UsageError("--steps must be at least 1");
-    } else if (bench && a == "--warmup") {
-      o.warmup = to_int(a, next());
-      if (o.warmup < 0) throw UsageError("--warmup must not be negative");
-    } else if (bench && a == "--seed") {
-      o.seed = static_cast<uint32_t>(to_int(a, next()));
-    } else if (bench && a == "--profile") {
-      o.profile = true;
-    } else if (a.rfind("-", 0) == 0 && a.size() > 1) {
-      throw UsageError("unknown option " + a + " (cltrain --help lists them)");
-    } else if (o.model.empty()) {
-      o.model = a;
-    } else {
-      throw UsageError("more than one model given: " + o.model + " and " + a);
-    }
+  });
+  cl.flag("--add_missing_biases", [&] { o.add_missing_biases = true; });
+  cl.flag("--no-shuffle", [&] { o.shuffle = false; });
+  if (bench) {
+    cl.value("--steps", at_least(o.steps, 1, "--steps must be at least 1"));
+    cl.value("--warmup", at_least(o.warmup, 0, "--warmup must not be negative"));
+    cl.value("--seed",
+             [&](const std::string& opt, const std::string& v) { o.seed = static_cast<uint32_t>(to_int(opt, v)); });
+    cl.flag("--profile", [&] { o.profile = true; });
   }
+  o.model = cl.parse(args);
   if (o.model.empty()) throw UsageError("no model given");
   if (bench) return o;
   if (o.data.empty() && (o.load_input_raw.empty() != o.load_expected_raw.empty()))

@@ -112,6 +112,7 @@ else
     need_header clblast.h "libclblast-dev"
     need_header flatbuffers/flatbuffers.h "libflatbuffers-dev"
     need_header nlohmann/json.hpp "nlohmann-json3-dev"
+    need_header CLI/CLI.hpp "libcli11-dev"
     need_header zlib.h "zlib1g-dev"
     [ $skip_tests -eq 1 ] || need_header gtest/gtest.h "libgtest-dev"
   fi
