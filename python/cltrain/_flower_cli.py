@@ -1,10 +1,13 @@
-"""The command line of cltrain.flower (python3 -m cltrain.flower server|client|federation|plot):
-a Flower server with FedAvg evaluating with cltrain, a client training one partition, a whole
-federation on this machine's loopback (with a fault to inject), and a plot of its results."""
+"""The command line of cltrain.flower (python3 -m cltrain.flower federation|app|plot): a whole
+federation on this machine (Flower's SuperLink, one SuperNode per partition and `flwr run` of
+cltrain's Flower app on loopback, or Flower's simulation engine; a fault to inject), the app's
+pyproject.toml, and a plot of results."""
 
 import argparse
 import json
 import os
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -12,111 +15,10 @@ import sys
 import threading
 import time
 
-import flwr
-import grpc
 import numpy as np
 
 import cltrain
-from .flower import (FASHION_MNIST, FIT_DEFAULTS, POISON_KINDS, CltrainClient, load_fashion_mnist, make_strategy,
-                     partition)
-
-
-# ---- the command line: server, client, federation (both on one machine), plot ----
-
-def _log(prefix):
-    def log(msg):
-        sys.stdout.write("%s%s\n" % (prefix, msg))
-        sys.stdout.flush()
-    return log
-
-
-def _data_args(p):
-    p.add_argument("--model", required=True, help=".circle or .tflite model (the same on every side)")
-    p.add_argument("--data", default=FASHION_MNIST, help="Fashion-MNIST's idx files (default: Debian's)")
-    p.add_argument("--address", default="127.0.0.1:8080", help="the server's host:port")
-    p.add_argument("--cache-dir", default=None, help="cltrain's cache directory (default: its own default)")
-
-
-def _fit_args(p):
-    p.add_argument("--optimizer", default=FIT_DEFAULTS["optimizer"])
-    p.add_argument("--learning-rate", type=float, default=FIT_DEFAULTS["learning_rate"])
-    p.add_argument("--batch-size", type=int, default=FIT_DEFAULTS["batch_size"])
-    p.add_argument("--local-epochs", type=int, default=FIT_DEFAULTS["local_epochs"])
-
-
-def _partition_args(p):
-    p.add_argument("--clients", type=int, default=8, help="how many clients (partitions)")
-    p.add_argument("--partition", default="dirichlet", choices=["iid", "dirichlet"])
-    p.add_argument("--alpha", type=float, default=0.5, help="Dirichlet concentration (non-IID)")
-    p.add_argument("--partition-seed", type=int, default=0)
-    p.add_argument("--limit", type=int, default=0, help="use only the first N training images (smoke tests)")
-
-
-def _poison(spec):
-    """--poison ROUND:KIND[,ROUND:KIND...] as {round: kind}."""
-    out = {}
-    for item in filter(None, (spec or "").split(",")):
-        r, _, kind = item.partition(":")
-        if not r.isdigit() or kind not in POISON_KINDS:
-            raise ValueError("--poison takes ROUND:KIND with KIND one of %s, not %r" % (", ".join(POISON_KINDS), item))
-        out[int(r)] = kind
-    return out
-
-
-def _server(a):
-    log = _log("server: ")
-    _, _, x_test, y_test = load_fashion_mnist(a.data)
-    fit_config = {"optimizer": a.optimizer, "learning_rate": a.learning_rate, "batch_size": a.batch_size,
-                  "local_epochs": a.local_epochs}
-    strategy, _ = make_strategy(a.model, x_test, y_test, a.clients, fit_config, a.min_clients,
-                                a.backends.split(","), a.cache_dir, log, _poison(a.poison))
-    t0 = time.monotonic()
-    history = flwr.server.start_server(server_address=a.address, strategy=strategy,
-                                       config=flwr.server.ServerConfig(num_rounds=a.rounds,
-                                                                       round_timeout=a.round_timeout))
-    rounds = []
-    for (r, loss), (_, acc) in zip(history.losses_centralized, history.metrics_centralized.get("accuracy", [])):
-        row = {"round": r, "test_loss": loss, "test_accuracy": acc}
-        row.update(strategy.rounds.get(r, {}))
-        rounds.append(row)
-    result = {"model": os.path.basename(a.model), "clients": a.clients, "rounds": a.rounds, "fit_config": fit_config,
-              "seconds": round(time.monotonic() - t0, 1), "per_round": rounds}
-    if a.out:
-        with open(a.out + ".tmp", "w") as f:
-            json.dump(result, f, indent=1)
-        os.replace(a.out + ".tmp", a.out)
-    done = [r for r in rounds if r["round"] > 0]
-    if len(done) != a.rounds:
-        log("finished %d of %d rounds" % (len(done), a.rounds))
-        return 1
-    log("test accuracy after round %d: %.4f" % (a.rounds, done[-1]["test_accuracy"]))
-    return 0
-
-
-def _client(a):
-    if not 0 <= a.partition_id < a.clients:
-        raise ValueError("--partition-id %d is not one of the %d partitions (0 to %d)"
-                         % (a.partition_id, a.clients, a.clients - 1))
-    log = _log("client %d: " % a.partition_id)
-    with open(a.model, "rb") as f:
-        model = f.read()
-    x, y, _, _ = load_fashion_mnist(a.data)
-    if a.limit:
-        x, y = x[:a.limit], y[:a.limit]
-    idx = partition(y, a.clients, a.partition, a.alpha, a.partition_seed)[a.partition_id]
-    log("%d samples, classes %s" % (idx.size, np.bincount(y[idx], minlength=10).tolist()))
-
-    def on_step(rnd, epoch, step, steps, loss):
-        if step + 1 == steps // 2:  # the middle of the round's first epoch: what the federation's fault waits for
-            log("round %d: step %d of %d" % (rnd, step + 1, steps))
-
-    client = CltrainClient(model, x[idx], y[idx], backends=a.backends.split(","), device=a.device,
-                           cache_dir=a.cache_dir, on_step=on_step, client_id=a.partition_id, log=log)
-    flwr.client.start_client(server_address=a.address, client=client.to_client(), insecure=True,
-                             max_wait_time=a.connect_timeout)
-    client.close()
-    log("done")
-    return 0
+from .flower import POISON_KINDS, RUN_DEFAULTS, app_pyproject
 
 
 def _free_port():
@@ -135,24 +37,56 @@ def _wait_for_port(port, proc, timeout):
     return False
 
 
+def _tool(name):
+    """A Flower command beside this Python (a venv's bin), else on PATH."""
+    here = os.path.join(os.path.dirname(sys.executable), name)
+    return here if os.path.exists(here) else (shutil.which(name) or name)
+
+
+def _toml(v):
+    return ("true" if v else "false") if isinstance(v, bool) else json.dumps(v) if isinstance(v, str) else repr(v)
+
+
 def run_federation(a):
-    """The server and a.clients clients as processes of this machine; returns the exit status."""
-    port = a.port or _free_port()
-    address = "127.0.0.1:%d" % port
+    """A SuperLink and a.clients SuperNodes (or the simulation engine) on this machine, and `flwr
+    run` of cltrain's app over them; returns the exit status."""
     os.makedirs(a.out_dir, exist_ok=True)
-    out = os.path.join(a.out_dir, a.name + ".json")
-    me = [sys.executable, "-m", "cltrain.flower"]
-    common = ["--model", a.model, "--data", a.data, "--address", address]
+    out_dir = os.path.abspath(a.out_dir)
+    out = os.path.join(out_dir, a.name + ".json")
+    if os.path.exists(out):
+        os.remove(out)
+    work = os.path.join(out_dir, a.name + ".flwr")
+    shutil.rmtree(work, ignore_errors=True)
+    app = os.path.join(work, "app")
+    os.makedirs(app)
+    with open(os.path.join(app, "pyproject.toml"), "w") as f:
+        f.write(app_pyproject())
+    port = a.port or _free_port()
+    home = os.path.join(work, "home")  # FLWR_HOME: the connection below, Flower's state
+    os.makedirs(home)
+    with open(os.path.join(home, "config.toml"), "w") as f:
+        f.write('[superlink]\ndefault = "here"\n\n[superlink.here]\naddress = "127.0.0.1:%d"\ninsecure = true\n' % port)
+    env = dict(os.environ, FLWR_HOME=home, FLWR_DISABLE_UPDATE_CHECK="1",
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    run_config = {"model": os.path.abspath(a.model) if os.path.exists(a.model) else a.model,
+                  "data": os.path.abspath(a.data), "num-server-rounds": a.rounds, "optimizer": a.optimizer,
+                  "learning-rate": a.learning_rate, "batch-size": a.batch_size, "local-epochs": a.local_epochs,
+                  "lora": a.lora, "backends": a.backends, "server-backends": a.server_backends,
+                  "partition": a.partition, "alpha": a.alpha, "partition-seed": a.partition_seed,
+                  "limit": a.limit, "test-limit": a.test_limit, "min-nodes": a.clients,
+                  "round-timeout": float(a.round_timeout), "out": out, "poison": a.poison or "",
+                  "save-replies": os.path.abspath(a.save_replies) if a.save_replies else ""}
     if a.cache_dir is not None:
-        common += ["--cache-dir", a.cache_dir]
-    fit = ["--optimizer", a.optimizer, "--learning-rate", repr(a.learning_rate), "--batch-size", str(a.batch_size),
-           "--local-epochs", str(a.local_epochs)]
+        run_config["cache-dir"] = a.cache_dir
     kill = None
     if a.kill:
+        if a.runtime == "simulation":
+            raise ValueError("--kill needs --runtime deployment (a SuperNode process to kill)")
         k, r = a.kill.split(":")
         kill = (int(k), int(r))
     lock = threading.Lock()
-    log = open(os.path.join(a.out_dir, a.name + ".log"), "w")
+    log = open(os.path.join(out_dir, a.name + ".log"), "w")
+    procs = []
 
     def pump(proc, on_line=None):
         for line in proc.stdout:
@@ -165,87 +99,102 @@ def run_federation(a):
             if on_line:
                 on_line(line)
 
-    server = subprocess.Popen(me + ["server"] + common + fit + [
-        "--clients", str(a.clients), "--rounds", str(a.rounds), "--out", out, "--backends", a.server_backends,
-        "--round-timeout", str(a.round_timeout)] + (["--poison", a.poison] if a.poison else []),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    threading.Thread(target=pump, args=(server,), daemon=True).start()
-    if not _wait_for_port(port, server, 120):
-        server.kill()
-        sys.stderr.write("federation: the server did not start listening on %s\n" % address)
-        return 1
-
-    clients = {}
-    events, killed = [], []
-
-    def start(k):
-        cmd = me + ["client"] + common + ["--partition-id", str(k), "--clients", str(a.clients), "--partition",
-                                          a.partition, "--alpha", repr(a.alpha), "--partition-seed",
-                                          str(a.partition_seed), "--backends", a.backends]
-        if a.limit:
-            cmd += ["--limit", str(a.limit)]
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        clients[k] = p
-        marker = "client %d: round %d: step" % kill if kill and kill[0] == k else None
-
-        def on_line(line):
-            if marker and line.startswith(marker) and not killed:
-                killed.append(k)
-                os.kill(p.pid, signal.SIGKILL)  # in the middle of its round's training
-                events.append("client %d killed in round %d (%s)" % (k, kill[1], line.strip()))
-                with lock:
-                    log.write("federation: %s\n" % events[-1])
+    def spawn(cmd, on_line=None):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                             start_new_session=True)  # its own process group: it and what it starts die together
+        procs.append(p)
         threading.Thread(target=pump, args=(p, on_line), daemon=True).start()
+        return p
 
-    for k in range(a.clients):
-        start(k)
-    end = time.monotonic() + a.timeout
-    restarts = {k: 0 for k in clients}
-    while server.poll() is None and time.monotonic() < end:
-        for k, p in list(clients.items()):
-            # A client that died (killed, or failed) comes back, as a supervisor on its board would
-            # start it again: it joins the rounds after. One the server let go exits with 0.
-            if p.poll() not in (None, 0) and server.poll() is None and restarts[k] < a.restarts:
-                time.sleep(a.rejoin_after)
-                restarts[k] += 1
-                events.append("client %d ended (exit %s) and was restarted" % (k, p.returncode))
-                with lock:
-                    log.write("federation: %s\n" % events[-1])
-                start(k)
-        time.sleep(0.2)
-    status = server.poll()
-    if status is None:
-        server.kill()
-        sys.stderr.write("federation: not finished after %d s; see %s\n" % (a.timeout, log.name))
-        status = 1
-    for p in clients.values():
+    def stop(p):
         try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-    if kill and not killed:
-        sys.stderr.write("federation: client %d never reached round %d to be killed\n" % kill)
-        status = status or 1
-    if status == 0:
-        with open(out) as f:
-            result = json.load(f)
-        result["events"] = events
-        result.update({"partition": a.partition, "alpha": a.alpha if a.partition == "dirichlet" else None,
-                       "client_backends": a.backends,
-                       "label": ("IID" if a.partition == "iid" else "non-IID (Dirichlet %g)" % a.alpha) +
-                       (", client %d killed in round %d" % kill if kill else "")})
-        with open(out, "w") as f:
-            json.dump(result, f, indent=1)
-        for e in events:
-            print("federation: " + e)
-        print("round  clients  failed  test accuracy")
-        for r in result["per_round"]:
-            print("%5d  %7s  %6s  %.4f" % (r["round"], r.get("fit_results", "-"), r.get("fit_failures", "-"),
-                                            r["test_accuracy"]))
-        print("federation: %s (%s, %.0f s)" % (out, a.partition, result["seconds"]))
-    else:
-        sys.stderr.write("federation: the server exited with %s; see %s\n" % (status, log.name))
-    return status
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    link = spawn([_tool("flower-superlink"), "--insecure", "--port", str(port), "--host", "127.0.0.1",
+                  "--disable-runtime-dependency-installation"] + (["--simulation"] if a.runtime == "simulation" else []))
+    try:
+        if not _wait_for_port(port, link, 120):
+            sys.stderr.write("federation: the SuperLink did not start listening on 127.0.0.1:%d\n" % port)
+            return 1
+        nodes, events, killed = {}, [], []
+
+        def start(k):
+            cmd = [_tool("flower-supernode"), "--insecure", "--superlink", "127.0.0.1:%d" % port, "--port",
+                   str(_free_port()), "--node-config", "partition-id=%d num-partitions=%d" % (k, a.clients)]
+            marker = "client %d: round %d: step" % kill if kill and kill[0] == k else None
+
+            def on_line(line):
+                if marker and line.startswith(marker) and not killed:
+                    killed.append(k)
+                    stop(nodes[k])  # the SuperNode and its ClientApp, in the middle of the round's training
+                    events.append("client %d killed in round %d (%s)" % (k, kill[1], line.strip()))
+                    with lock:
+                        log.write("federation: %s\n" % events[-1])
+            nodes[k] = spawn(cmd, on_line)
+
+        if a.runtime == "deployment":
+            for k in range(a.clients):
+                start(k)
+        cmd = [_tool("flwr"), "run", app, "here", "--stream", "--run-config",
+               " ".join("%s=%s" % (k, _toml(v)) for k, v in run_config.items())]
+        if a.runtime == "simulation":
+            cmd += ["--federation-config", "num-supernodes=%d" % a.clients]
+        with lock:
+            log.write("federation: %s\n" % " ".join(shlex.quote(c) for c in cmd))
+        runner = spawn(cmd)
+        end = time.monotonic() + a.timeout
+        restarts = {k: 0 for k in nodes}
+        while not os.path.exists(out) and runner.poll() is None and time.monotonic() < end:
+            for k, p in list(nodes.items()):
+                # A SuperNode that died (killed, or failed) comes back, as a supervisor on its board
+                # would start it again: it joins the rounds after.
+                if p.poll() is not None and restarts[k] < a.restarts:
+                    time.sleep(a.rejoin_after)
+                    restarts[k] += 1
+                    events.append("client %d ended (exit %s) and was restarted" % (k, p.returncode))
+                    with lock:
+                        log.write("federation: %s\n" % events[-1])
+                    start(k)
+            time.sleep(0.2)
+        if not os.path.exists(out):
+            sys.stderr.write("federation: %s; see %s\n" % (
+                "not finished after %d s" % a.timeout if runner.poll() is None else
+                "the run ended (exit %s) without results" % runner.returncode, log.name))
+            return 1
+        if kill and not killed:
+            sys.stderr.write("federation: client %d never reached round %d to be killed\n" % kill)
+            return 1
+    finally:
+        for p in procs:
+            stop(p)
+        for p in procs:
+            p.wait()
+        log.close()
+    with open(out) as f:
+        result = json.load(f)
+    result["events"] = events
+    result.update({"runtime": a.runtime, "clients": a.clients, "partition": a.partition,
+                   "alpha": a.alpha if a.partition == "dirichlet" else None, "client_backends": a.backends,
+                   "label": ("IID" if a.partition == "iid" else "non-IID (Dirichlet %g)" % a.alpha) +
+                   (", LoRA rank %d" % a.lora if a.lora else "") +
+                   (", client %d killed in round %d" % kill if kill else "")})
+    with open(out, "w") as f:
+        json.dump(result, f, indent=1)
+    for e in events:
+        print("federation: " + e)
+    print("round  clients  failed  bytes/node  test accuracy")
+    for r in result["per_round"]:
+        print("%5d  %7s  %6s  %10s  %.4f" % (r["round"], r.get("fit_results", "-"), r.get("fit_failures", "-"),
+                                             r.get("bytes_sent", 0) // max(r.get("nodes", 1), 1) or "-",
+                                             r["test_accuracy"]))
+    done = [r for r in result["per_round"] if r["round"] > 0]
+    print("federation: %s (%s, %s, %.0f s)" % (out, a.runtime, a.partition, result["seconds"]))
+    if len(done) != a.rounds:
+        sys.stderr.write("federation: finished %d of %d rounds\n" % (len(done), a.rounds))
+        return 1
+    return 0
 
 
 def plot(paths, out, title="Flower FedAvg, cltrain clients: global test accuracy after each round"):
@@ -294,61 +243,59 @@ def plot(paths, out, title="Flower FedAvg, cltrain clients: global test accuracy
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m cltrain.flower", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("server", help="a Flower server with FedAvg, evaluating with cltrain")
-    _data_args(s)
-    _fit_args(s)
-    s.add_argument("--clients", type=int, default=8, help="clients to wait for before each round")
-    s.add_argument("--min-clients", type=int, default=None, help="fewest clients a round needs (default: --clients)")
-    s.add_argument("--rounds", type=int, default=10)
-    s.add_argument("--round-timeout", type=float, default=600, help="seconds a round waits for its clients")
-    s.add_argument("--backends", default="cpu", help="cltrain backends of the server's evaluation")
-    s.add_argument("--out", help="results (JSON)")
-    s.add_argument("--poison", metavar="ROUND:KIND,...",
-                   help="a hostile server, to test clients: broken parameters in those rounds (KIND: %s)"
-                   % ", ".join(POISON_KINDS))
-    c = sub.add_parser("client", help="a Flower client training with cltrain on one partition")
-    _data_args(c)
-    _partition_args(c)
-    c.add_argument("--partition-id", type=int, required=True)
-    c.add_argument("--backends", default="opencl")
-    c.add_argument("--device", type=int, default=None)
-    c.add_argument("--connect-timeout", type=float, default=60, help="seconds to keep trying to reach the server")
-    f = sub.add_parser("federation", help="server and clients on this machine, on loopback")
-    f.add_argument("--model", required=True)
-    f.add_argument("--data", default=FASHION_MNIST)
-    f.add_argument("--cache-dir", default=None)
-    _fit_args(f)
-    _partition_args(f)
+    f = sub.add_parser("federation", help="a SuperLink, SuperNodes and flwr run of cltrain's app, on this machine")
+    f.add_argument("--model", required=True, help=".circle or .tflite model, or a cltrain make-model kind")
+    f.add_argument("--runtime", default="deployment", choices=["deployment", "simulation"],
+                   help="deployment: one flower-supernode process per client on loopback; simulation: Flower's "
+                   "simulation engine")
+    f.add_argument("--clients", type=int, default=8, help="how many clients (partitions, SuperNodes)")
     f.add_argument("--rounds", type=int, default=10)
+    f.add_argument("--data", default=RUN_DEFAULTS["data"], help="Fashion-MNIST's idx files (default: Debian's)")
+    f.add_argument("--cache-dir", default=None, help="cltrain's cache directory (default: its own default)")
+    f.add_argument("--optimizer", default=RUN_DEFAULTS["optimizer"])
+    f.add_argument("--learning-rate", type=float, default=RUN_DEFAULTS["learning-rate"])
+    f.add_argument("--batch-size", type=int, default=RUN_DEFAULTS["batch-size"])
+    f.add_argument("--local-epochs", type=int, default=RUN_DEFAULTS["local-epochs"])
+    f.add_argument("--lora", type=int, default=0, metavar="RANK",
+                   help="LoRA adapters of this rank alone train and travel (not the weights)")
+    f.add_argument("--partition", default="dirichlet", choices=["iid", "dirichlet"])
+    f.add_argument("--alpha", type=float, default=0.5, help="Dirichlet concentration (non-IID)")
+    f.add_argument("--partition-seed", type=int, default=0)
+    f.add_argument("--limit", type=int, default=0, help="use only the first N training images (smoke tests)")
+    f.add_argument("--test-limit", type=int, default=0, help="evaluate on only the first N test images")
     f.add_argument("--backends", default="opencl", help="the clients' cltrain backends")
     f.add_argument("--server-backends", default="cpu")
-    f.add_argument("--kill", metavar="CLIENT:ROUND", help="SIGKILL that client in the middle of that round, restart it")
-    f.add_argument("--poison", metavar="ROUND:KIND,...", help="the server sends broken parameters in those rounds")
-    f.add_argument("--rejoin-after", type=float, default=1.0, help="seconds before an ended client restarts")
-    f.add_argument("--restarts", type=int, default=2, help="how often each client may be restarted")
+    f.add_argument("--kill", metavar="CLIENT:ROUND", help="SIGKILL that client's SuperNode in the middle of that "
+                   "round, restart it")
+    f.add_argument("--poison", metavar="ROUND:KIND,...", help="the server sends broken arrays in those rounds "
+                   "(KIND: %s)" % ", ".join(POISON_KINDS))
+    f.add_argument("--save-replies", metavar="DIR", help="each round's replies and their average (DIR/round-N.npz)")
+    f.add_argument("--rejoin-after", type=float, default=1.0, help="seconds before an ended SuperNode restarts")
+    f.add_argument("--restarts", type=int, default=2, help="how often each SuperNode may be restarted")
     f.add_argument("--round-timeout", type=float, default=600)
     f.add_argument("--timeout", type=float, default=3600, help="seconds for the whole federation")
-    f.add_argument("--port", type=int, default=0, help="the server's port (default: a free one)")
+    f.add_argument("--port", type=int, default=0, help="the SuperLink's port (default: a free one)")
     f.add_argument("--out-dir", default="flower-results")
     f.add_argument("--name", default="federation", help="results: OUT_DIR/NAME.json and NAME.log")
     f.add_argument("--verbose", action="store_true", help="print every process's lines")
+    t = sub.add_parser("app", help="the pyproject.toml of cltrain's Flower app (what examples/flower holds)")
+    t.add_argument("-o", "--out", help="write it here (default: standard output)")
     g = sub.add_parser("plot", help="an SVG of test accuracy per round from results files")
     g.add_argument("results", nargs="+")
     g.add_argument("-o", "--out", required=True)
     a = p.parse_args(argv)
     try:
-        if a.cmd == "server":
-            return _server(a)
-        if a.cmd == "client":
-            return _client(a)
         if a.cmd == "federation":
             return run_federation(a)
+        if a.cmd == "app":
+            if a.out:
+                with open(a.out, "w") as f:
+                    f.write(app_pyproject())
+            else:
+                sys.stdout.write(app_pyproject())
+            return 0
         plot(a.results, a.out)
         return 0
     except (cltrain.CltrainError, OSError, ValueError) as e:
         sys.stderr.write("cltrain.flower: %s\n" % e)
-        return 1
-    except grpc.RpcError as e:  # the server is not there, or went away
-        details = e.details() if hasattr(e, "details") else str(e)
-        sys.stderr.write("cltrain.flower: %s: %s\n" % (getattr(a, "address", "server"), details))
         return 1
