@@ -25,6 +25,9 @@ bool lacks_bias(const Operator& op) {
 // after a sum or a reshape). Two such operators summed by one ADD are one layer with one bias (an unrolled RNN
 // step's x_t W + h U): where the other has a bias (x_t W + b), or an ADD of a float constant
 // follows, neither misses one; else the first gets it (shared over the steps, as the layer's is).
+// The sum may be of parts (SLICEs of the gates' product, as a GRU with reset_after=False writes
+// x_t W split into z, r, h and h U_zr sliced into z, r): an operator whose every part is the
+// second operand of such a sum misses none; the partner is found through the slices.
 std::vector<bool> missing_bias(const Model& m) {
   const size_t nt = m.tensors.size();
   std::vector<std::vector<size_t>> readers(nt);
@@ -54,24 +57,48 @@ std::vector<bool> missing_bias(const Model& m) {
     *other = add.inputs[1 - *slot];
     return &add;
   };
+  // The operator whose output t is, or is a part of (through SLICEs and RESHAPEs); nullptr where
+  // another operator is in the way.
+  const auto source = [&](int32_t t) -> const Operator* {
+    for (int guard = 0; t >= 0 && guard < 64; ++guard) {
+      const int32_t w = writer[static_cast<size_t>(t)];
+      if (w < 0) return nullptr;
+      const Operator& op = m.operators[static_cast<size_t>(w)];
+      if (op.op != CLTRAIN_OP_SLICE && op.op != CLTRAIN_OP_RESHAPE) return &op;
+      t = op.inputs.empty() ? -1 : op.inputs[0];
+    }
+    return nullptr;
+  };
+  // Whether the value t (an operator's output, or a part of it) needs no bias of its own: it is
+  // summed with a float constant, or with a partner's product that has the bias or gets it.
+  const auto has_its_bias = [&](int32_t t) {
+    int32_t other = -1, next_other = -1;
+    size_t slot = 0, next_slot = 0;
+    const Operator* add = sole_add(t, &other, &slot);
+    if (!add) return false;
+    if (float_constant(other)) return true;  // its bias is the ADD's constant
+    const Operator* partner = other >= 0 ? source(other) : nullptr;
+    if (!partner || find_op(partner->op)->bias_slot < 0) return false;
+    if (!lacks_bias(*partner)) return true;  // the layer's bias is the partner's (x_t W + b, then + h U)
+    const Operator* bias_add = sole_add(add->outputs[0], &next_other, &next_slot);
+    if (bias_add && float_constant(next_other)) return true;  // the pair's bias follows
+    return slot == 1;                                         // the first of the pair gets it
+  };
   std::vector<bool> out(m.operators.size(), false);
   for (size_t i = 0; i < m.operators.size(); ++i) {
     const Operator& op = m.operators[i];
     if (!lacks_bias(op) || op.outputs.empty() || op.outputs[0] < 0) continue;
-    int32_t other = -1, next_other = -1;
-    size_t slot = 0, next_slot = 0;
-    const Operator* add = sole_add(op.outputs[0], &other, &slot);
-    if (add && float_constant(other)) continue;  // its bias is the ADD's constant
-    const Operator* partner = add && other >= 0 && writer[static_cast<size_t>(other)] >= 0
-                                  ? &m.operators[static_cast<size_t>(writer[static_cast<size_t>(other)])]
-                                  : nullptr;
-    if (partner && find_op(partner->op)->bias_slot >= 0) {
-      if (!lacks_bias(*partner)) continue;  // the layer's bias is the partner's (x_t W + b, then + h U)
-      const Operator* bias_add = sole_add(add->outputs[0], &next_other, &next_slot);
-      if (bias_add && float_constant(next_other)) continue;  // the pair's bias follows
-      if (slot == 1) continue;                               // the first of the pair gets it
-    }
-    out[i] = true;
+    const int32_t y = op.outputs[0];
+    if (has_its_bias(y)) continue;
+    // Read by SLICEs alone, each part summed as above: the parts' sums hold the layer's bias.
+    const std::vector<size_t>& r = readers[static_cast<size_t>(y)];
+    const bool by_parts = !r.empty() && std::all_of(r.begin(), r.end(), [&](size_t k) {
+      if (k == SIZE_MAX) return false;
+      const Operator& part = m.operators[k];
+      return part.op == CLTRAIN_OP_SLICE && part.outputs.size() == 1 && part.outputs[0] >= 0 &&
+             has_its_bias(part.outputs[0]);
+    });
+    out[i] = !by_parts;
   }
   return out;
 }

@@ -91,18 +91,20 @@ def test_keras_recurrent_layers_are_unrolled_and_normalisation_named(tmp_path, c
     np.testing.assert_allclose(probs, model.predict(ids, verbose=0), rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("layer", ["LSTM", "GRU", "SimpleRNN", "LSTM_go_backwards"])
+@pytest.mark.parametrize("layer", ["LSTM", "GRU", "SimpleRNN", "LSTM_go_backwards", "GRU_reset_before"])
 def test_keras_default_recurrent_layers_train_as_keras(tmp_path, layer, capsys):
     """Embedding -> {LSTM, GRU, SimpleRNN}(16), default options (Keras would write a WHILE loop;
     from_keras unrolls) -> Dense: 5 SGD steps on OpenCL with Keras's losses. Their zero biases
-    (dropped by the converter) train as Keras's one bias per layer (missing-biases pass)."""
+    (dropped by the converter) train as Keras's one bias per layer (missing-biases pass); a GRU with
+    reset_after=False (its x_t W split into three gates, h U in parts) has one, on the x_t W side."""
     framework("keras", "tensorflow")
     import keras
 
     keras.utils.set_random_seed(4)
     inputs = keras.Input((8,), dtype="int32")
-    kind, _, backwards = layer.partition("_")
-    h = getattr(keras.layers, kind)(16, go_backwards=bool(backwards))(keras.layers.Embedding(60, 8)(inputs))
+    kind, _, option = layer.partition("_")
+    kw = {"go_backwards": True} if option == "go_backwards" else {"reset_after": False} if option else {}
+    h = getattr(keras.layers, kind)(16, **kw)(keras.layers.Embedding(60, 8)(inputs))
     model = keras.Model(inputs, keras.layers.Dense(5, activation="softmax")(h))
     rng = np.random.default_rng(1)
     ids = rng.integers(0, 60, (5, 4, 8))

@@ -7,6 +7,9 @@ Keras losses needed: the tests check what the passes make of them). Run from the
 - simple_rnn_zero_bias.tflite, simple_rnn_bias.tflite: Embedding(20, 4) -> SimpleRNN(4) ->
   Dense(3), unrolled as cltrain.convert.from_keras unrolls it, biases zero (which the converter
   drops) or random (which it keeps, fused into the x_t W operators): the missing-biases pass.
+- gru_reset_before_zero_bias.tflite: Embedding(20, 4) -> GRU(4, reset_after=False) -> Dense(3),
+  unrolled, biases zero: x_t W split into the three gates, h U_zr sliced into two, (r h) U_h
+  summed with the third part; one layer, one bias (on x_t W).
 - stack_axis0.tflite: keras.ops.stack of two Dense outputs on axis 0, summed over it: a PACK that
   would move the batch off the first axis (the packs pass leaves it, named as unsupported).
 """
@@ -35,6 +38,11 @@ def main():
         h = L.SimpleRNN(4, **kw)(L.Embedding(20, 4)(x))
         model, _ = _keras_unrolled(keras.Model(x, L.Dense(3, activation="softmax", **kw)(h)))
         open(DATA + name + ".tflite", "wb").write(convert(model))
+    keras.utils.set_random_seed(5)
+    x = keras.Input((3,), dtype="int32")
+    h = L.GRU(4, reset_after=False)(L.Embedding(20, 4)(x))
+    model, _ = _keras_unrolled(keras.Model(x, L.Dense(3, activation="softmax")(h)))
+    open(DATA + "gru_reset_before_zero_bias.tflite", "wb").write(convert(model))
     keras.utils.set_random_seed(0)
     x = keras.Input((4,))
     a, b = L.Dense(3)(x), L.Dense(3)(x)

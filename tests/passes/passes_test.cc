@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -361,6 +362,27 @@ TEST(MissingBiases, AnUnrolledRnnStepIsOneLayerWithOneBias) {
   EXPECT_EQ(change_of(kept->model().rewrites, "missing-biases"), "");
   s.add_missing_biases = false;
   EXPECT_TRUE(prepared(Engine::from_file(kData + "/simple_rnn_bias.tflite"), s)->warnings().empty());
+}
+
+// A GRU with reset_after=False, unrolled over 3 steps: x_t W is split into the z, r, h gates,
+// h U_zr sliced into z and r, (r h) U_h summed with the h part. Keras has one bias, on x_t W: the
+// x_t W operators get one (shared), the recurrent ones none; and the Dense after them its own.
+TEST(MissingBiases, AGruSummingPartsHasOneBiasOnItsInputSide) {
+  Settings s;
+  s.add_missing_biases = true;
+  auto e = prepared(Engine::from_file(kData + "/gru_reset_before_zero_bias.tflite"), s);
+  EXPECT_EQ(change_of(e->model().rewrites, "missing-biases"), "added 4 zero biases");
+  std::map<int64_t, int> with_bias;  // by the FullyConnected's output width
+  int without = 0;
+  for (const Operator& op : e->model().operators) {
+    if (op.op != CLTRAIN_OP_FULLY_CONNECTED) continue;
+    if (op.inputs.size() > 2 && op.inputs[2] >= 0)
+      ++with_bias[e->model().tensors[static_cast<size_t>(op.outputs[0])].shape.back()];
+    else
+      ++without;
+  }
+  EXPECT_EQ(with_bias, (std::map<int64_t, int>{{3, 1}, {12, 3}}));  // the Dense; x_t W of the 3 steps
+  EXPECT_EQ(without, 6);                                            // h U_zr and (r h) U_h, 3 steps each
 }
 
 TEST(Lora, AdaptersBesideEachTrainedWeight) {
