@@ -10,6 +10,9 @@ Keras losses needed: the tests check what the passes make of them). Run from the
 - gru_reset_before_zero_bias.tflite: Embedding(20, 4) -> GRU(4, reset_after=False) -> Dense(3),
   unrolled, biases zero: x_t W split into the three gates, h U_zr sliced into two, (r h) U_h
   summed with the third part; one layer, one bias (on x_t W).
+- stacked_lstm_forget_bias.tflite: Embedding(20, 3) -> LSTM(2, return_sequences=True) -> LSTM(2)
+  -> Dense(3), sequence length 2, unrolled: both LSTMs start with unit_forget_bias's [0, 1, 0, 0]
+  bias, which the converter keeps once, added after each step's x_t W + h U (untie-constants).
 - stack_axis0.tflite: keras.ops.stack of two Dense outputs on axis 0, summed over it: a PACK that
   would move the batch off the first axis (the packs pass leaves it, named as unsupported).
 """
@@ -43,6 +46,11 @@ def main():
     h = L.GRU(4, reset_after=False)(L.Embedding(20, 4)(x))
     model, _ = _keras_unrolled(keras.Model(x, L.Dense(3, activation="softmax")(h)))
     open(DATA + "gru_reset_before_zero_bias.tflite", "wb").write(convert(model))
+    keras.utils.set_random_seed(5)
+    x = keras.Input((2,), dtype="int32")
+    h = L.LSTM(2)(L.LSTM(2, return_sequences=True)(L.Embedding(20, 3)(x)))
+    model, _ = _keras_unrolled(keras.Model(x, L.Dense(3, activation="softmax")(h)))
+    open(DATA + "stacked_lstm_forget_bias.tflite", "wb").write(convert(model))
     keras.utils.set_random_seed(0)
     x = keras.Input((4,))
     a, b = L.Dense(3)(x), L.Dense(3)(x)

@@ -13,6 +13,7 @@
 #include "model/builder.h"
 #include "model/export.h"
 #include "model/model.h"
+#include "passes/new_tensors.h"
 #include "passes/passes.h"
 
 namespace cltrain {
@@ -317,6 +318,50 @@ TEST(UntieConstants, MergedZeroBiasesTrainApart) {
   const std::string c = change_of(e->model().rewrites, "untie-constants");
   EXPECT_EQ(c.rfind("1 constant that the converter merged", 0), 0u) << c;
   EXPECT_GT(e->model().tensors.size(), static_cast<size_t>(e->model().file_tensor_count));
+}
+
+// A bias with varied values read by two layers of their own (the converter kept one copy of equal
+// initial biases, as Keras's unit_forget_bias gives each LSTM of a stack) trains as two; the same
+// bias read by two operators of one kernel (an unrolled RNN's steps) stays one, as does a kernel
+// two operators share.
+TEST(UntieConstants, EqualBiasesOfTwoLayersTrainApartOneLayersStepsDoNot) {
+  const auto two_layers = [](bool share_kernel) {
+    ModelBuilder b;
+    const int x = b.input({1, 4});
+    b.output(b.softmax(b.add(b.fully_connected(x, 3, CLTRAIN_ACT_NONE), b.fully_connected(x, 3, CLTRAIN_ACT_NONE))));
+    Model m = b.build();
+    std::vector<Operator*> fcs;
+    for (Operator& op : m.operators)
+      if (op.op == CLTRAIN_OP_FULLY_CONNECTED) fcs.push_back(&op);
+    const float forget[3] = {0.0f, 1.0f, 0.0f};
+    Tensor& bias = m.tensors[static_cast<size_t>(fcs[0]->inputs[2])];
+    bias.data.assign(reinterpret_cast<const uint8_t*>(forget), reinterpret_cast<const uint8_t*>(forget + 3));
+    fcs[1]->inputs[2] = fcs[0]->inputs[2];
+    if (share_kernel) fcs[1]->inputs[1] = fcs[0]->inputs[1];
+    return Engine::from_buffer(write_model(m, "circle"), "built.circle");
+  };
+  auto apart = prepared(two_layers(false));
+  EXPECT_EQ(change_of(apart->model().rewrites, "untie-constants").rfind("1 constant that the converter merged", 0), 0u);
+  auto steps = prepared(two_layers(true));
+  EXPECT_EQ(change_of(steps->model().rewrites, "untie-constants"), "");
+}
+
+// Two stacked LSTMs, unrolled over 2 steps: each step adds the layer's bias after x_t W + h U. Both
+// start at unit_forget_bias's [0, 1, 0, 0] per unit, which the converter keeps once: it trains as one
+// bias per layer (each shared by its steps), as Keras's two.
+TEST(UntieConstants, EqualBiasesAddedAfterTwoLayersProductsTrainApart) {
+  auto e = prepared(Engine::from_file(kData + "/stacked_lstm_forget_bias.tflite"));
+  EXPECT_EQ(change_of(e->model().rewrites, "untie-constants"),
+            "1 constant that the converter merged (equal values read by layers that do not share weights) now train "
+            "as 2 separate weights, one per layer");
+  std::map<int32_t, int> adds_of_bias;
+  for (const Operator& op : e->model().operators)
+    if (op.op == CLTRAIN_OP_ADD)
+      for (int32_t x : op.inputs)
+        if (x >= 0 && is_float_constant(e->model().tensors[static_cast<size_t>(x)])) ++adds_of_bias[x];
+  ASSERT_EQ(adds_of_bias.size(), 2u);
+  for (const auto& [bias, adds] : adds_of_bias)
+    EXPECT_EQ(adds, 2) << e->model().tensors[static_cast<size_t>(bias)].name;
 }
 
 TEST(MissingBiases, AddedOnlyWhenAsked) {
