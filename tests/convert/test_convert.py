@@ -91,26 +91,37 @@ def test_keras_recurrent_layers_are_unrolled_and_normalisation_named(tmp_path, c
     np.testing.assert_allclose(probs, model.predict(ids, verbose=0), rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("layer", ["LSTM", "GRU", "SimpleRNN", "LSTM_go_backwards", "GRU_reset_before"])
+@pytest.mark.parametrize("layer", ["LSTM", "GRU", "SimpleRNN", "LSTM_go_backwards", "GRU_reset_before",
+                                   "Bidirectional_LSTM", "stacked_LSTM"])
 def test_keras_default_recurrent_layers_train_as_keras(tmp_path, layer, capsys):
     """Embedding -> {LSTM, GRU, SimpleRNN}(16), default options (Keras would write a WHILE loop;
     from_keras unrolls) -> Dense: 5 SGD steps on OpenCL with Keras's losses. Their zero biases
     (dropped by the converter) train as Keras's one bias per layer (missing-biases pass); a GRU with
-    reset_after=False (its x_t W split into three gates, h U in parts) has one, on the x_t W side."""
+    reset_after=False (its x_t W split into three gates, h U in parts) has one, on the x_t W side; the
+    two LSTMs of a Bidirectional or a stack, whose equal initial biases the converter keeps once,
+    train one each (untie-constants)."""
     framework("keras", "tensorflow")
     import keras
 
     keras.utils.set_random_seed(4)
     inputs = keras.Input((8,), dtype="int32")
     kind, _, option = layer.partition("_")
-    kw = {"go_backwards": True} if option == "go_backwards" else {"reset_after": False} if option else {}
-    h = getattr(keras.layers, kind)(16, **kw)(keras.layers.Embedding(60, 8)(inputs))
+    kw = {"go_backwards": True} if option == "go_backwards" else {"reset_after": False} if option == "reset_before" \
+        else {}
+    x = keras.layers.Embedding(60, 8)(inputs)
+    if kind == "Bidirectional":  # two LSTMs, each starting at unit_forget_bias's equal biases
+        h = keras.layers.Bidirectional(keras.layers.LSTM(8))(x)
+    elif kind == "stacked":
+        h = keras.layers.LSTM(16)(keras.layers.LSTM(16, return_sequences=True)(x))
+    else:
+        h = getattr(keras.layers, kind)(16, **kw)(x)
     model = keras.Model(inputs, keras.layers.Dense(5, activation="softmax")(h))
     rng = np.random.default_rng(1)
     ids = rng.integers(0, 60, (5, 4, 8))
     ys = np.eye(5, dtype=np.float32)[rng.integers(0, 5, (5, 4))]
     s = cltrain.convert.from_keras(model, tmp_path / "rnn.tflite", batch_size=4, backends=["opencl"], cache_dir=CACHE)
-    assert "1 recurrent layer unrolled" in capsys.readouterr().out
+    unrolled = {"stacked": "2 recurrent layers", "Bidirectional": "2 recurrent layers"}.get(kind, "1 recurrent layer")
+    assert unrolled + " unrolled" in capsys.readouterr().out
     s.compile(optimizer="sgd", learning_rate=0.05, loss="categorical_crossentropy")
     ours = [s.train_step(x, y) for x, y in zip(ids, ys)]
     assert set(s.placement()) == {"opencl"}
