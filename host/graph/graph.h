@@ -48,6 +48,9 @@ struct Operator {
   // One of the operators the file's operator file_index became at load (a SPLIT's outputs as one
   // SLICE each): export keeps the file's operator as it was.
   bool part = false;
+  // A part's weights that are the file operator's own inputs: per input, that operator's input slot
+  // (-1: none). Export writes a weight a pass replaced (untie-constants' copy) into that slot.
+  std::vector<int32_t> file_slots = {};
   // Added by the runtime after the file's operators (LoRA's adapters, passes/model_edits.h):
   // file_index is the operator it adapts; not a file operator, export leaves it out.
   bool added = false;

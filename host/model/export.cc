@@ -189,6 +189,16 @@ std::vector<uint8_t> rebuild(const std::vector<uint8_t>& base, const Model& m,
       for (int32_t& t : in) t = exported_index(t);
       sg.operators[static_cast<size_t>(op.file_index)]->inputs = std::move(in);
     }
+  // A part reading another tensor in place of its file operator's weight (a copy untie-constants
+  // made): the file operator reads that tensor at the slot.
+  for (const Operator& op : m.operators)
+    for (size_t k = 0; op.part && k < op.file_slots.size() && k < op.inputs.size(); ++k) {
+      if (op.file_slots[k] < 0 || op.file_index < 0 || static_cast<size_t>(op.file_index) >= sg.operators.size())
+        continue;
+      std::vector<int32_t>& in = sg.operators[static_cast<size_t>(op.file_index)]->inputs;
+      const size_t slot = static_cast<size_t>(op.file_slots[k]);
+      if (slot < in.size() && op.inputs[k] >= 0) in[slot] = exported_index(op.inputs[k]);
+    }
 
   if (info_bytes) {
     // Drop the existing CIRCLE_TRAINING entries; reuse the first one's buffer if it is its own.

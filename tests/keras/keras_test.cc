@@ -65,9 +65,15 @@ void expect_on(Engine& e, const std::string& backend) {
 
 // The tensor an operator of the file (by its file index) reads at an input slot.
 const Tensor* operand(const Model& m, int32_t file_op, size_t slot) {
-  for (const Operator& op : m.operators)
-    if (op.file_index == file_op && slot < op.inputs.size() && op.inputs[slot] >= 0)
+  for (const Operator& op : m.operators) {
+    if (op.file_index != file_op) continue;
+    // A part of the file's operator (a fused LSTM's cell): the input that is the operator's slot.
+    for (size_t k = 0; op.part && k < op.file_slots.size() && k < op.inputs.size(); ++k)
+      if (op.file_slots[k] == static_cast<int32_t>(slot) && op.inputs[k] >= 0)
+        return &m.tensors[static_cast<size_t>(op.inputs[k])];
+    if (!op.part && slot < op.inputs.size() && op.inputs[slot] >= 0)
       return &m.tensors[static_cast<size_t>(op.inputs[slot])];
+  }
   return nullptr;
 }
 
@@ -151,7 +157,7 @@ std::vector<KerasCase> keras_cases() {
        {"mlp_flatten",    "cnn_pools",   "dw_block",         "dense_layernorm", "shared_dense",  "permute_conv",
         "embedding_pool", "transformer", "gated_slices",     "text_lstm",       "text_gru",      "stacked_lstm",
         "gelu_mlp",       "vit_tiny",    "embedding_lookup", "conv1d_maxpool",  "pointwise_mix", "logits_cnn",
-        "dilated_convs",  "tcn",         "unet_tiny"})
+        "dilated_convs",  "tcn",         "unet_tiny",        "lstm_fused"})
     for (const char* o : {"sgd", "adam"})
       for (const char* b : {"cpu", "opencl"}) cases.push_back({m, o, b});
   return cases;
