@@ -71,7 +71,7 @@ const Tensor* operand(const Model& m, int32_t file_op, size_t slot) {
     for (size_t k = 0; op.part && k < op.file_slots.size() && k < op.inputs.size(); ++k)
       if (op.file_slots[k] == static_cast<int32_t>(slot) && op.inputs[k] >= 0)
         return &m.tensors[static_cast<size_t>(op.inputs[k])];
-    if (!op.part && slot < op.inputs.size() && op.inputs[slot] >= 0)
+    if (op.file_slots.empty() && slot < op.inputs.size() && op.inputs[slot] >= 0)
       return &m.tensors[static_cast<size_t>(op.inputs[slot])];
   }
   return nullptr;
