@@ -269,33 +269,42 @@ def test_a_hostile_server_is_refused_and_the_clients_serve_on(mlp, tmp_path):
     assert len(refused) == 6 and not any("Traceback" in l for l in log)
 
 
-# Adapters-only rounds: MobileNetV2 (14 MB of weights) with LoRA rank 4 on its classifier, 2
-# SuperNodes on loopback, Fashion-MNIST enlarged to 224x224x3. Only the adapters travel (36,736
-# bytes as Flower serialises them, to each node and back: 0.26% of the model file), the server's average of them is NumPy's
-# FedAvg of the replies, and the global model's test loss falls.
+# Adapters-only rounds: MobileNetV2 (14 MB of weights) with LoRA rank 4 on its classifier, 2 nodes,
+# Fashion-MNIST enlarged to 224x224x3, on loopback (SuperNodes) and in the simulation engine. Only
+# the adapters travel (36,736 bytes as Flower serialises them, to each node and back: 0.26% of the
+# model file), the server's average of them is NumPy's FedAvg of the replies, the global model's
+# test loss falls, and both runtimes give the same replies and average bit for bit.
 def test_mobilenetv2_federates_its_lora_adapters_only(tmp_path):
     model = str(tmp_path / "mobilenetv2.circle")
     subprocess.run([CLI, "make-model", "mobilenetv2", "-o", model], check=True, capture_output=True)
-    replies = tmp_path / "replies"
-    result, out = federation(tmp_path, model, "mbv2-lora", 160, "--rounds", "1", "--lora", "4", "--partition", "iid",
-                             "--batch-size", "10", "--learning-rate", "0.01", "--test-limit", "100",
-                             "--server-backends", "opencl", "--save-replies", str(replies), "--cache-dir", "-")
-    assert result["lora"] == 4
-    r1 = by_round(result)[1]
-    assert (r1["fit_results"], r1["fit_failures"]) == (2, 0)
-    per_node = r1["bytes_sent"] // r1["nodes"]
-    assert per_node == result["array_bytes"]
-    assert 0 < per_node - (4 * 1280 + 1000 * 4) * 4 <= 2 * 128  # the floats and each array's .npy header
-    assert r1["bytes_received"] == 2 * per_node
-    assert per_node <= 0.05 * result["model_bytes"]
-    assert "bytes of arrays to each node and back (0.26% of the model's" in (tmp_path / "mbv2-lora.log").read_text()
-    assert r1["test_loss"] < by_round(result)[0]["test_loss"]
-    z = np.load(replies / "round-1.npz")
-    names = [k.split("/", 1)[1] for k in z.files if k.startswith("aggregate/")]
-    assert sorted(names) == ["predictions/weights/lora_a", "predictions/weights/lora_b"]
-    n0, n1 = float(z["examples/0"]), float(z["examples/1"])
-    for n in names:
-        a, b, got = z["node0/" + n], z["node1/" + n], z["aggregate/" + n]
-        assert not np.array_equal(a, b)
-        np.testing.assert_allclose(got, (a * n0 + b * n1) / (n0 + n1), rtol=1e-6, atol=1e-9)
-        assert np.array_equal(got, a * (n0 / (n0 + n1)) + b * (n1 / (n0 + n1)))  # FedAvg's order of operations
+    saved = {}
+    for runtime in ("deployment", "simulation"):
+        replies = tmp_path / ("replies-" + runtime)
+        result, out = federation(tmp_path, model, "mbv2-" + runtime, 160, "--rounds", "1", "--lora", "4",
+                                 "--partition", "iid", "--batch-size", "10", "--learning-rate", "0.01",
+                                 "--test-limit", "100", "--server-backends", "opencl", "--save-replies", str(replies),
+                                 "--cache-dir", "-", "--runtime", runtime)
+        assert result["lora"] == 4 and result["runtime"] == runtime
+        r1 = by_round(result)[1]
+        assert (r1["fit_results"], r1["fit_failures"]) == (2, 0)
+        per_node = r1["bytes_sent"] // r1["nodes"]
+        assert per_node == result["array_bytes"]
+        assert 0 < per_node - (4 * 1280 + 1000 * 4) * 4 <= 2 * 128  # the floats and each array's .npy header
+        assert r1["bytes_received"] == 2 * per_node
+        assert per_node <= 0.05 * result["model_bytes"]
+        assert "bytes of arrays to each node and back (0.26% of the model's" in \
+            (tmp_path / ("mbv2-%s.log" % runtime)).read_text()
+        assert r1["test_loss"] < by_round(result)[0]["test_loss"]
+        z = np.load(replies / "round-1.npz")
+        names = [k.split("/", 1)[1] for k in z.files if k.startswith("aggregate/")]
+        assert sorted(names) == ["predictions/weights/lora_a", "predictions/weights/lora_b"]
+        n0, n1 = float(z["examples/0"]), float(z["examples/1"])
+        for n in names:
+            a, b, got = z["node0/" + n], z["node1/" + n], z["aggregate/" + n]
+            assert not np.array_equal(a, b)
+            np.testing.assert_allclose(got, (a * n0 + b * n1) / (n0 + n1), rtol=1e-6, atol=1e-9)
+            assert np.array_equal(got, a * (n0 / (n0 + n1)) + b * (n1 / (n0 + n1)))  # FedAvg's order of operations
+        saved[runtime] = {k: z[k] for k in z.files}
+    assert saved["deployment"].keys() == saved["simulation"].keys()
+    for k, v in saved["deployment"].items():
+        assert np.array_equal(v, saved["simulation"][k]), k
