@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -362,6 +364,35 @@ TEST(UntieConstants, EqualBiasesAddedAfterTwoLayersProductsTrainApart) {
   ASSERT_EQ(adds_of_bias.size(), 2u);
   for (const auto& [bias, adds] : adds_of_bias)
     EXPECT_EQ(adds, 2) << e->model().tensors[static_cast<size_t>(bias)].name;
+}
+
+// tf_keras's fused LSTM loads as its cell (lstm_fused's FiveSteps compare its training with
+// tf_keras's); a variant Keras does not write (here peepholes: slot 9 given) is refused in one line
+// that names the operator and what it has.
+TEST(SequenceLstms, TheFusedLstmLoadsAsItsCellAndAPeepholeOneIsRefused) {
+  std::ifstream f(kData + "/lstm_fused.tflite", std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const Model m = load_model_from_memory(bytes, "lstm_fused.tflite");
+  EXPECT_EQ(change_of(m.rewrites, "sequence-lstms"),
+            "loaded 1 UNIDIRECTIONAL_SEQUENCE_LSTM operator as the LSTM cell over its 10 steps (each batch from zero "
+            "states, as Keras's)");
+  // Per step 4 products of x_t (3 at step 0: no cell state to forget) and 4 of h (none at step 0).
+  EXPECT_EQ(count_op(m, CLTRAIN_OP_FULLY_CONNECTED), 1u + 3u + 9u * 8u);
+  std::unique_ptr<fb::ModelT> t(fb::GetModel(bytes.data())->UnPack());
+  for (auto& op : t->subgraphs[0]->operators)
+    if (op->inputs.size() == 24) op->inputs[9] = op->inputs[13];  // a cell-to-input peephole
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.Finish(fb::Model::Pack(fbb, t.get()), "TFL3");
+  try {
+    load_model_from_memory(std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()),
+                           "peephole.tflite");
+    ADD_FAILURE() << "a peephole LSTM loaded";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("(UNIDIRECTIONAL_SEQUENCE_LSTM): it has peephole connections"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
 }
 
 TEST(MissingBiases, AddedOnlyWhenAsked) {
