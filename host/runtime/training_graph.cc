@@ -386,9 +386,21 @@ TrainingGraph GraphBuilder::build() {
     for (int32_t in : op.inputs) any = any || needs_grad(in);
     for (int32_t out : op.outputs) needs_grad_[static_cast<size_t>(out)] = any;
   }
-  for (size_t i = 0; i < model_.operators.size(); ++i)
-    for (int32_t in : model_.operators[i].inputs)
+  // Only the operators whose outputs reach the loss run a backward step, so only they hold a
+  // weight's update back: a weight also read by a branch nobody reads (a gate whose value an
+  // unrolled step does not use) is updated after its live readers, not never.
+  std::vector<bool> live(model_.tensors.size(), false);
+  live[static_cast<size_t>(g_.prediction)] = true;
+  for (size_t i = model_.operators.size(); i-- > 0;) {  // the model's order is a topological one
+    const Operator& op = model_.operators[i];
+    bool reaches = false;
+    for (int32_t out : op.outputs) reaches = reaches || (out >= 0 && live[static_cast<size_t>(out)]);
+    if (!reaches) continue;
+    for (int32_t in : op.inputs) {
+      if (in >= 0) live[static_cast<size_t>(in)] = true;
       if (is_weight(in)) ++remaining_[in];
+    }
+  }
   for (const auto& [w, n] : remaining_) g_.weights.push_back(w);
 
   fuse_pads();

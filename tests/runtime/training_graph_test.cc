@@ -76,6 +76,33 @@ std::vector<const cltrain_step_desc*> steps_of(const TrainingGraph& g, int32_t o
   return out;
 }
 
+// A weight that a branch nobody reads also reads (here a second FullyConnected of the same kernel
+// whose output goes nowhere) is updated after its live reader: once, not never.
+TEST(TrainingGraph, AWeightAlsoReadByADeadBranchIsUpdated) {
+  ModelBuilder b;
+  const int x = b.input({2, 4});
+  const int y = b.fully_connected(x, 3, CLTRAIN_ACT_NONE);
+  const int dead = b.fully_connected(x, 3, CLTRAIN_ACT_NONE);
+  b.output(b.softmax(y));
+  Model m = b.build();
+  int32_t kernel = -1;
+  for (Operator& op : m.operators) {
+    if (op.op != CLTRAIN_OP_FULLY_CONNECTED) continue;
+    if (kernel < 0)
+      kernel = op.inputs[1];
+    else
+      op.inputs[1] = kernel;  // the dead one reads the live one's kernel
+  }
+  (void)dead;
+  TrainOptions o;
+  o.optimizer = CLTRAIN_OP_UPDATE_SGD;
+  const TrainingGraph g = build_training_graph(m, o);
+  int updates_of_kernel = 0;
+  for (const auto& s : g.steps)
+    if (s.op == CLTRAIN_OP_UPDATE_SGD && s.outputs[0] == kernel) ++updates_of_kernel;
+  EXPECT_EQ(updates_of_kernel, 1);
+}
+
 TEST(TrainingGraph, MnistKaggleKeepsOnlyWhatBackwardReads) {
   const Model m = make_named_model("mnist-kaggle", 32);
   const TrainingGraph g = build_training_graph(m, TrainOptions{});
