@@ -13,6 +13,7 @@ std::string split_slices_pass(PassInput&);          // slices.cc
 std::string squeeze_expand_pass(PassInput&);        // squeeze_expand.cc
 std::string packs_pass(PassInput&);                 // packs.cc
 std::string sequence_lstms_pass(PassInput&);        // sequence_lstms.cc
+std::string reverses_pass(PassInput&);              // reverses.cc
 std::string embedding_lookups_pass(PassInput&);     // embedding_lookups.cc
 std::string log_softmax_pass(PassInput&);           // log_softmax_fold.cc
 std::string row_reshapes_pass(PassInput&);          // row_reshapes.cc
@@ -33,6 +34,7 @@ const std::vector<Pass>& pass_list() {
       {"split-slices", PassStage::kImport, split_slices_pass},
       {"squeeze-expand", PassStage::kImport, squeeze_expand_pass},
       {"packs", PassStage::kImport, packs_pass},
+      {"reverses", PassStage::kImport, reverses_pass},
       {"sequence-lstms", PassStage::kImport, sequence_lstms_pass},
       {"embedding-lookups", PassStage::kImport, embedding_lookups_pass},
       {"log-softmax", PassStage::kImport, log_softmax_pass},

@@ -157,7 +157,7 @@ std::vector<KerasCase> keras_cases() {
        {"mlp_flatten",    "cnn_pools",   "dw_block",         "dense_layernorm", "shared_dense",  "permute_conv",
         "embedding_pool", "transformer", "gated_slices",     "text_lstm",       "text_gru",      "stacked_lstm",
         "gelu_mlp",       "vit_tiny",    "embedding_lookup", "conv1d_maxpool",  "pointwise_mix", "logits_cnn",
-        "dilated_convs",  "tcn",         "unet_tiny",        "lstm_fused"})
+        "dilated_convs",  "tcn",         "unet_tiny",        "lstm_fused",      "bilstm_fused"})
     for (const char* o : {"sgd", "adam"})
       for (const char* b : {"cpu", "opencl"}) cases.push_back({m, o, b});
   return cases;
