@@ -84,9 +84,10 @@ std::string untie_merged_constants(Model& m) {
     if (!uniform(m.tensors[static_cast<size_t>(t)]) && !biases_of_layers) continue;
     // A constant no reader trains (a scalar of element-wise operators, a fixed constant such as
     // FILL's value: the training graph's rule) is not a weight: nothing to untie.
+    const bool single = m.tensors[static_cast<size_t>(t)].elements() == 1;
     const bool fixed = std::all_of(ops.begin(), ops.end(), [&](size_t op) {
       const OpDescriptor& d = *find_op(m.operators[op].op);
-      return (d.broadcasts && m.tensors[static_cast<size_t>(t)].elements() == 1) || d.fixed_constants;
+      return (d.broadcasts && single) || d.fixed_constants;
     });
     if (fixed) continue;
     // Group the readers: operators of one layer share t too.
