@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 import cltrain
-from .flower import POISON_KINDS, RUN_DEFAULTS, app_pyproject
+from .flower import POISON_KINDS, RUN_DEFAULTS, app_pyproject, toml_value
 
 
 def _free_port():
@@ -41,10 +41,6 @@ def _tool(name):
     """A Flower command beside this Python (a venv's bin), else on PATH."""
     here = os.path.join(os.path.dirname(sys.executable), name)
     return here if os.path.exists(here) else (shutil.which(name) or name)
-
-
-def _toml(v):
-    return ("true" if v else "false") if isinstance(v, bool) else json.dumps(v) if isinstance(v, str) else repr(v)
 
 
 def run_federation(a):
@@ -138,7 +134,7 @@ def run_federation(a):
             for k in range(a.clients):
                 start(k)
         cmd = [_tool("flwr"), "run", app, "here", "--stream", "--run-config",
-               " ".join("%s=%s" % (k, _toml(v)) for k, v in run_config.items())]
+               " ".join("%s=%s" % (k, toml_value(v)) for k, v in run_config.items())]
         if a.runtime == "simulation":
             cmd += ["--federation-config", "num-supernodes=%d" % a.clients]
         with lock:

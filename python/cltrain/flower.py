@@ -131,12 +131,15 @@ clientapp = "cltrain.flower:client_app"
 """
 
 
+def toml_value(v):
+    """v as a TOML value (what pyproject.toml and `flwr run --run-config` read)."""
+    return ("true" if v else "false") if isinstance(v, bool) else json.dumps(v) if isinstance(v, str) else repr(v)
+
+
 def app_pyproject():
     """The pyproject.toml of a Flower app running cltrain.flower's ServerApp and ClientApp, with
     every run config key at its default (examples/flower/pyproject.toml is this text)."""
-    def value(v):
-        return ("true" if v else "false") if isinstance(v, bool) else json.dumps(v) if isinstance(v, str) else repr(v)
-    return _APP_HEAD + "".join("%s = %s%s\n" % (k, value(v), "  # " + h if h else "") for k, v, h in _RUN_CONFIG)
+    return _APP_HEAD + "".join("%s = %s%s\n" % (k, toml_value(v), "  # " + h if h else "") for k, v, h in _RUN_CONFIG)
 
 
 def _idx(directory, name, header):
