@@ -212,6 +212,35 @@ void check_indices(const std::vector<int32_t>& v, size_t ntensors, bool allow_ab
   }
 }
 
+// The operators of subgraph sg, each checked against its ntensors tensors; labels start with
+// prefix ("" for the main subgraph, else "subgraph K ").
+std::vector<FileOperator> read_operators(const fb::SubGraph* sg,
+                                         const flatbuffers::Vector<flatbuffers::Offset<fb::OperatorCode>>* codes,
+                                         size_t ntensors, const std::string& prefix, const std::string& what) {
+  const uint32_t ncodes = codes ? codes->size() : 0;
+  std::vector<FileOperator> file_ops;
+  const auto* ops = sg->operators();
+  for (uint32_t i = 0; ops && i < ops->size(); ++i) {
+    const fb::Operator* fo = ops->Get(i);
+    FileOperator f;
+    f.index = static_cast<int32_t>(i);
+    f.label = prefix + "operator " + std::to_string(i);
+    if (fo->opcode_index() >= ncodes)
+      fail(what, f.label + ": opcode index " + std::to_string(fo->opcode_index()) + " out of range (model has " +
+                     std::to_string(ncodes) + " operator codes)");
+    f.code = effective_code(codes->Get(fo->opcode_index()));
+    f.op = fo;
+    f.inputs = index_list(fo->inputs());
+    f.outputs = index_list(fo->outputs());
+    const OpDescriptor* d = is_shape_op_code(f.code) ? nullptr : find_builtin(f.code);
+    const std::string label = d ? f.label + " (" + d->name + ")" : f.label;
+    check_indices(f.inputs, ntensors, true, what, label, ": input ");
+    check_indices(f.outputs, ntensors, false, what, label, ": output ");
+    file_ops.push_back(std::move(f));
+  }
+  return file_ops;
+}
+
 // Parses and checks bytes, which the returned model then keeps (no second copy of the file).
 Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   if (bytes.empty()) fail(what, "file is empty");
@@ -233,9 +262,6 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
 
   const auto* subgraphs = fm->subgraphs();
   if (!subgraphs || subgraphs->size() == 0) fail(what, "model has no subgraph");
-  if (subgraphs->size() > 1)
-    fail(what,
-         "model has " + std::to_string(subgraphs->size()) + " subgraphs; only single-subgraph models are supported");
   const fb::SubGraph* sg = subgraphs->Get(0);
 
   Buffers bufs{bytes, fm->buffers(), what};
@@ -255,32 +281,45 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   check_indices(m.outputs, nt, false, what, "subgraph ", "output ");
 
   const auto* codes = fm->operator_codes();
-  const uint32_t ncodes = codes ? codes->size() : 0;
-  const auto* ops = sg->operators();
-  if (!ops || ops->size() == 0) fail(what, "model has no operators");
+  if (!sg->operators() || sg->operators()->size() == 0) fail(what, "model has no operators");
   // The file's operators, each checked; the import passes take some (passes/passes.h), the rest
   // load as their descriptor's operator.
-  std::vector<FileOperator> file_ops;
-  for (uint32_t i = 0; i < ops->size(); ++i) {
-    const fb::Operator* fo = ops->Get(i);
-    FileOperator f;
-    f.index = static_cast<int32_t>(i);
-    f.label = "operator " + std::to_string(i);
-    if (fo->opcode_index() >= ncodes)
-      fail(what, f.label + ": opcode index " + std::to_string(fo->opcode_index()) + " out of range (model has " +
-                     std::to_string(ncodes) + " operator codes)");
-    f.code = effective_code(codes->Get(fo->opcode_index()));
-    f.op = fo;
-    f.inputs = index_list(fo->inputs());
-    f.outputs = index_list(fo->outputs());
-    const OpDescriptor* d = is_shape_op_code(f.code) ? nullptr : find_builtin(f.code);
-    const std::string label = d ? f.label + " (" + d->name + ")" : f.label;
-    check_indices(f.inputs, nt, true, what, label, ": input ");
-    check_indices(f.outputs, nt, false, what, label, ": output ");
-    file_ops.push_back(std::move(f));
-  }
+  std::vector<FileOperator> file_ops = read_operators(sg, codes, nt, "", what);
+  // The other subgraphs (a WHILE loop's condition and body) load when a pass asks for one.
+  std::map<int32_t, FileSubgraph> other;
+  const SubgraphReader read_subgraph = [&](int32_t k) -> const FileSubgraph& {
+    if (auto it = other.find(k); it != other.end()) return it->second;
+    if (k < 1 || static_cast<uint32_t>(k) >= subgraphs->size())
+      fail(what, "subgraph " + std::to_string(k) + " does not exist (model has " +
+                     std::to_string(subgraphs->size()) + " subgraphs)");
+    const fb::SubGraph* g = subgraphs->Get(static_cast<flatbuffers::uoffset_t>(k));
+    const std::string prefix = "subgraph " + std::to_string(k) + " ";
+    FileSubgraph f;
+    if (g->name()) f.name = g->name()->str();
+    if (const auto* ts = g->tensors())
+      for (uint32_t i = 0; i < ts->size(); ++i) {
+        Tensor t;
+        try {
+          t = load_tensor(ts->Get(i), static_cast<int32_t>(i), bufs, what);
+        } catch (const ModelError& e) {
+          const std::string line = e.what();
+          const std::string head = what + ": ";
+          fail(what, prefix + (line.rfind(head, 0) == 0 ? line.substr(head.size()) : line));
+        }
+        f.tensors.push_back(std::move(t));
+        const auto* sig = ts->Get(i)->shape_signature();
+        f.signatures.push_back(sig ? std::vector<int32_t>(sig->begin(), sig->end()) : std::vector<int32_t>{});
+      }
+    f.inputs = index_list(g->inputs());
+    f.outputs = index_list(g->outputs());
+    check_indices(f.inputs, f.tensors.size(), false, what, prefix, "input ");
+    check_indices(f.outputs, f.tensors.size(), false, what, prefix, "output ");
+    if (g->operators()) f.ops = read_operators(g, codes, f.tensors.size(), prefix, what);
+    return other.emplace(k, std::move(f)).first->second;
+  };
   PassInput import{&m, what};
   import.file = &file_ops;
+  import.subgraphs = &read_subgraph;
   m.rewrites = run_passes(PassStage::kImport, import);
   Unsupported unsupported;
   auto guarded = [&](std::vector<int32_t>& inputs) {  // what the index guards gave (the only entries yet)
@@ -291,6 +330,7 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
     if (f.fate == FileOperator::Fate::kLowered)
       for (Operator& op : f.lowered) {
         guarded(op.inputs);
+        op.part = op.part || f.part;
         m.operators.push_back(std::move(op));
       }
     if (f.fate != FileOperator::Fate::kPending) continue;
@@ -310,6 +350,7 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
     guarded(op.inputs);
     op.params = load_params(*d, f.op, what, f.label + " (" + d->name + ")");
     op.file_index = f.index;
+    op.part = f.part;
     m.operators.push_back(std::move(op));
   }
   unsupported.fail_if_any(what);

@@ -6,6 +6,7 @@
 namespace cltrain {
 
 // Each pass lives in its own file; the comment names it.
+std::string while_loops_pass(PassInput&);           // while_loops.cc
 std::string index_guards_pass(PassInput&);          // index_guards.cc
 std::string shape_operators_pass(PassInput&);       // shape_ops.cc
 std::string dilated_convolutions_pass(PassInput&);  // dilated_convolutions.cc
@@ -26,8 +27,10 @@ std::string pad_fusion_pass(PassInput&);            // pad_fusion.cc
 
 const std::vector<Pass>& pass_list() {
   static const std::vector<Pass> list = {
-      // import: the guards first (their operators are then no one's), then what the host
-      // computes, then the slicing operators; the rest load as their descriptor's operator.
+      // import: loops unrolled first (their steps are then the file's operators to the rest),
+      // the guards (their operators are then no one's), then what the host computes, then the
+      // slicing operators; the rest load as their descriptor's operator.
+      {"while-loops", PassStage::kImport, while_loops_pass},
       {"index-guards", PassStage::kImport, index_guards_pass},
       {"shape-operators", PassStage::kImport, shape_operators_pass},
       {"dilated-convolutions", PassStage::kImport, dilated_convolutions_pass},

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -39,7 +40,23 @@ struct FileOperator {
   std::string label;  // "operator 12", for messages
   Fate fate = Fate::kPending;
   std::vector<Operator> lowered;  // kLowered: the model operators it became, in order
+  // A copy of another file operator's body (a WHILE loop's step, passes/while_loops.cc): index is
+  // that operator's, and what it becomes are parts of it (export writes the loop as it was).
+  bool part = false;
 };
+
+// A subgraph of the file other than the main one (a WHILE loop's condition or body), read when a
+// pass asks for it: its tensors loaded as the main graph's are (constants with their data and file
+// offsets), its operators checked as the main graph's, indices local to the subgraph.
+struct FileSubgraph {
+  std::string name;
+  std::vector<Tensor> tensors;
+  std::vector<std::vector<int32_t>> signatures;  // per tensor: its shape_signature ({}: none)
+  std::vector<int32_t> inputs, outputs;
+  std::vector<FileOperator> ops;
+};
+// Subgraph k of the file (k >= 1); throws ModelError where there is none or it does not load.
+using SubgraphReader = std::function<const FileSubgraph&(int32_t k)>;
 
 // The user's choices the setup passes read, and what they give back to the session.
 struct SetupChoices {
@@ -67,6 +84,7 @@ struct PassInput {
   Model* m;                                   // import, load, setup: the model rewritten; training: none
   const std::string& what;                    // the model's name for errors
   std::vector<FileOperator>* file = nullptr;  // import stage
+  const SubgraphReader* subgraphs = nullptr;  // import stage: the file's other subgraphs
   const SetupChoices* choices = nullptr;      // setup stage
   SetupResults* results = nullptr;            // setup stage
   TrainingOps* training = nullptr;            // training stage

@@ -339,8 +339,8 @@ std::vector<int32_t> read_shape_op_options(int32_t code, const fb::Operator& op)
   }
 }
 
-void fold_shape_ops(Model& m, const std::string& what) {
-  for (const ShapeOperator& op : m.shape_ops) {
+void fold_shape_op(Model& m, const ShapeOperator& op, const std::string& what) {
+  {
     std::vector<Value> in;
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       const int32_t t = op.inputs[k];
@@ -367,6 +367,10 @@ void fold_shape_ops(Model& m, const std::string& what) {
     t.data.resize(std::max<size_t>(out.v.size(), 1) * 4, 0);
     if (!out.v.empty()) std::memcpy(t.data.data(), out.v.data(), out.v.size() * 4);
   }
+}
+
+void fold_shape_ops(Model& m, const std::string& what) {
+  for (const ShapeOperator& op : m.shape_ops) fold_shape_op(m, op, what);
 }
 
 // Pass shape-operators (import): the integer operators over shapes whose inputs the host knows

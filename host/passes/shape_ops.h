@@ -25,6 +25,9 @@ bool is_shape_op_code(int32_t code);
 // The options a ShapeOperator keeps, read from the file's operator (see ShapeOperator::options).
 std::vector<int32_t> read_shape_op_options(int32_t code, const fb::Operator& op);
 
+// Evaluates one shape operator (any ShapeOperator, in m.shape_ops or not) into its output tensor.
+void fold_shape_op(Model& m, const ShapeOperator& op, const std::string& what);
+
 // Evaluates m.shape_ops in order into their output tensors (data and shape). Throws ModelError
 // naming the operator on anything it cannot compute.
 void fold_shape_ops(Model& m, const std::string& what);

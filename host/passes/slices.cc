@@ -60,17 +60,16 @@ struct Loader {
   }
 };
 
-std::vector<int32_t> list(const flatbuffers::Vector<int32_t>* v) {
-  return v ? std::vector<int32_t>(v->begin(), v->end()) : std::vector<int32_t>{};
-}
-
 }  // namespace
 
-bool load_slices(Model& m, const fb::Operator& fo, int32_t code, int32_t file_index, const std::string& what,
-                 const std::string& label) {
+bool load_slices(Model& m, const FileOperator& f, const std::string& what) {
   // The format's SLICE loads as it is (ops/slice.cc).
+  const int32_t code = f.code, file_index = f.index;
+  const fb::Operator& fo = *f.op;
+  const std::string& label = f.label;
   if (code != kStridedSlice && code != kSplit && code != kUnpack) return false;
-  const std::vector<int32_t> in = list(fo.inputs()), out = list(fo.outputs());
+  const std::vector<int32_t>& in = f.inputs;
+  const std::vector<int32_t>& out = f.outputs;
   const size_t data_slot = code == kSplit ? 1 : 0;
   if (in.size() <= data_slot || in[data_slot] < 0 || static_cast<size_t>(in[data_slot]) >= m.tensors.size() ||
       m.tensors[static_cast<size_t>(in[data_slot])].dtype != CLTRAIN_FLOAT32)
@@ -216,7 +215,7 @@ std::string split_slices_pass(PassInput& in) {
   for (FileOperator& fo : *in.file) {
     if (fo.fate != FileOperator::Fate::kPending) continue;
     const size_t before = in.m->operators.size();
-    if (!load_slices(*in.m, *fo.op, fo.code, fo.index, in.what, fo.label)) continue;
+    if (!load_slices(*in.m, fo, in.what)) continue;
     fo.lowered.assign(in.m->operators.begin() + static_cast<std::ptrdiff_t>(before), in.m->operators.end());
     in.m->operators.resize(before);
     fo.fate = FileOperator::Fate::kLowered;

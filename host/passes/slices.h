@@ -11,15 +11,12 @@
 
 namespace cltrain {
 
-namespace fb {
-struct Operator;
-}
+struct FileOperator;
 
-// Appends the SLICEs of file operator `file_index` (builtin `code`) to m.operators and returns
-// true, or returns false for an operator that is not one of those three on a float input. Throws
-// ModelError naming the operator (label) for one it cannot load.
-bool load_slices(Model& m, const fb::Operator& fo, int32_t code, int32_t file_index, const std::string& what,
-                 const std::string& label);
+// Appends the SLICEs of file operator f to m.operators and returns true, or returns false for an
+// operator that is not one of those three on a float input. Throws ModelError naming the operator
+// (its label) for one it cannot load.
+bool load_slices(Model& m, const FileOperator& f, const std::string& what);
 
 // A TRANSPOSE whose output only an UNPACK reads, the other axes in their order (an LSTM's
 // [1,0,2] to step through time, then UNPACK on axis 0): the UNPACK's parts slice the TRANSPOSE's
