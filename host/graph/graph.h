@@ -54,6 +54,9 @@ struct Operator {
   // Added by the runtime after the file's operators (LoRA's adapters, passes/model_edits.h):
   // file_index is the operator it adapts; not a file operator, export leaves it out.
   bool added = false;
+  // A step of a loop's body (passes/while_loops.cc): the body's subgraph and operator it copies
+  // (-1: none). Export gives that operator what this one reads in place of the file's weights.
+  int32_t body_subgraph = -1, body_op = -1;
 };
 
 // An integer operator over shapes (passes/shape_ops.h), evaluated on the host.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -199,6 +200,35 @@ std::vector<uint8_t> rebuild(const std::vector<uint8_t>& base, const Model& m,
       const size_t slot = static_cast<size_t>(op.file_slots[k]);
       if (slot < in.size() && op.inputs[k] >= 0) in[slot] = exported_index(op.inputs[k]);
     }
+
+  // A loop body's operator whose steps read a tensor added at setup (a missing bias, an untied
+  // copy): the body's operator reads it, as a tensor of the body's subgraph on the same buffer as
+  // the one appended to the main subgraph.
+  std::map<std::pair<int32_t, int32_t>, int32_t> in_body;  // (subgraph, model tensor) -> its index there
+  for (const Operator& op : m.operators) {
+    if (op.body_subgraph <= 0 || static_cast<size_t>(op.body_subgraph) >= model->subgraphs.size()) continue;
+    fb::SubGraphT& g = *model->subgraphs[static_cast<size_t>(op.body_subgraph)];
+    if (op.body_op < 0 || static_cast<size_t>(op.body_op) >= g.operators.size()) continue;
+    std::vector<int32_t>& in = g.operators[static_cast<size_t>(op.body_op)]->inputs;
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const int32_t t = op.inputs[k];
+      if (t < 0 || static_cast<size_t>(t) < file_tensors) continue;  // the file's, or a step's own
+      const auto key = std::make_pair(op.body_subgraph, t);
+      auto it = in_body.find(key);
+      if (it == in_body.end()) {
+        const fb::TensorT& appended = *sg.tensors[static_cast<size_t>(exported_index(t))];
+        auto ft = std::make_unique<fb::TensorT>();
+        ft->name = appended.name;
+        ft->shape = appended.shape;
+        ft->type = appended.type;
+        ft->buffer = appended.buffer;
+        it = in_body.emplace(key, static_cast<int32_t>(g.tensors.size())).first;
+        g.tensors.push_back(std::move(ft));
+      }
+      if (in.size() <= k) in.resize(k + 1, -1);
+      in[k] = it->second;
+    }
+  }
 
   if (info_bytes) {
     // Drop the existing CIRCLE_TRAINING entries; reuse the first one's buffer if it is its own.

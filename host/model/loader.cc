@@ -331,6 +331,7 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
       for (Operator& op : f.lowered) {
         guarded(op.inputs);
         op.part = op.part || f.part;
+        if (op.body_subgraph < 0 && f.body_subgraph >= 0) op.body_subgraph = f.body_subgraph, op.body_op = f.body_op;
         m.operators.push_back(std::move(op));
       }
     if (f.fate != FileOperator::Fate::kPending) continue;
@@ -351,6 +352,7 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
     op.params = load_params(*d, f.op, what, f.label + " (" + d->name + ")");
     op.file_index = f.index;
     op.part = f.part;
+    op.body_subgraph = f.body_subgraph, op.body_op = f.body_op;
     m.operators.push_back(std::move(op));
   }
   unsupported.fail_if_any(what);

@@ -43,6 +43,7 @@ struct FileOperator {
   // A copy of another file operator's body (a WHILE loop's step, passes/while_loops.cc): index is
   // that operator's, and what it becomes are parts of it (export writes the loop as it was).
   bool part = false;
+  int32_t body_subgraph = -1, body_op = -1;  // the body's operator a step copies (-1: none)
 };
 
 // A subgraph of the file other than the main one (a WHILE loop's condition or body), read when a

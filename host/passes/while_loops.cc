@@ -403,6 +403,7 @@ void Unroller::step(const FileOperator& w, const FileSubgraph& body, int32_t bod
     c.index = w.index;
     c.part = true;
     c.label = w.label + " (WHILE) step " + std::to_string(step) + ": " + bo.label;
+    c.body_subgraph = body_index, c.body_op = bo.index;
     for (int32_t& t : c.inputs) {
       if (t < 0) continue;
       const size_t b = static_cast<size_t>(t);
@@ -461,6 +462,27 @@ std::vector<FileOperator> Unroller::expand(const FileOperator& w, std::map<int32
   for (int32_t t : carried)
     if (t < 0) fail(w, "an input is missing (-1)");
   std::vector<FileOperator> out;
+  // A uniform float constant the loop starts from (a stateless RNN's zero state): a FILL, so that
+  // each batch starts from it as the framework's layer does, and it is not a weight to train.
+  std::map<int32_t, int32_t> filled;
+  for (int32_t& t : carried) {
+    const Tensor c = tensor(t);  // a copy: tensors are appended below
+    if (c.dtype != CLTRAIN_FLOAT32 || !c.is_constant() || !uniform(c) || c.shape.empty()) continue;
+    if (auto it = filled.find(t); it != filled.end()) {
+      t = it->second;
+      continue;
+    }
+    const int32_t dims = new_tensor(c.name + "/dims", {static_cast<int32_t>(c.shape.size())});
+    Tensor& d = m_.tensors[static_cast<size_t>(dims)];
+    d.dtype = CLTRAIN_INT32;
+    d.data.resize(c.shape.size() * 4);
+    std::memcpy(d.data.data(), c.shape.data(), d.data.size());
+    const int32_t value = new_tensor(c.name + "/value", {});
+    m_.tensors[static_cast<size_t>(value)].data.assign(c.data.begin(), c.data.begin() + 4);
+    const int32_t y = new_tensor(c.name + "/initial", c.shape);
+    out.push_back(parts_of(w, {part_of(w, CLTRAIN_OP_FILL, {dims, value}, y)}));
+    t = filled[t] = y;
+  }
   int step = 0;
   for (;; ++step) {
     std::vector<std::optional<Ints>> args;

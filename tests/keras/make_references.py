@@ -263,6 +263,23 @@ def vit_tiny():
     return keras.Model(x, L.Dense(10, activation="softmax", bias_initializer=init())(h))
 
 
+def while_rnn(layer):
+    # Keras 3 recurrent layers with default options (zero biases, orthogonal recurrent kernels) and a
+    # fixed batch: TensorFlow's converter writes each as a WHILE loop over the 10 steps (a condition
+    # and a body subgraph; the loop's zero state a constant), which the while-loops pass unrolls.
+    def make():
+        x = keras.Input((10,), dtype="int32", batch_size=BATCH)
+        h = layer()(L.Embedding(50, 8)(x))
+        return keras.Model(x, L.Dense(4, activation="softmax")(h))
+    return make
+
+
+WHILE = {"while_lstm": while_rnn(lambda: L.LSTM(8)), "while_gru": while_rnn(lambda: L.GRU(8)),
+         "while_simple_rnn": while_rnn(lambda: L.SimpleRNN(8)),
+         "while_bilstm": while_rnn(lambda: L.Bidirectional(L.LSTM(6))),
+         "while_stacked": while_rnn(lambda: keras.Sequential([L.LSTM(8, return_sequences=True),
+                                                              L.GRU(6, reset_after=False)]))}
+
 SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_block,
          "dense_layernorm": dense_layernorm, "shared_dense": shared_dense, "permute_conv": permute_conv,
          "embedding_pool": embedding_pool, "transformer": transformer,
@@ -270,7 +287,7 @@ SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_bloc
          "stacked_lstm": stacked_lstm,
          "gelu_mlp": gelu_mlp, "vit_tiny": vit_tiny, "conv1d_maxpool": conv1d_maxpool,
          "pointwise_mix": pointwise_mix, "logits_cnn": logits_cnn, "dilated_convs": dilated_convs, "tcn": tcn,
-         "unet_tiny": unet_tiny}
+         "unet_tiny": unet_tiny, **WHILE}
 
 
 def convert(model):
@@ -300,7 +317,6 @@ def weight_map(tfl, model):
     """(operator index, slot) -> (Keras weight index, op name) for every float constant the
     converted model's weight ops read, and for the biases it dropped."""
     m = flatbuffer_utils.convert_bytearray_to_object(tfl)
-    sg = m.subgraphs[0]
     variables = model.weights
     layer_of = {}  # weight index -> the layer's weights
     for layer in model.layers:
@@ -308,7 +324,10 @@ def weight_map(tfl, model):
         for i in idx:
             layer_of[i] = idx
     out, dropped = {}, []
-    for op_index, op in enumerate(sg.operators):
+    # A WHILE loop's body holds its layer's weights: keys "<subgraph>/<operator>:<slot>" there.
+    ops = [("" if k == 0 else "%d/" % k, op_index, op, sg) for k, sg in enumerate(m.subgraphs)
+           for op_index, op in enumerate(sg.operators)]
+    for prefix, op_index, op, sg in ops:
         code = m.operatorCodes[op.opcodeIndex]
         name = OPS.get(max(code.builtinCode, code.deprecatedBuiltinCode))
         inputs = list(op.inputs)
@@ -331,19 +350,20 @@ def weight_map(tfl, model):
                     and len(found) != 1:  # a zero bias matches every zero weight: take the layer's
                 found = [(i, 0) for i in layer_of[kernel_var] if variables[i].path.endswith("bias")]
             if len(found) != 1:
-                sys.exit("operator %d (%s) input %d: %d Keras weights match" % (op_index, name, slot, len(found)))
-            out["%d:%d" % (op_index, slot)] = (found[0][0], name, found[0][1])
+                sys.exit("operator %s%d (%s) input %d: %d Keras weights match" % (prefix, op_index, name, slot,
+                                                                               len(found)))
+            out["%s%d:%d" % (prefix, op_index, slot)] = (found[0][0], name, found[0][1])
             if slot == 1:
                 kernel_var = found[0][0]
         if name in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") and (len(inputs) < 3 or inputs[2] < 0):
-            dropped.append((op_index, kernel_var, name))
+            dropped.append((prefix + str(op_index), kernel_var, name))
     # A weight op without a bias in the file: the converter dropped its zero bias (cltrain trains
     # one with add_missing_biases), unless the layer's bias is an ADD's constant (EinsumDense).
     mapped = {v[0] for v in out.values()}
     for op_index, kernel_var, name in dropped:
         bias = [i for i in layer_of[kernel_var] if variables[i].path.endswith("bias") and i not in mapped]
         if len(bias) == 1 and len([i for i in layer_of[kernel_var] if variables[i].path.endswith("bias")]) == 1:
-            out["%d:2" % op_index] = (bias[0], name, 0)
+            out["%s:2" % op_index] = (bias[0], name, 0)
     return out
 
 
@@ -362,10 +382,17 @@ def sampled(a, most=256):
     return {"stride": stride, "size": len(v), "values": v[::stride]}
 
 
+def key_order(key):
+    """A "[<subgraph>/]<op>:<slot>" key as numbers (subgraph 0 where none is given)."""
+    sub, _, rest = key.rpartition("/")
+    op, slot = rest.split(":")
+    return int(sub or 0), int(op), int(slot)
+
+
 def has_input(tfl, key):
-    """Whether the file's operator has the input slot of a "<op>:<slot>" key."""
-    op, slot = (int(p) for p in key.split(":"))
-    o = flatbuffer_utils.convert_bytearray_to_object(tfl).subgraphs[0].operators[op]
+    """Whether the file's operator has the input slot of a "[<subgraph>/]<op>:<slot>" key."""
+    sub, op, slot = key_order(key)
+    o = flatbuffer_utils.convert_bytearray_to_object(tfl).subgraphs[sub].operators[op]
     return slot < len(o.inputs) and o.inputs[slot] >= 0
 
 
@@ -402,7 +429,7 @@ def small(name, make):
                   for i in range(STEPS)]
         # One key per Keras weight (a weight the unrolled steps share is one tensor of the file).
         first = {}
-        for key, (i, op, form) in sorted(mapping.items(), key=lambda kv: tuple(int(p) for p in kv[0].split(":"))):
+        for key, (i, op, form) in sorted(mapping.items(), key=lambda kv: key_order(kv[0])):
             first.setdefault((i, form), (key, op))
         weights = {key: sampled(tflite_layout(model.weights[i].numpy(), op, form))
                    for (i, form), (key, op) in first.items()}
