@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "circle_generated.h"
 #include "engine.h"
 #include "model/model.h"
 
@@ -77,6 +78,31 @@ const Tensor* operand(const Model& m, int32_t file_op, size_t slot) {
   return nullptr;
 }
 
+// The values of the float tensor that operator op of subgraph sub reads at an input slot, as the
+// file holds them (a WHILE loop's body: its weights are the body's tensors); empty where there is
+// no such operand.
+std::vector<float> file_operand(const Model& m, int32_t sub, int32_t op, size_t slot, std::string* name) {
+  const fb::Model* fm = fb::GetModel(m.file.data());
+  if (!fm->subgraphs() || static_cast<uint32_t>(sub) >= fm->subgraphs()->size()) return {};
+  const fb::SubGraph* g = fm->subgraphs()->Get(static_cast<uint32_t>(sub));
+  if (!g->operators() || static_cast<uint32_t>(op) >= g->operators()->size()) return {};
+  const auto* in = g->operators()->Get(static_cast<uint32_t>(op))->inputs();
+  if (!in || slot >= in->size() || in->Get(static_cast<uint32_t>(slot)) < 0) return {};
+  const fb::Tensor* t = g->tensors()->Get(static_cast<uint32_t>(in->Get(static_cast<uint32_t>(slot))));
+  *name = t->name() ? t->name()->str() : "";
+  const fb::Buffer* b = fm->buffers()->Get(t->buffer());
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  if (b->data() && b->data()->size() > 0) {
+    data = b->data()->data(), size = b->data()->size();
+  } else if (b->offset() > 1 && b->offset() + b->size() <= m.file.size()) {
+    data = m.file.data() + b->offset(), size = b->size();
+  }
+  std::vector<float> v(size / 4);
+  if (!v.empty()) std::memcpy(v.data(), data, v.size() * 4);
+  return v;
+}
+
 struct KerasCase {
   std::string model, optimizer, backend;
 };
@@ -129,21 +155,32 @@ TEST_P(MatchesKeras, FiveSteps) {
   const Model exported = load_model(path);
   EXPECT_EQ(exported.format, "circle");
   for (const auto& [key, values] : run["weights"].items()) {
-    const int32_t op = std::stoi(key.substr(0, key.find(':')));
-    const size_t slot = std::stoul(key.substr(key.find(':') + 1));
-    const Tensor* t = operand(exported, op, slot);
-    ASSERT_NE(t, nullptr) << key << ": the exported model has no such operand";
+    // "<operator>:<slot>" of the main graph, or "<subgraph>/<operator>:<slot>" of a loop's body.
+    const size_t slash = key.find('/');
+    const std::string at = slash == std::string::npos ? key : key.substr(slash + 1);
+    const int32_t op = std::stoi(at.substr(0, at.find(':')));
+    const size_t slot = std::stoul(at.substr(at.find(':') + 1));
+    std::vector<float> got;
+    std::string name;
+    if (slash != std::string::npos) {
+      got = file_operand(exported, std::stoi(key.substr(0, slash)), op, slot, &name);
+      ASSERT_FALSE(got.empty()) << key << ": the exported model has no such operand";
+    } else {
+      const Tensor* t = operand(exported, op, slot);
+      ASSERT_NE(t, nullptr) << key << ": the exported model has no such operand";
+      got.resize(t->elements());
+      std::memcpy(got.data(), t->data.data(), got.size() * 4);
+      name = t->name;
+    }
     // All the values, or of a large weight every stride-th ({"stride", "size", "values"}).
     const bool sampled = values.is_object();
     const std::vector<float> want_w = sampled ? values["values"] : values;
     const uint64_t stride = sampled ? values["stride"].get<uint64_t>() : 1;
-    ASSERT_EQ(t->elements(), sampled ? values["size"].get<uint64_t>() : want_w.size()) << key;
-    std::vector<float> got(t->elements());
-    std::memcpy(got.data(), t->data.data(), got.size() * 4);
+    ASSERT_EQ(got.size(), sampled ? values["size"].get<uint64_t>() : want_w.size()) << key;
     ASSERT_EQ(want_w.size(), (got.size() + stride - 1) / stride) << key;
     double worst = 0;
     for (size_t i = 0; i < want_w.size(); ++i) worst = std::max(worst, std::fabs(double(got[i * stride]) - want_w[i]));
-    EXPECT_LE(worst, weight_tol) << key << " (" << t->name << ")";
+    EXPECT_LE(worst, weight_tol) << key << " (" << name << ")";
     worst_weight = std::max(worst_weight, worst);
   }
   std::printf("%s: loss within %.2e relative, weights within %.2e absolute of Keras\n", case_name({k, 0}).c_str(),
@@ -157,7 +194,8 @@ std::vector<KerasCase> keras_cases() {
        {"mlp_flatten",    "cnn_pools",   "dw_block",         "dense_layernorm", "shared_dense",  "permute_conv",
         "embedding_pool", "transformer", "gated_slices",     "text_lstm",       "text_gru",      "stacked_lstm",
         "gelu_mlp",       "vit_tiny",    "embedding_lookup", "conv1d_maxpool",  "pointwise_mix", "logits_cnn",
-        "dilated_convs",  "tcn",         "unet_tiny",        "lstm_fused",      "bilstm_fused"})
+        "dilated_convs",  "tcn",         "unet_tiny",        "lstm_fused",      "bilstm_fused",  "while_lstm",
+        "while_gru",      "while_simple_rnn", "while_bilstm", "while_stacked"})
     for (const char* o : {"sgd", "adam"})
       for (const char* b : {"cpu", "opencl"}) cases.push_back({m, o, b});
   return cases;

@@ -276,9 +276,12 @@ def while_rnn(layer):
 
 WHILE = {"while_lstm": while_rnn(lambda: L.LSTM(8)), "while_gru": while_rnn(lambda: L.GRU(8)),
          "while_simple_rnn": while_rnn(lambda: L.SimpleRNN(8)),
-         "while_bilstm": while_rnn(lambda: L.Bidirectional(L.LSTM(6))),
+         # Random biases: the two directions' would be equal (unit_forget_bias), and which Keras
+         # weight a tensor is would be a guess.
+         "while_bilstm": while_rnn(lambda: L.Bidirectional(
+             L.LSTM(6, bias_initializer=keras.initializers.RandomNormal(stddev=0.05)))),
          "while_stacked": while_rnn(lambda: keras.Sequential([L.LSTM(8, return_sequences=True),
-                                                              L.GRU(6, reset_after=False)]))}
+                                                              L.GRU(6)]))}
 
 SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_block,
          "dense_layernorm": dense_layernorm, "shared_dense": shared_dense, "permute_conv": permute_conv,
@@ -330,6 +333,8 @@ def weight_map(tfl, model):
     for prefix, op_index, op, sg in ops:
         code = m.operatorCodes[op.opcodeIndex]
         name = OPS.get(max(code.builtinCode, code.deprecatedBuiltinCode))
+        if name == "WHILE":
+            continue  # what a loop starts from (its zero state): not a weight
         inputs = list(op.inputs)
         kernel_var = None
         for slot, t in enumerate(inputs):
@@ -359,11 +364,22 @@ def weight_map(tfl, model):
             dropped.append((prefix + str(op_index), kernel_var, name))
     # A weight op without a bias in the file: the converter dropped its zero bias (cltrain trains
     # one with add_missing_biases), unless the layer's bias is an ADD's constant (EinsumDense).
+    # A recurrent layer's step sums x W and h U: with one bias (SimpleRNN's), the x W operator
+    # gets it, as cltrain's add_missing_biases gives it to the first of the pair; GRU's [2, 3 units]
+    # bias is one row per kernel (input, recurrent).
     mapped = {v[0] for v in out.values()}
-    for op_index, kernel_var, name in dropped:
+    recurrent = lambda i: variables[i].path.endswith("recurrent_kernel")  # noqa: E731
+    taken = set()
+    for op_index, kernel_var, name in sorted(dropped, key=lambda d: recurrent(d[1])):
         bias = [i for i in layer_of[kernel_var] if variables[i].path.endswith("bias") and i not in mapped]
-        if len(bias) == 1 and len([i for i in layer_of[kernel_var] if variables[i].path.endswith("bias")]) == 1:
-            out["%s:2" % op_index] = (bias[0], name, 0)
+        if len(bias) != 1 or len([i for i in layer_of[kernel_var] if variables[i].path.endswith("bias")]) != 1:
+            continue
+        rows = variables[bias[0]].shape[0] == 2 and len(variables[bias[0]].shape) == 2
+        form = (3 if recurrent(kernel_var) else 2) if rows else 0
+        if (bias[0], form) in taken:
+            continue
+        taken.add((bias[0], form))
+        out["%s:2" % op_index] = (bias[0], name, form)
     return out
 
 
