@@ -102,6 +102,9 @@ struct Model {
   int32_t file_tensor_count = -1;
   std::vector<ModelMetadata> metadata;  // in file order
   std::string source;                   // the path or name the loader was given (for messages)
+  // Why the batch cannot change ("" where it can): a pass that built the graph for the file's
+  // batch says so (passes/while_loops.cc: unrolled loops keep their steps' lists time-major).
+  std::string fixed_batch;
   // What the rewrite passes changed in this model, in the order they ran (host/passes/passes.h).
   std::vector<Rewrite> rewrites;
 };

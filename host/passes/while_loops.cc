@@ -34,9 +34,9 @@
 namespace cltrain {
 namespace {
 
-constexpr int32_t kAdd = 0, kConcatenation = 2, kMul = 18, kGather = 36, kSub = 41, kStridedSlice = 45, kMaximum = 55, kMinimum = 57,
-                  kLess = 58, kGreater = 61, kGreaterEqual = 62, kLessEqual = 63, kSlice = 65, kEqual = 71,
-                  kNotEqual = 72, kLogicalOr = 84, kLogicalAnd = 86, kLogicalNot = 87, kReverseV2 = 105,
+constexpr int32_t kAdd = 0, kConcatenation = 2, kMul = 18, kGather = 36, kSub = 41, kStridedSlice = 45, kMaximum = 55,
+                  kMinimum = 57, kLess = 58, kGreater = 61, kGreaterEqual = 62, kLessEqual = 63, kSlice = 65,
+                  kEqual = 71, kNotEqual = 72, kLogicalOr = 84, kLogicalAnd = 86, kLogicalNot = 87, kReverseV2 = 105,
                   kWhile = 119;
 constexpr int kMaxSteps = 100000;
 
@@ -49,7 +49,8 @@ std::vector<int32_t> int32_values(const Tensor& t) {
 }
 
 bool known_int(const Model& m, int32_t t) {
-  return t >= 0 && m.tensors[static_cast<size_t>(t)].dtype == CLTRAIN_INT32 && m.tensors[static_cast<size_t>(t)].is_constant();
+  return t >= 0 && m.tensors[static_cast<size_t>(t)].dtype == CLTRAIN_INT32 &&
+         m.tensors[static_cast<size_t>(t)].is_constant();
 }
 
 // The value of the loop's condition given the loop-carried values the host knows (nullopt: not
@@ -174,8 +175,8 @@ class Unroller {
   std::vector<FileOperator>& file_;
   const SubgraphReader& subgraphs_;
   const std::string& what_;
-  std::map<int32_t, Row> rows_;                      // tensor -> its row (no operator writes it yet)
-  std::map<int32_t, int32_t> materialized_;          // row tensor -> the real tensor holding it
+  std::map<int32_t, Row> rows_;                               // tensor -> its row (no operator writes it yet)
+  std::map<int32_t, int32_t> materialized_;                   // row tensor -> the real tensor holding it
   std::map<std::pair<int32_t, int32_t>, int32_t> constants_;  // (subgraph, tensor) -> model tensor
   std::map<int32_t, std::pair<int32_t, int32_t>> reversed_;   // REVERSE_V2 output -> (input, axis)
   std::set<int32_t> results_;                                 // what the loops returned
@@ -251,7 +252,8 @@ Row Unroller::cut(const Row& r, int32_t from, int32_t to, const FileOperator& w,
           Tensor& p = m_.tensors[static_cast<size_t>(piece)];
           p.dtype = x.dtype;
           for (size_t o = 0; o < outer; ++o) {
-            const uint8_t* src = x.data.data() + ((o * static_cast<size_t>(n) + static_cast<size_t>(b - at)) * inner) * es;
+            const uint8_t* src =
+                x.data.data() + ((o * static_cast<size_t>(n) + static_cast<size_t>(b - at)) * inner) * es;
             p.data.insert(p.data.end(), src, src + static_cast<size_t>(e - b) * inner * es);
           }
         } else {
@@ -595,8 +597,13 @@ std::string Unroller::run() {
   }
   std::sort(m_.folded_ops.begin(), m_.folded_ops.end());
   file_ = std::move(done);
-  return "unrolled " + std::to_string(loops) + " WHILE loop" + (loops == 1 ? "" : "s") + " (" +
-         std::to_string(steps_) + " steps) into the main graph";
+  if (!m_.inputs.empty() && !tensor(m_.inputs[0]).shape.empty())
+    m_.fixed_batch = "the model's WHILE loops were unrolled for the file's batch of " +
+                     std::to_string(tensor(m_.inputs[0]).shape[0]) +
+                     " (TensorFlow's converter writes a recurrent layer's loop for a fixed batch); convert the model "
+                     "with the batch to train with";
+  return "unrolled " + std::to_string(loops) + " WHILE loop" + (loops == 1 ? "" : "s") + " (" + std::to_string(steps_) +
+         " steps) into the main graph";
 }
 
 }  // namespace

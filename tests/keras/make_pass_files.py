@@ -13,6 +13,8 @@ Keras losses needed: the tests check what the passes make of them). Run from the
 - stacked_lstm_forget_bias.tflite: Embedding(20, 3) -> LSTM(2, return_sequences=True) -> LSTM(2)
   -> Dense(3), sequence length 2, unrolled: both LSTMs start with unit_forget_bias's [0, 1, 0, 0]
   bias, which the converter keeps once, added after each step's x_t W + h U (untie-constants).
+- while_data_steps.tflite: a tf.function whose tf.while_loop steps as many times as its input
+  says (a trip count computed from the data): the while-loops pass refuses it in one line.
 - stack_axis0.tflite: keras.ops.stack of two Dense outputs on axis 0, summed over it: a PACK that
   would move the batch off the first axis (the packs pass leaves it, named as unsupported).
 """
@@ -51,6 +53,14 @@ def main():
     h = L.LSTM(2)(L.LSTM(2, return_sequences=True)(L.Embedding(20, 3)(x)))
     model, _ = _keras_unrolled(keras.Model(x, L.Dense(3, activation="softmax")(h)))
     open(DATA + "stacked_lstm_forget_bias.tflite", "wb").write(convert(model))
+    @tf.function(input_signature=[tf.TensorSpec([2, 4], tf.float32)])
+    def data_steps(x):
+        n = tf.cast(tf.reduce_sum(x), tf.int32)  # how many steps: from the data
+        return tf.while_loop(lambda i, y: i < n, lambda i, y: (i + 1, y * 0.5 + 1.0), (tf.constant(0), x))[1]
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        conv = tf.lite.TFLiteConverter.from_concrete_functions([data_steps.get_concrete_function()], data_steps)
+        open(DATA + "while_data_steps.tflite", "wb").write(conv.convert())
     keras.utils.set_random_seed(0)
     x = keras.Input((4,))
     a, b = L.Dense(3)(x), L.Dense(3)(x)

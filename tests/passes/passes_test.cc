@@ -65,7 +65,7 @@ TEST(PassList, OneListInStageOrderWithUniqueNames) {
     EXPECT_GE(static_cast<int>(p.stage), static_cast<int>(last)) << p.name << " is out of its stage's place";
     last = p.stage;
   }
-  EXPECT_EQ(names.size(), 17u);
+  EXPECT_EQ(names.size(), 18u);
 }
 
 TEST(PassList, NothingFiresOnAPlainModel) {
@@ -393,6 +393,95 @@ TEST(SequenceLstms, TheFusedLstmLoadsAsItsCellAndAPeepholeOneIsRefused) {
         << e.what();
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
   }
+}
+
+std::vector<uint8_t> file_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// Keras's SimpleRNN(8) over 10 steps as TensorFlow's converter writes it with a fixed batch of 8: a
+// WHILE loop (condition subgraph 1, body subgraph 2), unrolled at load; trained, and exported as
+// the loop it was, with the trained weights (and the bias add_missing_biases gave it) in its body.
+TEST(WhileLoops, AKerasLoopUnrollsTrainsAndExportsAsTheLoop) {
+  const std::vector<uint8_t> bytes = file_bytes(kData + "/while_simple_rnn.tflite");
+  Model m = load_model_from_memory(bytes, "while_simple_rnn.tflite");
+  EXPECT_EQ(change_of(m.rewrites, "while-loops"), "unrolled 1 WHILE loop (10 steps) into the main graph");
+  EXPECT_EQ(count_op(m, CLTRAIN_OP_FULLY_CONNECTED), 2u * 10u + 1u);  // x_t W and h U per step, the Dense
+  EXPECT_EQ(count_op(m, CLTRAIN_OP_FILL), 1u);                        // the zero state: not a weight
+  EXPECT_EQ(count_op(m, CLTRAIN_OP_TANH), 10u);
+  // All the steps read one kernel and one recurrent kernel, the body's, at their place in the file.
+  std::set<int32_t> kernels;
+  for (const Operator& op : m.operators)
+    if (op.op == CLTRAIN_OP_FULLY_CONNECTED && op.body_subgraph == 2) kernels.insert(op.inputs[1]);
+  ASSERT_EQ(kernels.size(), 2u);
+  for (int32_t k : kernels) EXPECT_GE(m.tensors[static_cast<size_t>(k)].file_offset, 0);
+  try {
+    set_batch_size(m, 16);
+    ADD_FAILURE() << "the batch of an unrolled loop changed";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("unrolled for the file's batch of 8"), std::string::npos) << e.what();
+  }
+
+  Settings s;
+  s.backends = {"cpu"};
+  s.add_missing_biases = true;
+  auto e = Engine::from_buffer(bytes, "while_simple_rnn.tflite");
+  e->set_settings(s);
+  e->prepare();
+  std::vector<int32_t> ids(8 * 10);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i * 7 % 50);
+  std::vector<float> y(8 * 4, 0.0f);
+  for (size_t i = 0; i < 8; ++i) y[i * 4 + i % 4] = 1.0f;
+  e->set_input_int32(ids.data(), ids.size());
+  e->set_expected(y.data(), y.size());
+  e->train_step();
+  const std::string path = ::testing::TempDir() + "while_simple_rnn_trained.tflite";
+  e->export_circle(path);
+  const std::vector<uint8_t> out = file_bytes(path);
+  std::remove(path.c_str());
+  const fb::Model* before = fb::GetModel(bytes.data());
+  const fb::Model* after = fb::GetModel(out.data());
+  ASSERT_EQ(after->subgraphs()->size(), 3u);
+  const fb::SubGraph* main = after->subgraphs()->Get(0);
+  EXPECT_EQ(main->operators()->size(), before->subgraphs()->Get(0)->operators()->size());
+  bool loop = false;
+  for (const fb::Operator* op : *main->operators())
+    loop = loop || after->operator_codes()->Get(op->opcode_index())->builtin_code() == 119;
+  EXPECT_TRUE(loop) << "the export has no WHILE";
+  // The body's kernels hold trained values; its x_t W operator reads the added bias.
+  const auto values = [](const fb::Model* fm, const fb::SubGraph* g, int32_t t) {
+    const fb::Buffer* b = fm->buffers()->Get(g->tensors()->Get(static_cast<uint32_t>(t))->buffer());
+    return b->data() ? std::vector<uint8_t>(b->data()->begin(), b->data()->end()) : std::vector<uint8_t>{};
+  };
+  const fb::SubGraph* body_before = before->subgraphs()->Get(2);
+  const fb::SubGraph* body_after = after->subgraphs()->Get(2);
+  int trained = 0, with_bias = 0;
+  for (uint32_t i = 0; i < body_after->operators()->size(); ++i) {
+    const auto* in = body_after->operators()->Get(i)->inputs();
+    if (after->operator_codes()->Get(body_after->operators()->Get(i)->opcode_index())->builtin_code() != 9) continue;
+    trained += values(after, body_after, in->Get(1)) != values(before, body_before, in->Get(1));
+    with_bias += in->size() > 2 && in->Get(2) >= 0;
+  }
+  EXPECT_EQ(trained, 2);
+  EXPECT_EQ(with_bias, 1);
+  // It loads (and unrolls) again.
+  EXPECT_EQ(change_of(load_model_from_memory(out, "trained.tflite").rewrites, "while-loops"),
+            "unrolled 1 WHILE loop (10 steps) into the main graph");
+}
+
+// tf.while_loop stepping as many times as the input's sum says: refused in one line.
+TEST(WhileLoops, neg_ALoopWhoseStepsTheDataDecidesIsRefused) {
+  try {
+    load_model(kData + "/while_data_steps.tflite");
+    ADD_FAILURE() << "a data-dependent loop loaded";
+  } catch (const ModelError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("(WHILE): its number of steps is not known at load"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  EXPECT_EQ(
+      change_of(load_model_from_memory(write_model(plain_mlp().build(), "circle"), "mlp").rewrites, "while-loops"), "");
 }
 
 TEST(MissingBiases, AddedOnlyWhenAsked) {
