@@ -133,6 +133,26 @@ std::vector<uint8_t> rebuild(const std::vector<uint8_t>& base, const Model& m,
                              const std::map<int32_t, std::vector<float>>& weights,
                              const std::vector<uint8_t>* info_bytes, const char* identifier, const std::string& what) {
   std::unique_ptr<fb::ModelT> model(fb::GetModel(base.data())->UnPack());
+  // Options of a type this schema does not declare do not survive the object API: refuse where
+  // they hold a value (an empty table, LESS's, loses nothing).
+  const fb::Model* file = fb::GetModel(base.data());
+  for (uint32_t g = 0; file->subgraphs() && g < file->subgraphs()->size(); ++g) {
+    const auto* ops = file->subgraphs()->Get(g)->operators();
+    for (uint32_t i = 0; ops && i < ops->size(); ++i) {
+      const auto* options = reinterpret_cast<const flatbuffers::Table*>(ops->Get(i)->builtin_options());
+      if (!options || model->subgraphs[g]->operators[i]->builtin_options.value) continue;
+      const uint8_t* vtable = options->GetVTable();
+      const uint16_t vsize = flatbuffers::ReadScalar<uint16_t>(vtable);
+      bool fields = false;
+      for (uint16_t f = 4; f + 2 <= vsize; f += 2)
+        fields = fields || flatbuffers::ReadScalar<uint16_t>(vtable + f) != 0;
+      if (fields)
+        fail(what, "cannot export: " + std::string(g ? "subgraph " + std::to_string(g) + " " : "") + "operator " +
+                       std::to_string(i) + " has options (union type " +
+                       std::to_string(static_cast<int>(ops->Get(i)->builtin_options_type())) +
+                       ") that cltrain's schema does not declare, which a rebuilt file would lose");
+    }
+  }
 
   // Buffers outside the flatbuffer: their bytes, to append after the new one.
   struct Outside {

@@ -290,8 +290,8 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   const SubgraphReader read_subgraph = [&](int32_t k) -> const FileSubgraph& {
     if (auto it = other.find(k); it != other.end()) return it->second;
     if (k < 1 || static_cast<uint32_t>(k) >= subgraphs->size())
-      fail(what, "subgraph " + std::to_string(k) + " does not exist (model has " + std::to_string(subgraphs->size()) +
-                     " subgraphs)");
+      fail(what, "subgraph " + std::to_string(k) + (k == 0 ? " is the main graph, not a loop's" : " does not exist") +
+                     " (model has " + std::to_string(subgraphs->size()) + " subgraphs)");
     const fb::SubGraph* g = subgraphs->Get(static_cast<flatbuffers::uoffset_t>(k));
     const std::string prefix = "subgraph " + std::to_string(k) + " ";
     FileSubgraph f;

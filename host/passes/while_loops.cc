@@ -39,6 +39,7 @@ constexpr int32_t kAdd = 0, kConcatenation = 2, kMul = 18, kGather = 36, kSub = 
                   kEqual = 71, kNotEqual = 72, kLogicalOr = 84, kLogicalAnd = 86, kLogicalNot = 87, kReverseV2 = 105,
                   kWhile = 119;
 constexpr int kMaxSteps = 100000;
+constexpr size_t kMaxOperators = 200000;  // all loops' steps together (loops in loops multiply)
 
 using Ints = std::vector<int64_t>;
 
@@ -181,6 +182,7 @@ class Unroller {
   std::map<int32_t, std::pair<int32_t, int32_t>> reversed_;   // REVERSE_V2 output -> (input, axis)
   std::set<int32_t> results_;                                 // what the loops returned
   int steps_ = 0;
+  size_t operators_ = 0;    // made by all loops so far
   FileOperator last_loop_;  // the last WHILE unrolled (the operator the outputs' concatenations are parts of)
 };
 
@@ -504,7 +506,11 @@ std::vector<FileOperator> Unroller::expand(const FileOperator& w, std::map<int32
                   "(a fixed sequence length) can be unrolled");
     if (!*go) break;
     if (step >= kMaxSteps) fail(w, "steps more than " + std::to_string(kMaxSteps) + " times");
+    const size_t before = out.size();
     this->step(w, body, body_index, step, carried, out);
+    operators_ += out.size() - before;
+    if (operators_ > kMaxOperators)
+      fail(w, "unrolls to more than " + std::to_string(kMaxOperators) + " operators (loops in loops multiply)");
   }
   steps_ += step;
   for (size_t j = 0; j < n; ++j) {

@@ -470,6 +470,37 @@ TEST(WhileLoops, AKerasLoopUnrollsTrainsAndExportsAsTheLoop) {
             "unrolled 1 WHILE loop (10 steps) into the main graph");
 }
 
+// An export that rebuilds the file (here for the Dense bias add_missing_biases gives) keeps the
+// options of every operator, the loop body's SPLIT's number of parts among them (TensorFlow Lite
+// reads them; a lost one made it crash).
+TEST(WhileLoops, ARebuiltExportKeepsTheBodysOptions) {
+  Settings s;
+  s.backends = {"cpu"};
+  s.add_missing_biases = true;
+  auto e = Engine::from_file(kData + "/while_lstm.tflite");
+  e->set_settings(s);
+  e->prepare();
+  const std::string path = ::testing::TempDir() + "while_lstm_exported.tflite";
+  e->export_circle(path);
+  const std::vector<uint8_t> out = file_bytes(path);
+  std::remove(path.c_str());
+  const fb::Model* m = fb::GetModel(out.data());
+  int splits = 0;
+  for (const fb::SubGraph* g : *m->subgraphs())
+    for (const fb::Operator* op : *g->operators())
+      if (m->operator_codes()->Get(op->opcode_index())->builtin_code() == 49) {
+        ASSERT_NE(op->builtin_options_as_SplitOptions(), nullptr);
+        EXPECT_EQ(op->builtin_options_as_SplitOptions()->num_splits(), 4);
+        ++splits;
+      }
+  EXPECT_EQ(splits, 1);
+  EXPECT_GT(m->subgraphs()->Get(0)->tensors()->size(), fb::GetModel(file_bytes(kData + "/while_lstm.tflite").data())
+                                                           ->subgraphs()
+                                                           ->Get(0)
+                                                           ->tensors()
+                                                           ->size());  // rebuilt: the bias appended
+}
+
 // tf.while_loop stepping as many times as the input's sum says: refused in one line.
 TEST(WhileLoops, neg_ALoopWhoseStepsTheDataDecidesIsRefused) {
   try {
