@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "circle_generated.h"
@@ -56,7 +57,33 @@ void check_weights(const Model& m, const std::map<int32_t, std::vector<float>>& 
 
 }  // namespace
 
-std::vector<uint8_t> export_with_weights(const Model& m, const std::map<int32_t, std::vector<float>>& weights) {
+namespace {
+
+// Loop body constants (passes/while_loops.cc) -> (subgraph, tensor) in the file, from the body
+// operators that read them.
+using BodyTensors = std::map<int32_t, std::pair<int32_t, int32_t>>;
+BodyTensors body_tensors(const Model& m) {
+  BodyTensors out;
+  if (m.file.empty()) return out;
+  const fb::Model* fm = fb::GetModel(m.file.data());
+  for (const Operator& op : m.operators) {
+    if (op.body_subgraph <= 0 || !fm->subgraphs() || static_cast<uint32_t>(op.body_subgraph) >= fm->subgraphs()->size())
+      continue;
+    const auto* ops = fm->subgraphs()->Get(static_cast<uint32_t>(op.body_subgraph))->operators();
+    if (!ops || op.body_op < 0 || static_cast<uint32_t>(op.body_op) >= ops->size()) continue;
+    const auto* in = ops->Get(static_cast<uint32_t>(op.body_op))->inputs();
+    for (size_t k = 0; in && k < op.inputs.size() && k < in->size(); ++k)
+      if (op.inputs[k] >= 0 && m.tensors[static_cast<size_t>(op.inputs[k])].file_offset >= 0)
+        out[op.inputs[k]] = {op.body_subgraph, in->Get(static_cast<uint32_t>(k))};
+  }
+  return out;
+}
+
+// export_with_weights; where relocate is given, a loop body's constant that shares its bytes in
+// the file with another that gets other values (two loops whose equal biases the converter stored
+// once) is not written in place but listed, for rebuild() to give it a buffer of its own.
+std::vector<uint8_t> export_in_place(const Model& m, const std::map<int32_t, std::vector<float>>& weights,
+                                     const BodyTensors* body, std::set<int32_t>* relocate) {
   const std::string what = source_of(m);
   check_weights(m, weights, what);
 
@@ -80,8 +107,13 @@ std::vector<uint8_t> export_with_weights(const Model& m, const std::map<int32_t,
       const bool overlap =
           b.file_offset < off + static_cast<int64_t>(size) && off < b.file_offset + static_cast<int64_t>(b.data.size());
       if (!overlap) continue;
+      if (relocate && relocate->count(static_cast<int32_t>(u))) continue;  // moves to a buffer of its own
       auto it = weights.find(static_cast<int32_t>(u));
       const std::vector<uint8_t> theirs = it != weights.end() ? host_bytes(it->second) : b.data;
+      if ((b.file_offset != off || theirs != mine) && relocate && body->count(t)) {
+        relocate->insert(t);
+        break;
+      }
       if (b.file_offset != off || theirs != mine)
         fail(what, "cannot export weights: " + tensor_label(m, t) + " shares its bytes in the file (buffer " +
                        std::to_string(a.buffer) + ") with " + tensor_label(m, static_cast<int32_t>(u)) +
@@ -91,11 +123,18 @@ std::vector<uint8_t> export_with_weights(const Model& m, const std::map<int32_t,
 
   std::vector<uint8_t> out = m.file;
   for (const auto& [t, values] : weights) {
+    if (relocate && relocate->count(t)) continue;
     const std::vector<uint8_t> bytes = le_bytes(values);
     if (!bytes.empty())
       std::memcpy(out.data() + m.tensors[static_cast<size_t>(t)].file_offset, bytes.data(), bytes.size());
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<uint8_t> export_with_weights(const Model& m, const std::map<int32_t, std::vector<float>>& weights) {
+  return export_in_place(m, weights, nullptr, nullptr);
 }
 
 namespace {
@@ -131,7 +170,8 @@ bool structure_changed(const Model& m) {
 // flatbuffer stay outside, after it, in buffer order, 16-byte aligned.
 std::vector<uint8_t> rebuild(const std::vector<uint8_t>& base, const Model& m,
                              const std::map<int32_t, std::vector<float>>& weights,
-                             const std::vector<uint8_t>* info_bytes, const char* identifier, const std::string& what) {
+                             const std::vector<uint8_t>* info_bytes, const char* identifier, const std::string& what,
+                             const std::set<int32_t>& relocate = {}, const BodyTensors& body = {}) {
   std::unique_ptr<fb::ModelT> model(fb::GetModel(base.data())->UnPack());
   // Options of a type this schema does not declare do not survive the object API: refuse where
   // they hold a value (an empty table, LESS's, loses nothing).
@@ -221,6 +261,15 @@ std::vector<uint8_t> rebuild(const std::vector<uint8_t>& base, const Model& m,
       if (slot < in.size() && op.inputs[k] >= 0) in[slot] = exported_index(op.inputs[k]);
     }
 
+  // A loop body's constant that could not be written in place: a buffer of its own.
+  for (int32_t t : relocate) {
+    const auto& [g, i] = body.at(t);
+    auto buffer = std::make_unique<fb::BufferT>();
+    buffer->data = le_bytes(weights.at(t));
+    model->subgraphs.at(static_cast<size_t>(g))->tensors.at(static_cast<size_t>(i))->buffer =
+        static_cast<uint32_t>(model->buffers.size());
+    model->buffers.push_back(std::move(buffer));
+  }
   // A loop body's operator whose steps read a tensor added at setup (a missing bias, an untied
   // copy): the body's operator reads it, as a tensor of the body's subgraph on the same buffer as
   // the one appended to the main subgraph.
@@ -342,8 +391,11 @@ std::vector<uint8_t> export_model(const Model& m, const std::map<int32_t, std::v
     return write_model(copy, format);
   }
   const char* identifier = format == "circle" ? "CIR0" : "TFL3";
-  std::vector<uint8_t> base = export_with_weights(m, file_weights(m, weights));
-  if (structure_changed(m)) return rebuild(base, m, weights, nullptr, identifier, what);
+  const BodyTensors body = body_tensors(m);
+  std::set<int32_t> relocate;
+  std::vector<uint8_t> base = export_in_place(m, file_weights(m, weights), &body, &relocate);
+  if (structure_changed(m) || !relocate.empty())
+    return rebuild(base, m, weights, nullptr, identifier, what, relocate, body);
   std::memcpy(base.data() + 4, identifier, 4);  // the same tables serve both formats
   return base;
 }
@@ -358,8 +410,10 @@ std::vector<uint8_t> export_circleplus(const Model& m, const std::map<int32_t, s
     fail(what, std::string("cannot export circle+: ") + e.what());
   }
   check_weights(m, weights, what);
-  const std::vector<uint8_t> base = export_with_weights(m, file_weights(m, weights));
-  return rebuild(base, m, weights, &info_bytes, "CIR0", what);
+  const BodyTensors body = body_tensors(m);
+  std::set<int32_t> relocate;
+  const std::vector<uint8_t> base = export_in_place(m, file_weights(m, weights), &body, &relocate);
+  return rebuild(base, m, weights, &info_bytes, "CIR0", what, relocate, body);
 }
 
 }  // namespace cltrain

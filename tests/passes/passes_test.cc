@@ -501,6 +501,52 @@ TEST(WhileLoops, ARebuiltExportKeepsTheBodysOptions) {
                                                            ->size());  // rebuilt: the bias appended
 }
 
+// Two loops whose equal biases the converter stored once (a Bidirectional's unit_forget_bias):
+// each direction trains its own, and export gives the second a buffer of its own.
+TEST(WhileLoops, TwoLoopsSharingABufferExportTheirOwnValues) {
+  std::unique_ptr<fb::ModelT> t(fb::GetModel(file_bytes(kData + "/while_bilstm.tflite").data())->UnPack());
+  // The bias each body adds (its ADD's constant [24]): the second body's reads the first's buffer.
+  std::vector<std::pair<size_t, size_t>> biases;  // (subgraph, tensor)
+  for (size_t g = 1; g < t->subgraphs.size(); ++g)
+    for (const auto& tensor : t->subgraphs[g]->tensors)
+      if (tensor->shape == std::vector<int32_t>{24} && tensor->buffer > 0)
+        biases.push_back({g, static_cast<size_t>(&tensor - &t->subgraphs[g]->tensors[0])});
+  ASSERT_EQ(biases.size(), 2u);
+  const uint32_t shared = t->subgraphs[biases[0].first]->tensors[biases[0].second]->buffer;
+  t->subgraphs[biases[1].first]->tensors[biases[1].second]->buffer = shared;
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.Finish(fb::Model::Pack(fbb, t.get()), "TFL3");
+  const std::vector<uint8_t> bytes(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  Settings s;
+  s.backends = {"cpu"};
+  auto e = Engine::from_buffer(bytes, "shared_bias.tflite");
+  e->set_settings(s);
+  e->prepare();
+  std::vector<int32_t> ids(8 * 10);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i * 3 % 50);
+  std::vector<float> y(8 * 4, 0.0f);
+  for (size_t i = 0; i < 8; ++i) y[i * 4 + i % 4] = 1.0f;
+  e->set_input_int32(ids.data(), ids.size());
+  e->set_expected(y.data(), y.size());
+  e->train_step();
+  const std::string path = ::testing::TempDir() + "shared_bias_exported.tflite";
+  e->export_circle(path);
+  const std::vector<uint8_t> out = file_bytes(path);
+  std::remove(path.c_str());
+  const fb::Model* m = fb::GetModel(out.data());
+  const auto bias = [&](size_t k) {
+    const fb::Tensor* x = m->subgraphs()
+                              ->Get(static_cast<uint32_t>(biases[k].first))
+                              ->tensors()
+                              ->Get(static_cast<uint32_t>(biases[k].second));
+    const fb::Buffer* b = m->buffers()->Get(x->buffer());
+    return std::make_pair(x->buffer(), std::vector<uint8_t>(b->data()->begin(), b->data()->end()));
+  };
+  EXPECT_NE(bias(0).first, bias(1).first);
+  EXPECT_NE(bias(0).second, bias(1).second);  // each direction's trained values
+  EXPECT_EQ(bias(0).second.size(), 24u * 4u);
+}
+
 // tf.while_loop stepping as many times as the input's sum says: refused in one line.
 TEST(WhileLoops, neg_ALoopWhoseStepsTheDataDecidesIsRefused) {
   try {
