@@ -321,6 +321,10 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   import.file = &file_ops;
   import.subgraphs = &read_subgraph;
   m.rewrites = run_passes(PassStage::kImport, import);
+  for (uint32_t k = 1; k < subgraphs->size(); ++k)
+    if (!other.count(static_cast<int32_t>(k)))
+      fail(what, "model has " + std::to_string(subgraphs->size()) + " subgraphs; subgraph " + std::to_string(k) +
+                     " is not a WHILE loop's condition or body (the only other subgraphs supported)");
   Unsupported unsupported;
   auto guarded = [&](std::vector<int32_t>& inputs) {  // what the index guards gave (the only entries yet)
     for (int32_t& t : inputs)
