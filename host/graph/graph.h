@@ -82,6 +82,12 @@ struct Rewrite {
   std::string pass, change;
 };
 
+// A constant of the file that the operators no longer read (Model::reads_instead): export writes
+// it as count values of source from offset, repeated to fill it (passes/folded_biases.cc).
+struct DerivedConstant {
+  int32_t tensor = -1, source = -1, offset = 0, count = 0;
+};
+
 struct Model {
   std::string format;  // "circle" or "tflite"
   std::vector<Tensor> tensors;
@@ -94,6 +100,7 @@ struct Model {
   // What a folded operator gave: its output tensor -> the tensor the operators read instead (the
   // guarded ids, the Tensordot's input); export writes the file's tensor back where it had it.
   std::map<int32_t, int32_t> reads_instead;
+  std::vector<DerivedConstant> derived;  // constants export writes from trained weights
   std::vector<int32_t> inputs;   // subgraph inputs
   std::vector<int32_t> outputs;  // subgraph outputs
   std::vector<uint8_t> file;     // the file as loaded (for export with new weights)

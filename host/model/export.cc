@@ -369,6 +369,21 @@ std::vector<uint8_t> rebuild(const std::vector<uint8_t>& base, const Model& m,
   return out;
 }
 
+// weights with the constants derived from them (Model::derived): their source's trained part,
+// repeated.
+std::map<int32_t, std::vector<float>> with_derived(const Model& m, std::map<int32_t, std::vector<float>> w) {
+  for (const DerivedConstant& d : m.derived) {
+    auto src = w.find(d.source);
+    if (src == w.end() || d.count <= 0 || static_cast<size_t>(d.offset + d.count) > src->second.size()) continue;
+    const Tensor& t = m.tensors[static_cast<size_t>(d.tensor)];
+    std::vector<float> v(t.elements());
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = src->second[static_cast<size_t>(d.offset) + i % static_cast<size_t>(d.count)];
+    w[d.tensor] = std::move(v);
+  }
+  return w;
+}
+
 // The weights of the file's own tensors (the rest go into rebuild()).
 std::map<int32_t, std::vector<float>> file_weights(const Model& m, const std::map<int32_t, std::vector<float>>& w) {
   if (m.file_tensor_count < 0) return w;
@@ -380,8 +395,9 @@ std::map<int32_t, std::vector<float>> file_weights(const Model& m, const std::ma
 
 }  // namespace
 
-std::vector<uint8_t> export_model(const Model& m, const std::map<int32_t, std::vector<float>>& weights,
+std::vector<uint8_t> export_model(const Model& m, const std::map<int32_t, std::vector<float>>& trained,
                                   const std::string& format) {
+  const std::map<int32_t, std::vector<float>> weights = with_derived(m, trained);
   const std::string what = source_of(m);
   if (format != "circle" && format != "tflite") fail(what, "cannot export: unknown format '" + format + "'");
   check_weights(m, weights, what);
@@ -400,8 +416,9 @@ std::vector<uint8_t> export_model(const Model& m, const std::map<int32_t, std::v
   return base;
 }
 
-std::vector<uint8_t> export_circleplus(const Model& m, const std::map<int32_t, std::vector<float>>& weights,
+std::vector<uint8_t> export_circleplus(const Model& m, const std::map<int32_t, std::vector<float>>& trained,
                                        const TrainingInfo& info) {
+  const std::map<int32_t, std::vector<float>> weights = with_derived(m, trained);
   const std::string what = source_of(m);
   std::vector<uint8_t> info_bytes;
   try {

@@ -17,6 +17,7 @@ std::string sequence_lstms_pass(PassInput&);        // sequence_lstms.cc
 std::string reverses_pass(PassInput&);              // reverses.cc
 std::string embedding_lookups_pass(PassInput&);     // embedding_lookups.cc
 std::string log_softmax_pass(PassInput&);           // log_softmax_fold.cc
+std::string folded_biases_pass(PassInput&);         // folded_biases.cc
 std::string row_reshapes_pass(PassInput&);          // row_reshapes.cc
 std::string transposed_unpacks_pass(PassInput&);    // slices.cc
 std::string broadcast_ranks_pass(PassInput&);       // broadcast_ranks.cc
@@ -43,6 +44,7 @@ const std::vector<Pass>& pass_list() {
       {"log-softmax", PassStage::kImport, log_softmax_pass},
       // load (after the shape operators are computed): folds that read the loaded operators,
       // then the ranks the graph check compares.
+      {"folded-biases", PassStage::kLoad, folded_biases_pass},
       {"row-reshapes", PassStage::kLoad, row_reshapes_pass},
       {"transposed-unpacks", PassStage::kLoad, transposed_unpacks_pass},
       {"broadcast-ranks", PassStage::kLoad, broadcast_ranks_pass},

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -65,7 +66,7 @@ TEST(PassList, OneListInStageOrderWithUniqueNames) {
     EXPECT_GE(static_cast<int>(p.stage), static_cast<int>(last)) << p.name << " is out of its stage's place";
     last = p.stage;
   }
-  EXPECT_EQ(names.size(), 18u);
+  EXPECT_EQ(names.size(), 19u);
 }
 
 TEST(PassList, NothingFiresOnAPlainModel) {
@@ -545,6 +546,51 @@ TEST(WhileLoops, TwoLoopsSharingABufferExportTheirOwnValues) {
   EXPECT_NE(bias(0).first, bias(1).first);
   EXPECT_NE(bias(0).second, bias(1).second);  // each direction's trained values
   EXPECT_EQ(bias(0).second.size(), 24u * 4u);
+}
+
+// nn.GRU through litert-torch: the first step's h_0 W_hh + b_hh (h_0 = 0) folded into three
+// constants, b_hh's r, z and n parts each repeated for the 4 samples. They are read as those parts
+// of b_hh, which trains through them; export writes them back from the trained b_hh.
+TEST(FoldedBiases, AFirstStepsFoldedBiasIsReadAsThePartOfTheBias) {
+  Settings s;
+  s.backends = {"cpu"};
+  s.batch_size = 4;
+  auto e = Engine::from_file(kTorchData + "/gru.tflite");
+  e->set_settings(s);
+  e->prepare();
+  const Model& m = e->model();
+  EXPECT_EQ(change_of(m.rewrites, "folded-biases"),
+            "read 3 constants that repeat a part of a FullyConnected's bias for every sample (a recurrent layer's "
+            "first step, its zero-state product folded by the converter) as that part of the bias, trained with it");
+  ASSERT_EQ(m.derived.size(), 3u);
+  std::set<int32_t> sources;
+  for (const DerivedConstant& d : m.derived) {
+    sources.insert(d.source);
+    EXPECT_EQ(d.count, 16);
+    // No operator reads the folded constant any more.
+    for (const Operator& op : m.operators)
+      for (int32_t t : op.inputs) EXPECT_NE(t, d.tensor) << m.tensors[static_cast<size_t>(d.tensor)].name;
+  }
+  EXPECT_EQ(sources.size(), 1u);  // b_hh
+  std::vector<float> x(4 * 6 * 8), y(4 * 3, 0.0f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) * 0.1f;
+  for (size_t i = 0; i < 4; ++i) y[i * 3 + i % 3] = 1.0f;
+  e->set_input(x.data(), x.size());
+  e->set_expected(y.data(), y.size());
+  e->train_step();
+  const std::string path = ::testing::TempDir() + "gru_folded_exported.tflite";
+  e->export_circle(path);
+  const Model out = load_model(path);
+  std::remove(path.c_str());
+  for (const DerivedConstant& d : m.derived) {
+    const Tensor& c = out.tensors[static_cast<size_t>(d.tensor)];
+    const Tensor& b = out.tensors[static_cast<size_t>(d.source)];
+    const Tensor& before = m.tensors[static_cast<size_t>(d.source)];
+    EXPECT_NE(std::memcmp(b.data.data(), before.data.data(), b.data.size()), 0) << "b_hh did not train";
+    for (uint64_t r = 0; r < c.elements() / 16; ++r)
+      EXPECT_EQ(std::memcmp(c.data.data() + r * 64, b.data.data() + static_cast<size_t>(d.offset) * 4, 64), 0)
+          << c.name << " row " << r;
+  }
 }
 
 // tf.while_loop stepping as many times as the input's sum says: refused in one line.
