@@ -549,6 +549,9 @@ std::string Unroller::run() {
     if (f.fate == FileOperator::Fate::kPending && !f.part) {
       bool reads_loop = false;
       for (int32_t t : f.inputs) reads_loop = reads_loop || results_.count(t) || rows_.count(t);
+      // A GATHER at a constant index after the loop (onnx2tf's out[:, -1] of the loop's list, through
+      // its layout TRANSPOSEs): that element's SLICE, as in the steps.
+      reads_loop = reads_loop || (f.code == kGather && f.inputs.size() == 2 && known_int(m_, f.inputs[1]));
       std::vector<FileOperator> made;
       // The model's own slices of what a loop returned (the last step of its list): as the steps'.
       if (reads_loop && take(f, f, made)) {
