@@ -101,9 +101,9 @@ struct Model {
   // guarded ids, the Tensordot's input); export writes the file's tensor back where it had it.
   std::map<int32_t, int32_t> reads_instead;
   std::vector<DerivedConstant> derived;  // constants export writes from trained weights
-  std::vector<int32_t> inputs;   // subgraph inputs
-  std::vector<int32_t> outputs;  // subgraph outputs
-  std::vector<uint8_t> file;     // the file as loaded (for export with new weights)
+  std::vector<int32_t> inputs;           // subgraph inputs
+  std::vector<int32_t> outputs;          // subgraph outputs
+  std::vector<uint8_t> file;             // the file as loaded (for export with new weights)
   // How many of tensors the file holds; the rest were added (passes/model_edits.h). -1: all of
   // them (a model built in memory).
   int32_t file_tensor_count = -1;
