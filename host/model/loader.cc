@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "circle_generated.h"
@@ -326,6 +327,7 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
       fail(what, "model has " + std::to_string(subgraphs->size()) + " subgraphs; subgraph " + std::to_string(k) +
                      " is not a WHILE loop's condition or body (the only other subgraphs supported)");
   Unsupported unsupported;
+  std::set<std::pair<int32_t, int32_t>> counted_body_ops;  // a loop body's operator: once, not per step
   auto guarded = [&](std::vector<int32_t>& inputs) {  // what the index guards gave (the only entries yet)
     for (int32_t& t : inputs)
       if (auto g = m.reads_instead.find(t); g != m.reads_instead.end()) t = g->second;
@@ -341,6 +343,7 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
     if (f.fate != FileOperator::Fate::kPending) continue;
     const OpDescriptor* d = find_builtin(f.code);
     if (!d) {
+      if (f.body_subgraph >= 0 && !counted_body_ops.insert({f.body_subgraph, f.body_op}).second) continue;
       const fb::OperatorCode* oc = codes->Get(f.op->opcode_index());
       unsupported.add(f.code == kBuiltinCustom
                           ? "custom operator '" + printable(oc->custom_code() ? oc->custom_code()->str() : "") + "'"

@@ -607,6 +607,21 @@ TEST(WhileLoops, neg_ALoopWhoseStepsTheDataDecidesIsRefused) {
       change_of(load_model_from_memory(write_model(plain_mlp().build(), "circle"), "mlp").rewrites, "while-loops"), "");
 }
 
+// Keras's Embedding(mask_zero=True) before an LSTM: the mask is NOT_EQUAL of the ids and a
+// SELECT_V2 per carried value in the body; refused in one line that counts the body's operators
+// once, not once per step.
+TEST(WhileLoops, neg_AMaskedLoopNamesItsOperatorsOnce) {
+  try {
+    load_model(kData + "/while_masked_lstm.tflite");
+    ADD_FAILURE() << "a masked LSTM loaded";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "4 operators are not supported: NOT_EQUAL (builtin 72) x1, SELECT_V2 (builtin 123) x3"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(MissingBiases, AddedOnlyWhenAsked) {
   ModelBuilder b;
   const int x = b.input({1, 4});
