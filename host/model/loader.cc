@@ -328,7 +328,7 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
                      " is not a WHILE loop's condition or body (the only other subgraphs supported)");
   Unsupported unsupported;
   std::set<std::pair<int32_t, int32_t>> counted_body_ops;  // a loop body's operator: once, not per step
-  auto guarded = [&](std::vector<int32_t>& inputs) {  // what the index guards gave (the only entries yet)
+  auto guarded = [&](std::vector<int32_t>& inputs) {       // what the index guards gave (the only entries yet)
     for (int32_t& t : inputs)
       if (auto g = m.reads_instead.find(t); g != m.reads_instead.end()) t = g->second;
   };
