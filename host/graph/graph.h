@@ -101,6 +101,7 @@ struct Model {
   // guarded ids, the Tensordot's input); export writes the file's tensor back where it had it.
   std::map<int32_t, int32_t> reads_instead;
   std::vector<DerivedConstant> derived;  // constants export writes from trained weights
+  std::vector<int32_t> fixed_constants;  // float constants a pass made that are never trained (a mask's table)
   std::vector<int32_t> inputs;           // subgraph inputs
   std::vector<int32_t> outputs;          // subgraph outputs
   std::vector<uint8_t> file;             // the file as loaded (for export with new weights)

@@ -67,8 +67,10 @@ std::string index_guards_pass(PassInput& in) {
     m.reads_instead[so[0]] = ids;
   }
   std::sort(folded.begin(), folded.end());
-  for (int32_t i : folded) (*in.file)[static_cast<size_t>(i)].fate = FileOperator::Fate::kFolded;
-  m.folded_ops.insert(m.folded_ops.end(), folded.begin(), folded.end());
+  for (int32_t i : folded) {  // positions in the list (a WHILE's steps before them shift them): their file indices
+    (*in.file)[static_cast<size_t>(i)].fate = FileOperator::Fate::kFolded;
+    m.folded_ops.push_back((*in.file)[static_cast<size_t>(i)].index);
+  }
   std::sort(m.folded_ops.begin(), m.folded_ops.end());
   const size_t n = folded.size() / 3;
   return n ? "folded " + std::to_string(n) + " index guard" + (n == 1 ? "" : "s") +

@@ -6,7 +6,9 @@
 namespace cltrain {
 
 // Each pass lives in its own file; the comment names it.
+std::string masks_pass(PassInput&);                 // masks.cc
 std::string while_loops_pass(PassInput&);           // while_loops.cc
+std::string selects_pass(PassInput&);               // masks.cc
 std::string index_guards_pass(PassInput&);          // index_guards.cc
 std::string shape_operators_pass(PassInput&);       // shape_ops.cc
 std::string dilated_convolutions_pass(PassInput&);  // dilated_convolutions.cc
@@ -28,11 +30,13 @@ std::string pad_fusion_pass(PassInput&);            // pad_fusion.cc
 
 const std::vector<Pass>& pass_list() {
   static const std::vector<Pass> list = {
-      // import: loops unrolled first (their steps are then the file's operators to the rest),
+      // import: masks as floats, then loops unrolled (their steps are then the file's operators to the rest),
       // the guards (their operators are then no one's), then what the host computes, then the
       // slicing operators; the rest load as their descriptor's operator.
+      {"masks", PassStage::kImport, masks_pass},
       {"while-loops", PassStage::kImport, while_loops_pass},
       {"index-guards", PassStage::kImport, index_guards_pass},
+      {"selects", PassStage::kImport, selects_pass},
       {"shape-operators", PassStage::kImport, shape_operators_pass},
       {"dilated-convolutions", PassStage::kImport, dilated_convolutions_pass},
       {"split-slices", PassStage::kImport, split_slices_pass},

@@ -37,7 +37,7 @@ namespace {
 constexpr int32_t kAdd = 0, kConcatenation = 2, kMul = 18, kGather = 36, kSub = 41, kStridedSlice = 45, kMaximum = 55,
                   kMinimum = 57, kLess = 58, kGreater = 61, kGreaterEqual = 62, kLessEqual = 63, kSlice = 65,
                   kEqual = 71, kNotEqual = 72, kLogicalOr = 84, kLogicalAnd = 86, kLogicalNot = 87, kReverseV2 = 105,
-                  kWhile = 119;
+                  kReshape = 22, kTranspose = 39, kWhile = 119;
 constexpr int kMaxSteps = 100000;
 constexpr size_t kMaxOperators = 200000;  // all loops' steps together (loops in loops multiply)
 
@@ -425,6 +425,12 @@ void Unroller::step(const FileOperator& w, const FileSubgraph& body, int32_t bod
         if (d < 0) shape.clear();  // computed from its operator (the check), or by the host below
       const int32_t id = new_tensor(body.tensors[b].name + suffix, shape);
       m_.tensors[static_cast<size_t>(id)].dtype = body.tensors[b].dtype;
+      // A bool the main graph made a float (a mask, passes/masks.cc): what moves it stays float.
+      const bool moves = c.code == kGather || c.code == kSlice || c.code == kStridedSlice || c.code == kConcatenation ||
+                         c.code == kReshape || c.code == kTranspose;
+      if (moves && body.tensors[b].dtype == CLTRAIN_UINT8 && !c.inputs.empty() && c.inputs[0] >= 0 &&
+          tensor(c.inputs[0]).dtype == CLTRAIN_FLOAT32)
+        m_.tensors[static_cast<size_t>(id)].dtype = CLTRAIN_FLOAT32;
       at[b] = t = id;
     }
     bool ints = !c.outputs.empty();

@@ -332,6 +332,8 @@ void GraphBuilder::select_trainable() {
       if (t < 0) continue;
       const Tensor& tensor = model_.tensors[static_cast<size_t>(t)];
       if (!tensor.is_constant() || tensor.dtype != CLTRAIN_FLOAT32) continue;
+      if (std::find(model_.fixed_constants.begin(), model_.fixed_constants.end(), t) != model_.fixed_constants.end())
+        continue;
       const OpDescriptor& d = *find_op(op.op);
       // A single value that an element-wise operator reads (a LayerNormalization's epsilon, a
       // Rescaling's scale, hard-sigmoid's 3 and 1/6) is a fixed constant of its layer, as the

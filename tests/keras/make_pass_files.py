@@ -15,9 +15,6 @@ Keras losses needed: the tests check what the passes make of them). Run from the
   bias, which the converter keeps once, added after each step's x_t W + h U (untie-constants).
 - while_data_steps.tflite: a tf.function whose tf.while_loop steps as many times as its input
   says (a trip count computed from the data): the while-loops pass refuses it in one line.
-- while_masked_lstm.tflite: Embedding(20, 4, mask_zero=True) -> LSTM(4) -> Dense(3), 3 steps, batch
-  2 (a WHILE loop): the mask is NOT_EQUAL of the ids and a SELECT_V2 per carried value in the
-  body, which cltrain does not have: named once each, not once per step.
 - stack_axis0.tflite: keras.ops.stack of two Dense outputs on axis 0, summed over it: a PACK that
   would move the batch off the first axis (the packs pass leaves it, named as unsupported).
 """
@@ -56,11 +53,6 @@ def main():
     h = L.LSTM(2)(L.LSTM(2, return_sequences=True)(L.Embedding(20, 3)(x)))
     model, _ = _keras_unrolled(keras.Model(x, L.Dense(3, activation="softmax")(h)))
     open(DATA + "stacked_lstm_forget_bias.tflite", "wb").write(convert(model))
-    keras.utils.set_random_seed(5)
-    x = keras.Input((3,), dtype="int32", batch_size=2)
-    h = L.LSTM(4)(L.Embedding(20, 4, mask_zero=True)(x))
-    open(DATA + "while_masked_lstm.tflite", "wb").write(convert(keras.Model(x, L.Dense(3, activation="softmax")(h))))
-
     @tf.function(input_signature=[tf.TensorSpec([2, 4], tf.float32)])
     def data_steps(x):
         n = tf.cast(tf.reduce_sum(x), tf.int32)  # how many steps: from the data

@@ -263,13 +263,14 @@ def vit_tiny():
     return keras.Model(x, L.Dense(10, activation="softmax", bias_initializer=init())(h))
 
 
-def while_rnn(layer):
+def while_rnn(layer, mask_zero=False):
     # Keras 3 recurrent layers with default options (zero biases, orthogonal recurrent kernels) and a
     # fixed batch: TensorFlow's converter writes each as a WHILE loop over the 10 steps (a condition
     # and a body subgraph; the loop's zero state a constant), which the while-loops pass unrolls.
+    # With mask_zero, 12 ids (about 8% of them 0, which the mask skips).
     def make():
         x = keras.Input((10,), dtype="int32", batch_size=BATCH)
-        h = layer()(L.Embedding(50, 8)(x))
+        h = layer()(L.Embedding(12 if mask_zero else 50, 8, mask_zero=mask_zero)(x))
         return keras.Model(x, L.Dense(4, activation="softmax")(h))
     return make
 
@@ -280,6 +281,7 @@ WHILE = {"while_lstm": while_rnn(lambda: L.LSTM(8)), "while_gru": while_rnn(lamb
          # weight a tensor is would be a guess.
          "while_bilstm": while_rnn(lambda: L.Bidirectional(
              L.LSTM(6, bias_initializer=keras.initializers.RandomNormal(stddev=0.05)))),
+         "while_masked_lstm": while_rnn(lambda: L.LSTM(8), mask_zero=True),
          "while_stacked": while_rnn(lambda: keras.Sequential([L.LSTM(8, return_sequences=True),
                                                               L.GRU(6)]))}
 

@@ -66,7 +66,7 @@ TEST(PassList, OneListInStageOrderWithUniqueNames) {
     EXPECT_GE(static_cast<int>(p.stage), static_cast<int>(last)) << p.name << " is out of its stage's place";
     last = p.stage;
   }
-  EXPECT_EQ(names.size(), 19u);
+  EXPECT_EQ(names.size(), 21u);
 }
 
 TEST(PassList, NothingFiresOnAPlainModel) {
@@ -607,17 +607,55 @@ TEST(WhileLoops, neg_ALoopWhoseStepsTheDataDecidesIsRefused) {
       change_of(load_model_from_memory(write_model(plain_mlp().build(), "circle"), "mlp").rewrites, "while-loops"), "");
 }
 
-// Keras's Embedding(mask_zero=True) before an LSTM: the mask is NOT_EQUAL of the ids and a
-// SELECT_V2 per carried value in the body; refused in one line that counts the body's operators
-// once, not once per step.
-TEST(WhileLoops, neg_AMaskedLoopNamesItsOperatorsOnce) {
+// Keras's Embedding(mask_zero=True) before an LSTM: the mask is NOT_EQUAL of the ids, carried into
+// the loop, and a SELECT_V2 per carried value in the body. The mask becomes 0/1 floats from a fixed
+// table (never trained), the selects c a + (1 - c) b; tests/keras trains it as Keras does.
+TEST(Masks, AnEmbeddingsMaskIsAFixedGatherAndItsSelectsArithmetic) {
+  Settings s;
+  s.backends = {"cpu"};
+  auto e = Engine::from_file(kData + "/while_masked_lstm.tflite");
+  e->set_settings(s);
+  e->prepare();
+  const Model& m = e->model();
+  EXPECT_EQ(change_of(m.rewrites, "masks"),
+            "computed 1 NOT_EQUAL mask of an Embedding's ids as 0/1 floats (a GATHER from a fixed table)");
+  EXPECT_NE(change_of(m.rewrites, "selects").find("SELECT_V2 operators of floats under a 0/1 mask"), std::string::npos);
+  ASSERT_EQ(m.fixed_constants.size(), 1u);
+  const Tensor& table = m.tensors[static_cast<size_t>(m.fixed_constants[0])];
+  EXPECT_EQ(table.shape, (std::vector<int32_t>{12, 1}));
+  float first = 1, second = 0;
+  std::memcpy(&first, table.data.data(), 4);
+  std::memcpy(&second, table.data.data() + 4, 4);
+  EXPECT_EQ(first, 0.0f);  // id 0: masked
+  EXPECT_EQ(second, 1.0f);
+  const std::vector<std::string> trained = e->trained_weight_names();
+  EXPECT_EQ(std::count(trained.begin(), trained.end(), table.name), 0) << "the mask's table trains";
+  EXPECT_FALSE(trained.empty());
+}
+
+// An operator cltrain does not have in a loop's body is named once, not once per step.
+TEST(WhileLoops, neg_AnUnsupportedBodyOperatorIsNamedOnce) {
+  std::unique_ptr<fb::ModelT> t(fb::GetModel(file_bytes(kData + "/while_simple_rnn.tflite").data())->UnPack());
+  auto code = std::make_unique<fb::OperatorCodeT>();
+  code->deprecated_builtin_code = 127;
+  code->builtin_code = 128;  // CUMSUM
+  t->operator_codes.push_back(std::move(code));
+  int changed = 0;
+  for (auto& op : t->subgraphs[2]->operators)
+    if (t->operator_codes[op->opcode_index]->builtin_code == 3 ||
+        t->operator_codes[op->opcode_index]->deprecated_builtin_code == 28) {  // TANH
+      op->opcode_index = static_cast<uint32_t>(t->operator_codes.size() - 1);
+      ++changed;
+    }
+  ASSERT_EQ(changed, 1);
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.Finish(fb::Model::Pack(fbb, t.get()), "TFL3");
   try {
-    load_model(kData + "/while_masked_lstm.tflite");
-    ADD_FAILURE() << "a masked LSTM loaded";
+    load_model_from_memory(std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()),
+                           "cumsum.tflite");
+    ADD_FAILURE() << "an unsupported operator loaded";
   } catch (const ModelError& e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  "4 operators are not supported: NOT_EQUAL (builtin 72) x1, SELECT_V2 (builtin 123) x3"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("operator 5: CUMSUM (builtin 128) is not supported"), std::string::npos)
         << e.what();
   }
 }

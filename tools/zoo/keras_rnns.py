@@ -10,7 +10,9 @@ converts them without cltrain: TensorFlow's converter, default options, the batc
 and of Adam (lr 0.01) against Keras, and the trained model exported as .tflite (still the WHILE
 loops), run by TensorFlow Lite's interpreter against cltrain's own predictions.
 
-    PYTHONPATH=build/python build/keras-venv/bin/python tools/zoo/keras_rnns.py [--while] [NAME ...]
+With --while --mask, the Embedding has mask_zero=True and each sequence is padded with 0s.
+
+    PYTHONPATH=build/python build/keras-venv/bin/python tools/zoo/keras_rnns.py [--while [--mask]] [NAME ...]
 """
 import os
 import sys
@@ -66,18 +68,23 @@ def run(name, out_dir):
     return "%-32s loss within %.2e of Keras over 5 SGD steps, operators on %s" % (name, d, ",".join(placement))
 
 
-def run_while(name, out_dir):
+def run_while(name, out_dir, mask=False):
     import contextlib
     import io
     import tensorflow as tf
     rng = np.random.default_rng(0)
     ids = rng.integers(1, 1000, (5, 8, 20))
     ys = np.eye(10, dtype=np.float32)[rng.integers(0, 10, (5, 8))]
+    if mask:  # padded sequences: each row's tail is 0, which Embedding(mask_zero=True) masks
+        for b in range(5):
+            for r in range(8):
+                ids[b, r, rng.integers(5, 20):] = 0
     parts = []
     for opt in ("sgd", "adam"):
         keras.utils.set_random_seed(3)
         x = keras.Input((20,), dtype="int32", batch_size=8)
-        model = keras.Model(x, L.Dense(10, activation="softmax")(LAYERS[name]()(L.Embedding(1000, 32)(x))))
+        h = LAYERS[name]()(L.Embedding(1000, 32, mask_zero=mask)(x))
+        model = keras.Model(x, L.Dense(10, activation="softmax")(h))
         path = os.path.join(out_dir, name + ".tflite")
         with contextlib.redirect_stdout(io.StringIO()):
             open(path, "wb").write(tf.lite.TFLiteConverter.from_keras_model(model).convert())
@@ -108,11 +115,11 @@ def run_while(name, out_dir):
 
 def main():
     args = sys.argv[1:]
-    rolled = "--while" in args
-    names = [a for a in args if a != "--while"] or list(LAYERS)
+    rolled, mask = "--while" in args, "--mask" in args
+    names = [a for a in args if a not in ("--while", "--mask")] or list(LAYERS)
     with tempfile.TemporaryDirectory() as out_dir:
         for name in names:
-            print((run_while if rolled else run)(name, out_dir), flush=True)
+            print(run_while(name, out_dir, mask) if rolled else run(name, out_dir), flush=True)
 
 
 if __name__ == "__main__":
