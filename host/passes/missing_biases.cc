@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "ops/op_descriptor.h"
@@ -107,7 +108,14 @@ std::vector<bool> missing_bias(const Model& m) {
 
 int32_t count_missing_biases(const Model& m) {
   const std::vector<bool> missing = missing_bias(m);
-  return static_cast<int32_t>(std::count(missing.begin(), missing.end(), true));
+  // A loop body's operator (passes/while_loops.cc) counts once, not once per step.
+  std::set<std::pair<int32_t, int32_t>> body_ops;
+  int32_t n = 0;
+  for (size_t i = 0; i < missing.size(); ++i) {
+    const Operator& op = m.operators[i];
+    if (missing[i] && (op.body_subgraph < 0 || body_ops.insert({op.body_subgraph, op.body_op}).second)) ++n;
+  }
+  return n;
 }
 
 int32_t add_missing_biases(Model& m) {

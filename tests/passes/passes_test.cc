@@ -426,6 +426,13 @@ TEST(WhileLoops, AKerasLoopUnrollsTrainsAndExportsAsTheLoop) {
 
   Settings s;
   s.backends = {"cpu"};
+  // Without add_missing_biases: the body's x_t W and the Dense are named once each, not per step.
+  auto plain = Engine::from_buffer(bytes, "while_simple_rnn.tflite");
+  plain->set_settings(s);
+  plain->prepare();
+  ASSERT_EQ(plain->warnings().size(), 1u);
+  EXPECT_EQ(plain->warnings()[0].rfind("2 FullyConnected/Conv2D/DepthwiseConv2D operators have no bias", 0), 0u)
+      << plain->warnings()[0];
   s.add_missing_biases = true;
   auto e = Engine::from_buffer(bytes, "while_simple_rnn.tflite");
   e->set_settings(s);
