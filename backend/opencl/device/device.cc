@@ -1,5 +1,6 @@
 #include "device/device.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iomanip>
 #include <sstream>
@@ -17,6 +18,31 @@ std::string platform_string(cl_platform_id p, cl_platform_info what) {
   if (clGetPlatformInfo(p, what, size, &s[0], nullptr) != CL_SUCCESS) return "?";
   while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
   return s;
+}
+
+// CLTRAIN_OPENCL_LIMITS="max_alloc=1G,local_mem=16K,work_group=256": tighter limits than the
+// device reports (never looser), so that a test on POCL's generous ones runs the backend as a
+// board's OpenCL would (each value a number with an optional K, M or G suffix; unknown names and
+// bad numbers are ignored with nothing changed).
+void apply_limits(DeviceInfo& d) {
+  const char* env = std::getenv("CLTRAIN_OPENCL_LIMITS");
+  if (!env) return;
+  std::stringstream list(env);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(value.c_str(), &end, 10);
+    if (end == value.c_str()) continue;
+    const char unit = *end;
+    v <<= unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : 0;
+    if (v == 0) continue;
+    if (name == "max_alloc") d.max_alloc = std::min<cl_ulong>(d.max_alloc, v);
+    if (name == "local_mem") d.local_mem = std::min<cl_ulong>(d.local_mem, v);
+    if (name == "work_group") d.max_work_group = std::min<size_t>(d.max_work_group, v);
+  }
 }
 
 std::string device_string(cl_device_id d, cl_device_info what) {
@@ -105,6 +131,7 @@ Discovery discover_devices() {
       d.max_alloc = device_value<cl_ulong>(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
       d.base_addr_align_bits = device_value<cl_uint>(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN);
       d.single_fp_config = device_value<cl_device_fp_config>(id, CL_DEVICE_SINGLE_FP_CONFIG);
+      apply_limits(d);
       out.devices.push_back(std::move(d));
     }
   }
