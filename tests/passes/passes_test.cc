@@ -411,6 +411,15 @@ TEST(WhileLoops, AKerasLoopUnrollsTrainsAndExportsAsTheLoop) {
   EXPECT_EQ(count_op(m, CLTRAIN_OP_FULLY_CONNECTED), 2u * 10u + 1u);  // x_t W and h U per step, the Dense
   EXPECT_EQ(count_op(m, CLTRAIN_OP_FILL), 1u);                        // the zero state: not a weight
   EXPECT_EQ(count_op(m, CLTRAIN_OP_TANH), 10u);
+  // The file's 9 operators, the loop's steps counted as the one WHILE (train configs index them);
+  // so in every WHILE model of tests/keras.
+  EXPECT_EQ(file_operator_count(m), 9u);
+  for (const char* name : {"while_lstm", "while_gru", "while_bilstm", "while_stacked", "while_masked_lstm"}) {
+    const std::vector<uint8_t> f = file_bytes(kData + "/" + name + ".tflite");
+    EXPECT_EQ(file_operator_count(load_model_from_memory(f, name)),
+              fb::GetModel(f.data())->subgraphs()->Get(0)->operators()->size())
+        << name;
+  }
   // All the steps read one kernel and one recurrent kernel, the body's, at their place in the file.
   std::set<int32_t> kernels;
   for (const Operator& op : m.operators)
