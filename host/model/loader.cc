@@ -91,7 +91,11 @@ void copy_le32(const uint8_t* src, uint64_t bytes, std::vector<uint8_t>& dst) {
 #endif
 }
 
-Tensor load_tensor(const fb::Tensor* ft, int32_t index, const Buffers& bufs, const std::string& what) {
+// A tensor of a type cltrain does not train with (INT64, RESOURCE, ...) loads as an empty byte
+// tensor where `unsupported` is given, which gets the line that names it: the loader refuses it
+// only if an operator it keeps reads or writes it (passes/state_updates.cc leaves some out).
+Tensor load_tensor(const fb::Tensor* ft, int32_t index, const Buffers& bufs, const std::string& what,
+                   std::string* unsupported = nullptr) {
   Tensor t;
   if (ft->name()) t.name = ft->name()->str();
   const std::string label = "tensor " + std::to_string(index) + " '" + printable(t.name) + "'";
@@ -113,6 +117,10 @@ Tensor load_tensor(const fb::Tensor* ft, int32_t index, const Buffers& bufs, con
     t.dtype = CLTRAIN_INT32;
   } else if (type == static_cast<int8_t>(fb::TensorType::BOOL)) {
     t.dtype = CLTRAIN_UINT8;  // a byte per element; only an index guard's condition (folded) has them
+  } else if (unsupported) {
+    *unsupported = label + ": " + type_str(type) + " tensors are not supported (float32 models only)";
+    t.dtype = CLTRAIN_UINT8;
+    return t;
   } else {
     fail(what, label + ": " + type_str(type) + " tensors are not supported (float32 models only)");
   }
@@ -270,9 +278,17 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
 
   const auto* tensors = sg->tensors();
   if (!tensors || tensors->size() == 0) fail(what, "model has no tensors");
-  for (uint32_t i = 0; i < tensors->size(); ++i)
-    m.tensors.push_back(load_tensor(tensors->Get(i), static_cast<int32_t>(i), bufs, what));
+  std::map<int32_t, std::string> unsupported_types;  // tensor -> why, refused where a kept operator uses it
+  for (uint32_t i = 0; i < tensors->size(); ++i) {
+    std::string why;
+    m.tensors.push_back(load_tensor(tensors->Get(i), static_cast<int32_t>(i), bufs, what, &why));
+    if (!why.empty()) unsupported_types[static_cast<int32_t>(i)] = why;
+  }
   const size_t nt = m.tensors.size();
+  for (int32_t t : index_list(sg->inputs()))
+    if (auto it = unsupported_types.find(t); it != unsupported_types.end()) fail(what, it->second);
+  for (int32_t t : index_list(sg->outputs()))
+    if (auto it = unsupported_types.find(t); it != unsupported_types.end()) fail(what, it->second);
 
   m.inputs = index_list(sg->inputs());
   m.outputs = index_list(sg->outputs());
@@ -322,8 +338,13 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
   import.file = &file_ops;
   import.subgraphs = &read_subgraph;
   m.rewrites = run_passes(PassStage::kImport, import);
+  // A CALL_ONCE that state-updates left out: its initialising subgraph is accounted for.
+  std::set<int32_t> initialisers;
+  for (const FileOperator& f : file_ops)
+    if (f.code == 129 && f.fate == FileOperator::Fate::kFolded && f.op)
+      if (const auto* o = f.op->builtin_options_as_CallOnceOptions()) initialisers.insert(o->init_subgraph_index());
   for (uint32_t k = 1; k < subgraphs->size(); ++k)
-    if (!other.count(static_cast<int32_t>(k)))
+    if (!other.count(static_cast<int32_t>(k)) && !initialisers.count(static_cast<int32_t>(k)))
       fail(what, "model has " + std::to_string(subgraphs->size()) + " subgraphs; subgraph " + std::to_string(k) +
                      " is not a WHILE loop's condition or body (the only other subgraphs supported)");
   Unsupported unsupported;
@@ -332,6 +353,12 @@ Model load_owned(std::vector<uint8_t>&& bytes, const std::string& what) {
     for (int32_t& t : inputs)
       if (auto g = m.reads_instead.find(t); g != m.reads_instead.end()) t = g->second;
   };
+  for (const FileOperator& f : file_ops) {  // a tensor of a type cltrain does not have, used: refused
+    if (f.fate == FileOperator::Fate::kFolded || f.fate == FileOperator::Fate::kHost) continue;
+    for (const std::vector<int32_t>* list : {&f.inputs, &f.outputs})
+      for (int32_t t : *list)
+        if (auto it = unsupported_types.find(t); it != unsupported_types.end()) fail(what, it->second);
+  }
   for (FileOperator& f : file_ops) {
     if (f.fate == FileOperator::Fate::kLowered)
       for (Operator& op : f.lowered) {

@@ -6,6 +6,7 @@
 namespace cltrain {
 
 // Each pass lives in its own file; the comment names it.
+std::string state_updates_pass(PassInput&);         // state_updates.cc
 std::string masks_pass(PassInput&);                 // masks.cc
 std::string while_loops_pass(PassInput&);           // while_loops.cc
 std::string selects_pass(PassInput&);               // masks.cc
@@ -30,9 +31,11 @@ std::string pad_fusion_pass(PassInput&);            // pad_fusion.cc
 
 const std::vector<Pass>& pass_list() {
   static const std::vector<Pass> list = {
-      // import: masks as floats, then loops unrolled (their steps are then the file's operators to the rest),
+      // import: variable updates left out, masks as floats, then loops unrolled (their steps are then the file's
+      // operators to the rest),
       // the guards (their operators are then no one's), then what the host computes, then the
       // slicing operators; the rest load as their descriptor's operator.
+      {"state-updates", PassStage::kImport, state_updates_pass},
       {"masks", PassStage::kImport, masks_pass},
       {"while-loops", PassStage::kImport, while_loops_pass},
       {"index-guards", PassStage::kImport, index_guards_pass},

@@ -15,6 +15,9 @@ Keras losses needed: the tests check what the passes make of them). Run from the
   bias, which the converter keeps once, added after each step's x_t W + h U (untie-constants).
 - while_data_steps.tflite: a tf.function whose tf.while_loop steps as many times as its input
   says (a trip count computed from the data): the while-loops pass refuses it in one line.
+- dropout_lstm.tflite: Embedding(20, 4) -> LSTM(4, dropout=0.2, recurrent_dropout=0.2) -> Dense(3),
+  3 steps, batch 2 (a WHILE loop): Keras's SeedGenerator state kept by the converter (CALL_ONCE,
+  VAR_HANDLE, READ_VARIABLE, an INT64 ADD and ASSIGN_VARIABLE per draw): the state-updates pass.
 - stack_axis0.tflite: keras.ops.stack of two Dense outputs on axis 0, summed over it: a PACK that
   would move the batch off the first axis (the packs pass leaves it, named as unsupported).
 """
@@ -53,6 +56,11 @@ def main():
     h = L.LSTM(2)(L.LSTM(2, return_sequences=True)(L.Embedding(20, 3)(x)))
     model, _ = _keras_unrolled(keras.Model(x, L.Dense(3, activation="softmax")(h)))
     open(DATA + "stacked_lstm_forget_bias.tflite", "wb").write(convert(model))
+    keras.utils.set_random_seed(5)
+    x = keras.Input((3,), dtype="int32", batch_size=2)
+    h = L.LSTM(4, dropout=0.2, recurrent_dropout=0.2)(L.Embedding(20, 4)(x))
+    open(DATA + "dropout_lstm.tflite", "wb").write(convert(keras.Model(x, L.Dense(3, activation="softmax")(h))))
+
     @tf.function(input_signature=[tf.TensorSpec([2, 4], tf.float32)])
     def data_steps(x):
         n = tf.cast(tf.reduce_sum(x), tf.int32)  # how many steps: from the data
