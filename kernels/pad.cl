@@ -4,7 +4,7 @@
 // Definitions: y as six dims Y0..Y5 (outermost first, padded at the front with size-1 dims; an
 // unpadded dim is merged into the padded dim outside it), X0..X5 the sizes of x in the same
 // view, PB0..PB5 the padding before x along each, XS0..XS5 and YS0..YS5 the strides of x and y.
-// No arithmetic: both directions are exact copies.
+// No arithmetic but pad_accumulate's one addition per element: the directions are exact copies.
 //
 // 2-D launch: dimension 0 is the innermost dim (dim 5; padded to whole work-groups, so the
 // kernels check it), dimension 1 the rows, the other five dims together. Neighbouring work-items
@@ -37,11 +37,8 @@ __kernel void pad_forward(__global float* pool, uint x_off, uint y_off) {
   pool[y_off + yi] = inside ? v : as_float((uint)PAD_VALUE_BITS);
 }
 
-// dx = the crop of dy; one work-item per element of dx.
-__kernel void pad_backward(__global float* pool, uint dy_off, uint dx_off) {
-  const uint c5 = get_global_id(0);
-  if (c5 >= X5) return;
-  uint r = get_global_id(1);
+// The indices in x (the box) and in y of box element (c5, row r), for the two kernels below.
+void box_indices(uint c5, uint r, uint* xi_out, uint* yi_out) {
   uint xi = c5, yi = c5 + PB5;
 #define PAD_COORD(k)           \
   {                            \
@@ -56,5 +53,24 @@ __kernel void pad_backward(__global float* pool, uint dy_off, uint dx_off) {
   PAD_COORD(1);
   PAD_COORD(0);
 #undef PAD_COORD
+  *xi_out = xi;
+  *yi_out = yi;
+}
+
+// dx = the crop of dy; one work-item per element of dx.
+__kernel void pad_backward(__global float* pool, uint dy_off, uint dx_off) {
+  const uint c5 = get_global_id(0);
+  if (c5 >= X5) return;
+  uint xi, yi;
+  box_indices(c5, get_global_id(1), &xi, &yi);
   pool[dx_off + xi] = pool[dy_off + yi];
+}
+
+// acc's box += a (ACCUMULATE_BOX: X is a, Y is acc); one work-item per element of a.
+__kernel void pad_accumulate(__global float* pool, uint a_off, uint acc_off) {
+  const uint c5 = get_global_id(0);
+  if (c5 >= X5) return;
+  uint xi, yi;
+  box_indices(c5, get_global_id(1), &xi, &yi);
+  pool[acc_off + yi] = pool[acc_off + yi] + pool[a_off + xi];
 }

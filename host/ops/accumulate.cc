@@ -11,3 +11,15 @@ const OpDescriptor kOpDesc_ACCUMULATE = [] {
 }();
 
 }  // namespace cltrain
+
+namespace cltrain {
+
+// ACCUMULATE_BOX: acc's box (SLICE's cuts in params) += a; the backward of a SLICE whose x already
+// has a gradient (training_graph.cc).
+const OpDescriptor kOpDesc_ACCUMULATE_BOX = [] {
+  OpDescriptor d = descriptor_of(CLTRAIN_OP_ACCUMULATE_BOX);
+  d.flops = [](const StepTensors& s) { return s.elements(s.in(0)); };
+  return d;
+}();
+
+}  // namespace cltrain

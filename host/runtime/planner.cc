@@ -17,7 +17,8 @@ namespace {
 
 // Steps that read their outputs as well as write them.
 bool reads_outputs(const cltrain_step_desc& s) {
-  return s.op == CLTRAIN_OP_ACCUMULATE || s.op == CLTRAIN_OP_CHECK_FINITE || s.phase == CLTRAIN_PHASE_UPDATE;
+  return s.op == CLTRAIN_OP_ACCUMULATE || s.op == CLTRAIN_OP_ACCUMULATE_BOX || s.op == CLTRAIN_OP_CHECK_FINITE ||
+         s.phase == CLTRAIN_PHASE_UPDATE;
 }
 
 }  // namespace

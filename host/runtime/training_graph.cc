@@ -172,7 +172,7 @@ class OperatorStep : public StepBuilder {
   int32_t dy() const override { return g_.grad_.at(y()); }
   bool needs_grad(int32_t t) const override { return g_.needs_grad(t); }
   int32_t grad_of(int32_t t) override {
-    if (!g_.needs_grad(t)) return -1;
+    if (!g_.needs_grad(t) || t == aliased) return -1;
     if (g_.is_weight(t)) weights_done.push_back(t);
     return g_.grad_target(t, &accumulate);
   }
@@ -205,6 +205,7 @@ class OperatorStep : public StepBuilder {
 
   std::vector<std::pair<int32_t, int32_t>> accumulate;  // (disposable, target) after the step
   std::vector<int32_t> weights_done;                    // weights whose gradient the step writes
+  int32_t aliased = -1;                                 // an operand whose gradient is dy's tensor
 
  private:
   GraphBuilder& g_;
@@ -234,11 +235,33 @@ void GraphBuilder::backward_step(size_t i) {
   const OpDescriptor& d = *find_op(op.op);
   if (!d.backward)
     throw ModelError(std::string("operator ") + std::to_string(i) + " (" + d.name + ") has no backward step");
+  const int32_t fwd = static_cast<int32_t>(i);
+  // A SLICE whose x already has a gradient (a SPLIT's or UNPACK's later parts) adds dy into its
+  // box: one step, where its backward into a whole disposable and an ACCUMULATE were two.
+  if (op.op == CLTRAIN_OP_SLICE && needs_grad(op.inputs[0]) && grad_.count(op.inputs[0])) {
+    const int32_t x = op.inputs[0];
+    cltrain_op_params p{};
+    std::copy(op.params.pad_before, op.params.pad_before + CLTRAIN_MAX_RANK, p.pad_before);
+    std::copy(op.params.pad_after, op.params.pad_after + CLTRAIN_MAX_RANK, p.pad_after);
+    const int32_t step = add_step(CLTRAIN_OP_ACCUMULATE_BOX, CLTRAIN_PHASE_BACKWARD, fwd, {grad_.at(op.outputs[0])},
+                                  {grad_.at(x)}, p, -1);
+    update_steps_after(step, is_weight(x) ? std::vector<int32_t>{x} : std::vector<int32_t>{});
+    return;
+  }
   OperatorStep s(*this, i, op.params);
+  // ADD's (and SUB's) da is dy where no activation is fused and a has y's shape: a computed
+  // operand that has no gradient yet takes dy's tensor as its gradient (no step writes it; later
+  // contributions accumulate into it, dy being read by no later step).
+  if ((op.op == CLTRAIN_OP_ADD || op.op == CLTRAIN_OP_SUB) && op.params.activation == CLTRAIN_ACT_NONE) {
+    const int32_t a = op.inputs[0], y = op.outputs[0];
+    if (needs_grad(a) && !is_weight(a) && !grad_.count(a) && a != op.inputs[1] && shape_of(a) == shape_of(y)) {
+      grad_[a] = grad_.at(y);
+      s.aliased = a;
+    }
+  }
   // A consumer that applied this op's activation derivative leaves it none to apply.
   if (act_applied_.count(op.outputs[0])) s.params.activation = CLTRAIN_ACT_NONE;
   d.backward(s);
-  const int32_t fwd = static_cast<int32_t>(i);
   const int32_t step = add_step(op.op, CLTRAIN_PHASE_BACKWARD, fwd, s.in, s.out, s.params, -1);
   for (const auto& [disposable, target] : s.accumulate)
     add_step(CLTRAIN_OP_ACCUMULATE, CLTRAIN_PHASE_BACKWARD, fwd, {disposable}, {target}, {}, step);

@@ -163,6 +163,11 @@
  * FILL  fwd in [] out [y]: every element params.fill_value (an RNN's zero state, of the shape
  *     the batch gives). No backward: its operands (the dims, the value) are constants.
  * ACCUMULATE  bwd in [a] out [acc]: acc += a (acc is read and written).
+ * ACCUMULATE_BOX  bwd in [a] out [acc]: acc += a in the box of acc that params.pad_before /
+ *     pad_after leave (SLICE's cuts; a holds the box, its size-1 axes may be dropped), acc
+ *     elsewhere unchanged (read and written). The backward of a SLICE whose x already has a
+ *     gradient: one step and no whole-tensor disposable where SLICE's backward and an ACCUMULATE
+ *     were two (a SPLIT's or UNPACK's parts). numerics: acc + a, one rounding per element.
  * CHECK_FINITE  bwd in [x0, x1, ...] (1 to 8 float32 tensors) out [flag] (one float32 element,
  *     read and written): flag = 1 where any element of any input is NaN or +-Inf (exponent bits all
  *     set), else flag unchanged. The training graph sets flag to 0 (FILL) and checks the loss and
@@ -237,7 +242,8 @@
   X(SUM, "Sum", 74, CLTRAIN_KIND_MODEL)                                          \
   X(MAXIMUM, "Maximum", 55, CLTRAIN_KIND_MODEL)                                  \
   X(MINIMUM, "Minimum", 57, CLTRAIN_KIND_MODEL)                                  \
-  X(TILE, "Tile", 69, CLTRAIN_KIND_MODEL)
+  X(TILE, "Tile", 69, CLTRAIN_KIND_MODEL)                                        \
+  X(ACCUMULATE_BOX, "AccumulateBox", -1, CLTRAIN_KIND_GRAPH)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

@@ -243,17 +243,22 @@ TEST(Session, LifetimesOnCpu) {
 namespace cltrain {
 namespace {
 
+// A tensor of m (bytes of zeros: a constant), its index.
+int32_t add_test_tensor(Model& m, std::string name, std::vector<int32_t> shape, size_t bytes) {
+  Tensor t;
+  t.name = std::move(name);
+  t.shape = std::move(shape);
+  t.data.assign(bytes, 0);
+  m.tensors.push_back(t);
+  return static_cast<int32_t>(m.tensors.size() - 1);
+}
+
 // x -> FC -> t; u = t + t; v = u * t; softmax(v). t is read three times (twice by the Add), so
 // its back-prop is one gradient tensor plus two disposable contributions accumulated into it.
 Model branching_model() {
   Model m;
   auto tensor = [&](std::string name, std::vector<int32_t> shape, size_t bytes = 0) {
-    Tensor t;
-    t.name = std::move(name);
-    t.shape = std::move(shape);
-    t.data.assign(bytes, 0);
-    m.tensors.push_back(t);
-    return static_cast<int32_t>(m.tensors.size() - 1);
+    return add_test_tensor(m, std::move(name), std::move(shape), bytes);
   };
   const int32_t x = tensor("x", {2, 4}), w = tensor("w", {4, 4}, 64), b = tensor("b", {4}, 16);
   const int32_t t = tensor("t", {2, 4}), u = tensor("u", {2, 4}), v = tensor("v", {2, 4}), y = tensor("y", {2, 4});
@@ -272,6 +277,58 @@ Model branching_model() {
   m.inputs = {x};
   m.outputs = {y};
   return m;
+}
+
+// x -> FC -> t [2, 8]; a = t[:, :4], c = t[:, 4:] (two SLICEs, a SPLIT's parts); u = a + c;
+// softmax(u). The Add's da is du itself (no step writes it); the first SLICE backward writes t's
+// back-prop, the second adds its part into its box (ACCUMULATE_BOX): no disposable, no ACCUMULATE.
+TEST(TrainingGraph, SplitPartsAddIntoTheirBoxAndAnAddPassesDyOn) {
+  Model m;
+  auto tensor = [&](std::string name, std::vector<int32_t> shape, size_t bytes = 0) {
+    return add_test_tensor(m, std::move(name), std::move(shape), bytes);
+  };
+  const int32_t x = tensor("x", {2, 8}), w = tensor("w", {8, 8}, 256);
+  const int32_t t = tensor("t", {2, 8}), a = tensor("a", {2, 4}), c = tensor("c", {2, 4});
+  const int32_t u = tensor("u", {2, 4}), y = tensor("y", {2, 4});
+  m.operators.push_back(Operator{CLTRAIN_OP_FULLY_CONNECTED, {x, w}, {t}, {}});
+  Operator first{CLTRAIN_OP_SLICE, {t}, {a}, {}}, second{CLTRAIN_OP_SLICE, {t}, {c}, {}};
+  first.params.pad_after[1] = 4;
+  second.params.pad_before[1] = 4;
+  m.operators.push_back(first);
+  m.operators.push_back(second);
+  m.operators.push_back(Operator{CLTRAIN_OP_ADD, {a, c}, {u}, {}});
+  m.operators.push_back(Operator{CLTRAIN_OP_SOFTMAX, {u}, {y}, {}});
+  m.operators.back().params.beta = 1.0f;
+  m.inputs = {x};
+  m.outputs = {y};
+  const TrainingGraph g = build_training_graph(m, TrainOptions{});
+  int boxes = 0, accumulates = 0, disposables = 0, slice_backwards = 0;
+  int32_t du = -1, dt = -1;
+  for (const auto& s : g.steps) {
+    if (s.phase != CLTRAIN_PHASE_BACKWARD) continue;
+    accumulates += s.op == CLTRAIN_OP_ACCUMULATE;
+    slice_backwards += s.op == CLTRAIN_OP_SLICE;
+    if (s.op == CLTRAIN_OP_SOFTMAX) du = s.outputs[0];
+    if (s.op == CLTRAIN_OP_SLICE) dt = s.outputs[0];
+    if (s.op == CLTRAIN_OP_ADD) {
+      EXPECT_EQ(s.outputs[0], -1);  // da: du's tensor
+      EXPECT_GE(s.outputs[1], 0);
+    }
+    if (s.op == CLTRAIN_OP_ACCUMULATE_BOX) {
+      ++boxes;
+      EXPECT_EQ(s.inputs[0], du);  // a's gradient is du
+      EXPECT_EQ(s.outputs[0], dt);
+      EXPECT_EQ(s.params.pad_before[1], 0);
+      EXPECT_EQ(s.params.pad_after[1], 4);
+    }
+  }
+  for (const auto& d : g.tensors) disposables += d.role == CLTRAIN_ROLE_DISPOSABLE;
+  EXPECT_EQ(boxes, 1);
+  EXPECT_EQ(slice_backwards, 1);
+  EXPECT_EQ(accumulates, 0);
+  EXPECT_EQ(disposables, 0);
+  ASSERT_GE(du, 0);
+  ASSERT_GE(dt, 0);
 }
 
 TEST(TrainingGraph, BackPropOfATensorReadSeveralTimesIsAccumulated) {

@@ -4,7 +4,9 @@
 //   PAD    forward in [x] out [y]: y = x with zeros around; backward in [dy] out [dx], the box.
 //   SLICE  forward in [x] out [y]: y = the box (its size-1 axes may be dropped); backward in [dy]
 //          out [dx]: dy in the box, zeros around.
-// Copies only: exact.
+//   ACCUMULATE_BOX  backward in [a] out [acc]: acc's box += a (a SLICE's backward into a dx that
+//          has a value: its roles are SLICE's backward's).
+// Copies only, but for ACCUMULATE_BOX's one addition per element.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -23,7 +25,7 @@ struct Box {
   uint64_t elements = 1;
 };
 
-bool is_slice(const StepView& s) { return s.step->op == CLTRAIN_OP_SLICE; }
+bool is_slice(const StepView& s) { return s.step->op == CLTRAIN_OP_SLICE || s.step->op == CLTRAIN_OP_ACCUMULATE_BOX; }
 
 // The big tensor of the step: PAD's y (or dy), SLICE's x (or dx).
 const TensorRef& big(const StepView& s) {
@@ -114,8 +116,21 @@ std::string run_crop(const StepView& s, const cltrain_run_args&) {
   return {};
 }
 
+// The small tensor added into the big one's box (ACCUMULATE_BOX).
+std::string run_accumulate(const StepView& s, const cltrain_run_args&) {
+  Box b;
+  box_of(s, &b);
+  const float* from = small(s).data;
+  float* to = big(s).data;
+  for_each_row(s, b, [&](int64_t so, int64_t bo, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) to[bo + i] += from[so + i];
+  });
+  return {};
+}
+
 }  // namespace
 
+extern const CpuOp kCpuOp_ACCUMULATE_BOX = {{{}, {check, run_accumulate}, {}}};
 extern const CpuOp kCpuOp_PAD = {{{check, run_spread}, {check, run_crop}, {}}};
 extern const CpuOp kCpuOp_PADV2 = {{{check, run_spread}, {check, run_crop}, {}}};
 extern const CpuOp kCpuOp_SLICE = {{{check, run_crop}, {check, run_spread}, {}}};

@@ -3,6 +3,8 @@
 // leave around each axis.
 //   PAD forward, SLICE backward:  pad_forward, one work-item per element of the big tensor
 //   PAD backward, SLICE forward:  pad_backward (the crop), one work-item per element of the box
+//   ACCUMULATE_BOX (backward):    pad_accumulate (the big one's box += the small one), one
+//                                 work-item per element of the box; roles as SLICE backward's
 // An axis without cuts is merged into the cut axis outside it (its coordinate then only scales
 // the outer one's), so NHWC padded in H and W runs as three dims.
 #include <algorithm>
@@ -16,7 +18,7 @@ namespace {
 
 constexpr const char* kFamily = "pad.cl";
 
-bool is_slice(const StepView& s) { return s.step.op == CLTRAIN_OP_SLICE; }
+bool is_slice(const StepView& s) { return s.step.op == CLTRAIN_OP_SLICE || s.step.op == CLTRAIN_OP_ACCUMULATE_BOX; }
 
 // The big and small tensors of the step.
 void roles(const StepView& s, int32_t* big, int32_t* small) {
@@ -52,6 +54,8 @@ std::string box_of(const StepView& s, std::vector<uint64_t>* box) {
 }
 
 std::string check(const StepView& s) {
+  if (s.step.op == CLTRAIN_OP_ACCUMULATE_BOX && s.step.phase != CLTRAIN_PHASE_BACKWARD)
+    return "has no " + phase_name(s.step.phase) + " step";
   std::vector<uint64_t> box;
   return box_of(s, &box);
 }
@@ -62,7 +66,8 @@ StepRun prepare(const OpContext& c) {
   roles(s, &big, &small);
   std::vector<uint64_t> xd;
   box_of(s, &xd);
-  const bool spread = is_slice(s) != (s.step.phase == CLTRAIN_PHASE_FORWARD);  // into the big one
+  const bool accumulate = s.step.op == CLTRAIN_OP_ACCUMULATE_BOX;
+  const bool spread = !accumulate && is_slice(s) != (s.step.phase == CLTRAIN_PHASE_FORWARD);  // into the big one
   const cltrain_op_params& p = s.step.params;
   // Outermost first: an uncut axis folds into the previous one (coordinate c_prev * n + c).
   std::vector<uint64_t> xs, pb, pa;
@@ -102,6 +107,11 @@ StepRun prepare(const OpContext& c) {
   if (s.step.op == CLTRAIN_OP_PADV2) std::memcpy(&value_bits, &p.pad_value, 4);
   d.set("PAD_VALUE_BITS", static_cast<long long>(value_bits));
   // In the kernels' words X is the small tensor and Y the big one.
+  if (accumulate) {
+    Kernel k = c.kernel(kFamily, d, "pad_accumulate");
+    set_args(k, c.pool(), c.offset(small), c.offset(big));
+    return row_launch(c, k, X);
+  }
   Kernel k = c.kernel(kFamily, d, spread ? "pad_forward" : "pad_backward");
   set_args(k, c.pool(), c.offset(spread ? small : big), c.offset(spread ? big : small));
   return row_launch(c, k, spread ? Y : X);
@@ -112,5 +122,6 @@ StepRun prepare(const OpContext& c) {
 const OpFamily kOp_PAD = {check, prepare};
 const OpFamily kOp_PADV2 = {check, prepare};
 const OpFamily kOp_SLICE = {check, prepare};
+const OpFamily kOp_ACCUMULATE_BOX = {check, prepare};
 
 }  // namespace cltrain::ocl
