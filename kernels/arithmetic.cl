@@ -156,3 +156,16 @@ __kernel void arith_grad_b(__global float* pool, uint a_off, uint b_off, uint y_
   if (j >= COUNT_B) return;
   CLT_ST(DB_H, CLT_PTR(DB_H) + db_off, j, arith_grad(pool, j, 0, a_off, b_off, y_off, dy_off));
 }
+
+// da and db in one launch where neither is broadcast (COUNT_A == COUNT_B == COUNT): one work-item
+// per element, which reads what both need before it writes either (da or db may be planned in
+// place of dy).
+__kernel void arith_grad_ab(__global float* pool, uint a_off, uint b_off, uint y_off, uint dy_off, uint da_off,
+                            uint db_off) {
+  const uint j = get_global_id(0);
+  if (j >= COUNT) return;
+  const float ga = arith_grad(pool, j, 1, a_off, b_off, y_off, dy_off);
+  const float gb = arith_grad(pool, j, 0, a_off, b_off, y_off, dy_off);
+  CLT_ST(DA_H, CLT_PTR(DA_H) + da_off, j, ga);
+  CLT_ST(DB_H, CLT_PTR(DB_H) + db_off, j, gb);
+}

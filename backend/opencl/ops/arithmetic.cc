@@ -2,7 +2,8 @@
 // MAXIMUM, MINIMUM (kernels/arithmetic.cl).
 //   forward:  in [a, b]          out [y]         arith_forward, one work-item per element of y
 //   backward: in [a, b, y, dy]   out [da, db]    arith_grad_a / arith_grad_b, one work-item per
-//             gradient element, summing over the broadcast dims in increasing flat index of y.
+//             gradient element, summing over the broadcast dims in increasing flat index of y;
+//             arith_grad_ab where both are asked for and neither is broadcast (one launch).
 // a and b may be the same tensor; in the backward a and b are -1 where the op does not read them
 // (ADD, SUB neither; MUL b for da and a for db; DIV b, and a for db), y is -1 without an
 // activation, and da or db may be -1. The shapes of a and b come from whichever of the operand
@@ -157,6 +158,12 @@ StepRun prepare(const OpContext& c) {
   }
   const cl_uint a_off = c.offset_or_zero(s.in(0)), b_off = c.offset_or_zero(s.in(1));
   const cl_uint y_off = c.offset_or_zero(s.in(2)), dy_off = c.offset(s.in(3));
+  const uint64_t count = s.count(s.in(3));
+  if (s.out(0) >= 0 && s.out(1) >= 0 && s.count(s.out(0)) == count && s.count(s.out(1)) == count) {
+    Kernel k = c.kernel(kFamily, d, "arith_grad_ab");
+    set_args(k, c.pool(), a_off, b_off, y_off, dy_off, c.offset(s.out(0)), c.offset(s.out(1)));
+    return [k, count](const Queue& q, const cltrain_run_args*) { q.launch_1d(k, count); };
+  }
   Kernel ka, kb;
   uint64_t count_a = 0, count_b = 0;
   if (s.out(0) >= 0) {
