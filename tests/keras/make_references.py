@@ -277,6 +277,9 @@ def while_rnn(layer, mask_zero=False):
 
 WHILE = {"while_lstm": while_rnn(lambda: L.LSTM(8)), "while_gru": while_rnn(lambda: L.GRU(8)),
          "while_simple_rnn": while_rnn(lambda: L.SimpleRNN(8)),
+         # GRU's other form (the reset gate before the recurrent product), with random biases.
+         "while_gru_reset_before": while_rnn(lambda: L.GRU(
+             8, reset_after=False, bias_initializer=keras.initializers.RandomNormal(stddev=0.05))),
          # Random biases: the two directions' would be equal (unit_forget_bias), and which Keras
          # weight a tensor is would be a guess.
          "while_bilstm": while_rnn(lambda: L.Bidirectional(
@@ -304,6 +307,8 @@ def tflite_layout(var_value, op_name, form=0):
     (MultiHeadAttention's) has more than 2 dimensions: [K, heads, dim] (form 0) or [heads, dim, N]
     (form 1) as a FULLY_CONNECTED's [N, K]."""
     v = np.asarray(var_value, dtype=np.float32)
+    if isinstance(form, tuple):  # ("cols", a, b): columns a:b of a 2-D kernel, each a FULLY_CONNECTED of its own
+        return v[:, form[1]:form[2]].T if v.ndim == 2 and op_name == "FULLY_CONNECTED" else np.zeros(0, np.float32)
     if form >= 2:  # one row of a GRU's bias [2, 3*units] (input and recurrent), each a tensor of its own
         return v[form - 2] if v.ndim == 2 and v.shape[0] == 2 else np.zeros(0, np.float32)
     if op_name == "FULLY_CONNECTED" and v.ndim >= 2:
@@ -349,10 +354,16 @@ def weight_map(tfl, model):
             data = np.frombuffer(bytes(buf), dtype=np.float32).reshape(tensor.shape)
             if data.size == 1:
                 continue  # a fixed constant of its layer (epsilon): not a weight
-            found = [(i, form) for i, v in enumerate(variables) for form in (0, 1, 2, 3)
+            # GRU(reset_after=False)'s recurrent kernel arrives as two: columns 0:2u (z, r) and 2u:3u.
+            def forms(v):
+                if v.ndim != 2 or data.size >= v.size or data.size % v.shape[0] != 0:
+                    return [0, 1, 2, 3]
+                width = data.size // v.shape[0]
+                return [0, 1, 2, 3] + [("cols", a, a + width) for a in range(v.shape[1] - width + 1)]
+            found = [(i, form) for i, v in enumerate(variables) for form in forms(v.numpy())
                      if tflite_layout(v.numpy(), name, form).size == data.size and
                      np.array_equal(tflite_layout(v.numpy(), name, form).ravel(), data.ravel())]
-            found = sorted(set(found), key=lambda f: f[1])[:1] if len({i for i, _ in found}) == 1 else found
+            found = sorted(set(found), key=lambda f: str(f[1]))[:1] if len({i for i, _ in found}) == 1 else found
             if name in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") and slot == 2 and kernel_var is not None \
                     and len(found) != 1:  # a zero bias matches every zero weight: take the layer's
                 found = [(i, 0) for i in layer_of[kernel_var] if variables[i].path.endswith("bias")]
