@@ -99,21 +99,23 @@ StepRun prepare(const OpContext& c) {
   Defines d;
   define_view(d, "X", X);
   define_view(d, "Y", Y);
-  define_view(d, "PB", PB);
   define_view(d, "XS", XS);
   define_view(d, "YS", YS);
   d.set("XCOUNT", static_cast<long long>(xn)).set("YCOUNT", static_cast<long long>(yn));
   uint32_t value_bits = 0;  // PADV2's value as its bits (-inf and NaN included), else 0.0f
   if (s.step.op == CLTRAIN_OP_PADV2) std::memcpy(&value_bits, &p.pad_value, 4);
   d.set("PAD_VALUE_BITS", static_cast<long long>(value_bits));
-  // In the kernels' words X is the small tensor and Y the big one.
+  // In the kernels' words X is the small tensor and Y the big one. The cuts before are an
+  // argument: boxes of one shape at other places share a program.
+  cl_uint8 before{};
+  for (int k = 0; k < kViewDims; ++k) before.s[k] = static_cast<cl_uint>(PB[k]);
   if (accumulate) {
     Kernel k = c.kernel(kFamily, d, "pad_accumulate");
-    set_args(k, c.pool(), c.offset(small), c.offset(big));
+    set_args(k, c.pool(), c.offset(small), c.offset(big), before);
     return row_launch(c, k, X);
   }
   Kernel k = c.kernel(kFamily, d, spread ? "pad_forward" : "pad_backward");
-  set_args(k, c.pool(), c.offset(spread ? small : big), c.offset(spread ? big : small));
+  set_args(k, c.pool(), c.offset(spread ? small : big), c.offset(spread ? big : small), before);
   return row_launch(c, k, spread ? Y : X);
 }
 
