@@ -1,14 +1,15 @@
 // The parts of FullyConnected and Conv2D around their matrix products (which run in CLBlast),
 // on an output viewed as [ROWS, COLS] (COLS = output channels) with the bias along COLS.
-// Definitions: ROWS, COLS; ACT (cltrain_activation); HAS_BIAS (0 or 1); storage (common.cl) of the
+// Definitions: COLS; ACT (cltrain_activation); HAS_BIAS (0 or 1); storage (common.cl) of the
 // backward's operands: Y_H for y, DY_H for dy; VEC (bias_grad's lanes: 1, 4, 8 or 16, dividing
-// COLS; bias_vec() in ops/op.h).
+// COLS; bias_vec() in ops/op.h). The rows are an argument: layers of one width at other batch or
+// image sizes share a program.
 
 // Forward, in place on the GEMM result: y = act(acc + b). (A float16 y takes its bias and
 // activation in the GEMM's epilogue instead, gemm.cl's EPI, so that it is rounded once.)
-__kernel void bias_act(__global float* pool, uint y_off, uint b_off) {
+__kernel void bias_act(__global float* pool, uint y_off, uint b_off, uint rows) {
   const uint i = get_global_id(0);
-  if (i >= ROWS * COLS) return;
+  if (i >= rows * COLS) return;
   float v = pool[y_off + i];
 #if HAS_BIAS
   v = v + pool[b_off + i % COLS];
@@ -17,9 +18,9 @@ __kernel void bias_act(__global float* pool, uint y_off, uint b_off) {
 }
 
 // Backward, in place on dy: dz = act'(y) applied to dy (a select: exact at either storage).
-__kernel void act_grad(__global float* pool, uint y_off, uint dy_off) {
+__kernel void act_grad(__global float* pool, uint y_off, uint dy_off, uint rows) {
   const uint i = get_global_id(0);
-  if (i >= ROWS * COLS) return;
+  if (i >= rows * COLS) return;
   // both loads unconditional: no branch
   const float y = CLT_LD(Y_H, CLT_PTR(Y_H) + y_off, i), dy = CLT_LD(DY_H, CLT_PTR(DY_H) + dy_off, i);
   CLT_ST(DY_H, CLT_PTR(DY_H) + dy_off, i, clt_act_grad(y, dy));
@@ -29,11 +30,11 @@ __kernel void act_grad(__global float* pool, uint y_off, uint dy_off) {
 // neighbouring columns (VEC divides COLS), each lane its own sum: a pass over the rows reads whole
 // cache lines, where a work-item per column (POCL runs a group's work-items one after another)
 // walked all of dz once per column.
-__kernel void bias_grad(__global float* pool, uint dz_off, uint db_off) {
+__kernel void bias_grad(__global float* pool, uint dz_off, uint db_off, uint rows) {
   const uint c = get_global_id(0) * VEC;
   if (c >= COLS) return;
   __global const CLT_T(DY_H)* dz = CLT_PTR(DY_H) + dz_off + c;
   vfloat s = 0.0f;
-  for (uint r = 0; r < ROWS; ++r) s = s + CLT_VLD(DY_H, dz + r * COLS);
+  for (uint r = 0; r < rows; ++r) s = s + CLT_VLD(DY_H, dz + r * COLS);
   VSTORE(s, pool + db_off + c);
 }

@@ -13,10 +13,9 @@ StepRun prepare(const OpContext& c) {
   const StepView& s = c.s;
   const uint64_t count = s.count(s.in(0));
   Defines d;
-  d.set("COUNT", count);
   c.storage(c.storage(d, "A_H", s.in(0)), "Y_H", s.out(0));
   Kernel k = c.kernel("accumulate.cl", d, "accumulate");
-  set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.out(0)));
+  set_args(k, c.pool(), c.offset(s.in(0)), c.offset(s.out(0)), static_cast<cl_uint>(count));
   return [k, count](const Queue& q, const cltrain_run_args*) { q.launch_1d(k, count); };
 }
 

@@ -25,14 +25,16 @@ StepRun prepare(const OpContext& c) {
   Defines d;
   uint64_t end = 0;
   cl_uint off[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  cl_uint8 ends{};
   for (int i = 0; i < s.step.num_inputs; ++i) {
     end += s.count(s.in(i));
-    d.set(("END" + std::to_string(i)).c_str(), static_cast<long long>(end));
+    ends.s[i] = static_cast<cl_uint>(end);
     off[i] = c.offset(s.in(i));
   }
-  d.set("N_IN", s.step.num_inputs).set("TOTAL", static_cast<long long>(end));
+  d.set("N_IN", s.step.num_inputs);
   Kernel k = c.kernel("check_finite.cl", d, "check_finite");
-  set_args(k, c.pool(), c.offset(s.out(0)), off[0], off[1], off[2], off[3], off[4], off[5], off[6], off[7]);
+  set_args(k, c.pool(), c.offset(s.out(0)), off[0], off[1], off[2], off[3], off[4], off[5], off[6], off[7], ends,
+           static_cast<cl_uint>(end));
   return [k, end](const Queue& q, const cltrain_run_args*) { q.launch_1d(k, end); };
 }
 

@@ -168,7 +168,7 @@ StepRun prepare(const OpContext& c) {
       case Action::kActGrad:
       case Action::kBiasGrad: {
         Defines d;
-        d.set("ROWS", static_cast<long long>(s.count(a.kind == Action::kBiasAct ? sh.y : sh.dy) / sh.out_ch));
+        const cl_uint rows = static_cast<cl_uint>(s.count(a.kind == Action::kBiasAct ? sh.y : sh.dy) / sh.out_ch);
         d.set("COLS", sh.out_ch).set("HAS_BIAS", sh.bias >= 0).set("ACT", sh.activation);
         const long long lanes = channel_lanes(sh.out_ch);
         d.set("VEC", lanes);
@@ -179,11 +179,11 @@ StepRun prepare(const OpContext& c) {
         Kernel k = c.kernel("bias_act.cl", d, name);
         uint64_t count = s.count(a.kind == Action::kBiasAct ? sh.y : sh.dy);
         if (a.kind == Action::kBiasAct)
-          set_args(k, c.pool(), c.offset(sh.y), sh.bias >= 0 ? c.offset(sh.bias) : cl_uint{0});
+          set_args(k, c.pool(), c.offset(sh.y), sh.bias >= 0 ? c.offset(sh.bias) : cl_uint{0}, rows);
         else if (a.kind == Action::kActGrad)
-          set_args(k, c.pool(), c.offset(sh.y), c.offset(sh.dy));
+          set_args(k, c.pool(), c.offset(sh.y), c.offset(sh.dy), rows);
         else
-          set_args(k, c.pool(), c.offset(sh.dy), c.offset(sh.db)), count = sh.out_ch / lanes;
+          set_args(k, c.pool(), c.offset(sh.dy), c.offset(sh.db), rows), count = sh.out_ch / lanes;
         run.push_back([k, count](const Queue& q) { q.launch_1d(k, count); });
         break;
       }

@@ -50,17 +50,18 @@ StepRun prepare(const OpContext& c) {
   } else {
     const uint64_t count = s.count(sh.dy);
     Defines d;
-    d.set("ROWS", count / sh.out_ch).set("COLS", sh.out_ch).set("HAS_BIAS", 0).set("ACT", sh.activation);
+    d.set("COLS", sh.out_ch).set("HAS_BIAS", 0).set("ACT", sh.activation);
+    const cl_uint rows = static_cast<cl_uint>(count / sh.out_ch);
     d.set("VEC", channel_lanes(sh.out_ch));
     c.storage(c.storage(d, "Y_H", sh.y), "DY_H", sh.dy);
     if (sh.activation != CLTRAIN_ACT_NONE) {
       Kernel k = c.kernel("bias_act.cl", d, "act_grad");
-      set_args(k, c.pool(), c.offset(sh.y), c.offset(sh.dy));
+      set_args(k, c.pool(), c.offset(sh.y), c.offset(sh.dy), rows);
       launches.push_back({k, count});
     }
     if (sh.db >= 0) {
       Kernel k = c.kernel("bias_act.cl", d, "bias_grad");
-      set_args(k, c.pool(), c.offset(sh.dy), c.offset(sh.db));
+      set_args(k, c.pool(), c.offset(sh.dy), c.offset(sh.db), rows);
       launches.push_back({k, static_cast<uint64_t>(sh.out_ch / channel_lanes(sh.out_ch))});
     }
     if (sh.dw >= 0) {

@@ -19,9 +19,9 @@ StepRun prepare(const OpContext& c) {
   uint32_t bits;
   std::memcpy(&bits, &s.step.params.fill_value, 4);
   Defines d;
-  d.set("COUNT", count).set("VALUE_BITS", static_cast<long long>(bits));
+  d.set("VALUE_BITS", static_cast<long long>(bits));
   Kernel k = c.kernel("fill.cl", d, "fill_forward");
-  set_args(k, c.pool(), c.offset(s.out(0)));
+  set_args(k, c.pool(), c.offset(s.out(0)), static_cast<cl_uint>(count));
   return [k, count](const Queue& q, const cltrain_run_args*) { q.launch_1d(k, count); };
 }
 

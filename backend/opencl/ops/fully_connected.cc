@@ -134,9 +134,9 @@ StepRun prepare_forward(const OpContext& c, const FcShape& sh) {
   const uint64_t count = sh.n * sh.m;
   if ((bias >= 0 || act != CLTRAIN_ACT_NONE) && !half_output(c)) {
     Defines d;
-    d.set("ROWS", sh.n).set("COLS", sh.m).set("HAS_BIAS", bias >= 0).set("ACT", act).set("VEC", channel_lanes(sh.m));
+    d.set("COLS", sh.m).set("HAS_BIAS", bias >= 0).set("ACT", act).set("VEC", channel_lanes(sh.m));
     bias_act = c.kernel(kFamily, d, "bias_act");
-    set_args(bias_act, c.pool(), c.offset(y), bias >= 0 ? c.offset(bias) : cl_uint{0});
+    set_args(bias_act, c.pool(), c.offset(y), bias >= 0 ? c.offset(bias) : cl_uint{0}, static_cast<cl_uint>(sh.n));
   }
   return [g, bias_act, count](const Queue& q, const cltrain_run_args*) {
     run_gemm(q, g[0]);
@@ -149,16 +149,17 @@ StepRun prepare_backward(const OpContext& c, const FcShape& sh) {
   const int32_t y = s.in(2), dy = s.in(3), db = s.out(2);
   const int act = s.step.params.activation;
   Defines d;
-  d.set("ROWS", sh.n).set("COLS", sh.m).set("HAS_BIAS", 0).set("ACT", act).set("VEC", channel_lanes(sh.m));
+  d.set("COLS", sh.m).set("HAS_BIAS", 0).set("ACT", act).set("VEC", channel_lanes(sh.m));
   c.storage(c.storage(d, "Y_H", y), "DY_H", dy);
+  const cl_uint rows = static_cast<cl_uint>(sh.n);
   Kernel act_grad, bias_grad;
   if (act != CLTRAIN_ACT_NONE) {
     act_grad = c.kernel(kFamily, d, "act_grad");
-    set_args(act_grad, c.pool(), c.offset(y), c.offset(dy));
+    set_args(act_grad, c.pool(), c.offset(y), c.offset(dy), rows);
   }
   if (db >= 0) {
     bias_grad = c.kernel(kFamily, d, "bias_grad");
-    set_args(bias_grad, c.pool(), c.offset(dy), c.offset(db));
+    set_args(bias_grad, c.pool(), c.offset(dy), c.offset(db), rows);
   }
   const std::vector<PreparedGemm> gs = prepare_gemms(c, s, sh);
   const uint64_t count = sh.n * sh.m, cols = sh.m / channel_lanes(sh.m);

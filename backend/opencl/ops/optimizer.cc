@@ -65,10 +65,10 @@ StepRun prepare_sgd(const OpContext& c) {
   const Range r = update_range(s.step.params, s.count(s.in(0)));
   const uint64_t count = r.count;
   const cl_uint first = static_cast<cl_uint>(r.first);
-  Defines d;
-  d.set("COUNT", count);
-  Kernel k = c.kernel(kFamily, d, "sgd_update");
+  Kernel k = c.kernel(kFamily, Defines{}, "sgd_update");
   set_args(k, c.pool(), c.offset(s.in(0)) + first, c.offset(s.out(0)) + first);
+  const cl_uint n = static_cast<cl_uint>(count);
+  set_arg(k, 4, sizeof n, &n);
   const cltrain_step_desc step = s.step;
   return [k, count, step](const Queue& q, const cltrain_run_args* args) {
     const float lr = learning_rate(step, args);
@@ -84,13 +84,15 @@ StepRun prepare_adam(const OpContext& c) {
   const uint64_t count = r.count;
   const cl_uint first = static_cast<cl_uint>(r.first);
   Defines d;
-  d.set("COUNT", count).set_float("BETA1", p.beta1).set_float("BETA2", p.beta2).set_float("EPSILON", p.epsilon);
+  d.set_float("BETA1", p.beta1).set_float("BETA2", p.beta2).set_float("EPSILON", p.epsilon);
   const bool gsq = s.step.op == CLTRAIN_OP_UPDATE_ADAM_SQUARES;
   if (gsq) d.set("GSQ", 1);
   Kernel k = c.kernel(kFamily, d, "adam_update");
   set_args(k, c.pool(), c.offset(s.in(0)) + first, c.offset(s.out(0)) + first, c.offset(s.out(1)), c.offset(s.out(2)));
   const cl_uint q_off = gsq ? c.offset(s.in(1)) + first : cl_uint{0};
   set_arg(k, 6, sizeof q_off, &q_off);
+  const cl_uint n = static_cast<cl_uint>(count);
+  set_arg(k, 7, sizeof n, &n);
   const cltrain_step_desc step = s.step;
   const std::string what = s.what();
   return [k, count, step, what](const Queue& q, const cltrain_run_args* args) {
