@@ -149,9 +149,12 @@ int run_bench(const Options& o) {
     }
   nlohmann::json steps = nlohmann::json::array();
   std::vector<double> times;
+  std::optional<cltrain_run_stats> before;  // prepare and the warm-up steps: the programs a model needs
   for (int32_t s = 0; s < o.warmup + o.steps; ++s) {
-    if (s == o.warmup)  // count the measured steps only
+    if (s == o.warmup) {  // count the measured steps only
+      before = total_stats(session, used);
       for (size_t u : used) session.backend(u).reset_stats();
+    }
     const auto t0 = std::chrono::steady_clock::now();
     const float loss = session.train_step(input.data(), expected.data(), nullptr);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -186,6 +189,9 @@ int run_bench(const Options& o) {
                 static_cast<double>(st->blocking_waits) / n);
   else
     std::printf(", launches n/a, bytes host<->device n/a, blocking waits n/a\n");
+  if (before)
+    std::printf("programs: %llu built or loaded from the cache by prepare and the warm-up steps\n",
+                static_cast<unsigned long long>(before->program_builds));
   if (st && (st->buffer_allocations || st->program_builds))
     std::printf("note: %llu device buffers created and %llu programs built during the measured steps\n",
                 static_cast<unsigned long long>(st->buffer_allocations),
@@ -218,6 +224,8 @@ int run_bench(const Options& o) {
     j["waits_per_step"] = per_step(st ? st->blocking_waits : 0);
     j["buffer_allocations"] = st ? nlohmann::json(st->buffer_allocations) : nlohmann::json();  // measured steps
     j["program_builds"] = st ? nlohmann::json(st->program_builds) : nlohmann::json();
+    // Before the measured steps (prepare, warm-up): the distinct programs the model needs.
+    j["programs_before_measured"] = before ? nlohmann::json(before->program_builds) : nlohmann::json();
     j["ms_per_step_mean"] = mean;
     nlohmann::json kernels = nlohmann::json::array();
     double device_ms = 0;

@@ -373,6 +373,10 @@ TEST_F(Cli, BenchStepMovesOnlyBatchLabelsAndLoss) {
   EXPECT_GT(j["gflops"].get<double>(), 0.0);
   EXPECT_EQ(j["buffer_allocations"].get<int64_t>(), 0);
   EXPECT_EQ(j["program_builds"].get<int64_t>(), 0);
+  // What the model needs, built or loaded before the measured steps (forward, loss, backward,
+  // Adam, the checks: at least four programs), and said on stdout.
+  EXPECT_GE(j["programs_before_measured"].get<int64_t>(), 4) << r.err;
+  EXPECT_NE(r.err.find("programs: "), std::string::npos) << r.err;  // run_cli_stdout: stdout
   EXPECT_NE(r.err.find("GFLOP/s"), std::string::npos) << r.err;
   double share = 0;
   bool adam = false;
