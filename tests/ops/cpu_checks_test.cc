@@ -187,6 +187,23 @@ TEST(CpuChecks, neg_SumOverAnAxisOutsideTheRank) {
   EXPECT_NE(s.refusal().find("outside"), std::string::npos) << s.refusal();
 }
 
+// ACCUMULATE_BOX: a must be the box the cuts leave of acc, and the step is a backward one.
+TEST(CpuChecks, neg_AccumulateBoxThatIsNotTheBox) {
+  Step s;
+  const int32_t a = s.tensor({2, 4}), acc = s.tensor({2, 16}), wide = s.tensor({2, 5});
+  s.set(CLTRAIN_OP_ACCUMULATE_BOX, CLTRAIN_PHASE_BACKWARD, {a}, {acc});
+  s.step.params.pad_before[1] = 4;
+  s.step.params.pad_after[1] = 8;
+  EXPECT_EQ(s.refusal(), "");
+  s.set(CLTRAIN_OP_ACCUMULATE_BOX, CLTRAIN_PHASE_BACKWARD, {wide}, {acc});
+  EXPECT_NE(s.refusal().find("box"), std::string::npos) << s.refusal();
+  s.set(CLTRAIN_OP_ACCUMULATE_BOX, CLTRAIN_PHASE_FORWARD, {a}, {acc});
+  EXPECT_NE(s.refusal(), "");
+  s.set(CLTRAIN_OP_ACCUMULATE_BOX, CLTRAIN_PHASE_BACKWARD, {a}, {acc});
+  s.step.params.pad_after[1] = 20;  // cuts more than acc holds
+  EXPECT_NE(s.refusal(), "");
+}
+
 TEST(CpuChecks, neg_MeanOverAnAxisOutsideTheRank) {
   Step s;
   const int32_t x = s.tensor({2, 3}), y = s.tensor({2});
