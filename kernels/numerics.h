@@ -99,6 +99,68 @@ CLT_FN float clt_tanh(float x) {
   return x < 0.0f ? -t : t;
 }
 
+/* LOGISTIC: 1 / (1 + exp(-x)). */
+CLT_FN float clt_logistic(float x) { return 1.0f / (1.0f + clt_exp(-x)); }
+
+/* One LSTM step's element, LSTM_CELL_STATE and LSTM_CELL_OUTPUT (cltrain_ops.h): the roundings
+   of the unfused LOGISTIC, TANH, MUL and ADD ops, so that the fused and unfused graphs agree
+   bitwise. The backward recomputes the gates from their pre-activations. */
+CLT_FN float clt_lstm_state(float zi, float zf, float zg, float c_prev) {
+  const float i = clt_logistic(zi), f = clt_logistic(zf), g = clt_tanh(zg);
+  const float fc = f * c_prev, ig = i * g;
+  return fc + ig;
+}
+
+CLT_FN float clt_lstm_output(float zo, float c) {
+  const float o = clt_logistic(zo), t = clt_tanh(c);
+  return o * t;
+}
+
+/* dz of the input, forget and cell gates, and dc_prev (= dc * f), from dc. */
+CLT_FN void clt_lstm_state_grad(float zi, float zf, float zg, float c_prev, float dc, float* dzi, float* dzf,
+                                float* dzg, float* dc_prev) {
+  const float i = clt_logistic(zi), f = clt_logistic(zf), g = clt_tanh(zg);
+  *dzi = (dc * g) * (i * (1.0f - i));
+  *dzf = (dc * c_prev) * (f * (1.0f - f));
+  *dzg = (dc * i) * (1.0f - g * g);
+  *dc_prev = dc * f;
+}
+
+/* dz of the output gate and h's part of dc, from dh. */
+CLT_FN void clt_lstm_output_grad(float zo, float c, float dh, float* dzo, float* dc) {
+  const float o = clt_logistic(zo), t = clt_tanh(c);
+  *dzo = (dh * t) * (o * (1.0f - o));
+  *dc = (dh * o) * (1.0f - t * t);
+}
+
+/* One GRU step's element, GRU_CELL (cltrain_ops.h), in the unfused ops' roundings. */
+CLT_FN float clt_gru(float xz, float hz, float xr, float hr, float xn, float hn, float h_prev) {
+  const float z = clt_logistic(xz + hz), r = clt_logistic(xr + hr);
+  const float rh = r * hn;
+  const float n = clt_tanh(xn + rh);
+  const float zh = z * h_prev, omz = 1.0f - z;
+  const float nn = omz * n;
+  return zh + nn;
+}
+
+/* The gradients of the update, reset and candidate pre-activations (az, ar, an: xp's parts; hp's
+   are az, ar and an * r) and dh_prev (= dh * z), from dh. */
+CLT_FN void clt_gru_grad(float xz, float hz, float xr, float hr, float xn, float hn, float h_prev, float dh, float* az,
+                         float* ar, float* an, float* ahn, float* dh_prev) {
+  const float z = clt_logistic(xz + hz), r = clt_logistic(xr + hr);
+  const float rh = r * hn;
+  const float n = clt_tanh(xn + rh);
+  const float omz = 1.0f - z;
+  const float d_an = (dh * omz) * (1.0f - n * n);
+  const float d_ar = (d_an * hn) * (r * (1.0f - r));
+  const float dz = dh * h_prev + -(dh * n);
+  *az = dz * (z * (1.0f - z));
+  *ar = d_ar;
+  *an = d_an;
+  *ahn = d_an * r;
+  *dh_prev = dh * z;
+}
+
 /* erf(x): x clamped to [-4, 4] (beyond, erf is +-1 in float), then x P(x^2) / Q(x^2) with the
    rational approximation Eigen and XLA use for float (a few ulp), each step one fma. */
 CLT_FN float clt_erf(float x) {

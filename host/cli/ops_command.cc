@@ -14,6 +14,7 @@ int run_ops() {
     if (d->kind != CLTRAIN_KIND_MODEL) continue;
     std::string codes;
     for (int32_t c : d->builtin_codes) codes += (codes.empty() ? "" : ", ") + describe_builtin(c);
+    if (codes.empty()) codes = "(a training pass fuses it)";
     const char* act = d->fused_activation == FusedActivation::kAny        ? "fused"
                       : d->fused_activation == FusedActivation::kOnlyNone ? "NONE only"
                                                                           : "-";

@@ -175,6 +175,10 @@ class StepBuilder {
   // in slot order: each call after the first of a tensor adds a disposable one and its
   // accumulation.
   virtual int32_t grad_of(int32_t t) = 0;
+  // t's gradient tensor where an earlier backward step wrote it, else -1 (creates nothing): a
+  // step that adds its contribution there itself (an input slot and an output slot on the same
+  // tensor) rather than through grad_of's disposable and ACCUMULATE.
+  virtual int32_t grad_so_far(int32_t t) const = 0;
   // The tensor the backward writes the sum of the squares of t's per-id gradient rows into, for
   // Adam's v (Keras's Adam on an Embedding table takes its gradient as IndexedSlices and squares
   // each id's row before adding them), or -1 where the graph wants none: not Adam, t not trained

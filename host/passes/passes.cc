@@ -2,6 +2,7 @@
 #include "passes/passes.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace cltrain {
 
@@ -28,6 +29,8 @@ std::string untie_constants_pass(PassInput&);       // untie_constants.cc
 std::string missing_biases_pass(PassInput&);        // missing_biases.cc
 std::string lora_pass(PassInput&);                  // lora.cc
 std::string pad_fusion_pass(PassInput&);            // pad_fusion.cc
+std::string lstm_cells_pass(PassInput&);            // recurrent_cells.cc
+std::string gru_cells_pass(PassInput&);             // recurrent_cells.cc
 
 const std::vector<Pass>& pass_list() {
   static const std::vector<Pass> list = {
@@ -61,6 +64,8 @@ const std::vector<Pass>& pass_list() {
       {"lora", PassStage::kSetup, lora_pass},
       // training: the training graph's own copy of the operators.
       {"pad-fusion", PassStage::kTraining, pad_fusion_pass},
+      {"lstm-cells", PassStage::kTraining, lstm_cells_pass},
+      {"gru-cells", PassStage::kTraining, gru_cells_pass},
   };
   return list;
 }
@@ -77,10 +82,25 @@ void fold_operators(Model& m, const std::vector<bool>& drop) {
   std::sort(m.folded_ops.begin(), m.folded_ops.end());
 }
 
+namespace {
+
+// A training pass only fuses what the training graph would run anyway: CLTRAIN_SKIP_TRAINING_PASSES
+// (names, comma-separated) leaves those it names out, so that a difference can be bisected and a
+// test can hold a fusion to the graph without it.
+bool skipped(const Pass& p) {
+  if (p.stage != PassStage::kTraining) return false;
+  const char* env = std::getenv("CLTRAIN_SKIP_TRAINING_PASSES");
+  if (!env) return false;
+  const std::string names = std::string(",") + env + ",";
+  return names.find(std::string(",") + p.name + ",") != std::string::npos;
+}
+
+}  // namespace
+
 std::vector<Rewrite> run_passes(PassStage stage, PassInput& in) {
   std::vector<Rewrite> log;
   for (const Pass& p : pass_list()) {
-    if (p.stage != stage) continue;
+    if (p.stage != stage || skipped(p)) continue;
     std::string change = p.run(in);
     if (!change.empty()) log.push_back({p.name, std::move(change)});
   }

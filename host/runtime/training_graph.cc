@@ -176,6 +176,10 @@ class OperatorStep : public StepBuilder {
     if (g_.is_weight(t)) weights_done.push_back(t);
     return g_.grad_target(t, &accumulate);
   }
+  int32_t grad_so_far(int32_t t) const override {
+    const auto it = g_.grad_.find(t);
+    return it == g_.grad_.end() || !g_.needs_grad(t) ? -1 : it->second;
+  }
   int32_t squares_of(int32_t t) override {
     if (g_.opt_.optimizer != CLTRAIN_OP_UPDATE_ADAM || !g_.is_weight(t) ||
         g_.consumers_[static_cast<size_t>(t)].size() != 1 || g_.update_range_.count(t))

@@ -155,6 +155,32 @@
  *     z : m; t_i = z_i - m; s = sum of clt_exp(t_i); g = clt_log(s); l = l + (-e_i) * (t_i - g)
  *     over the rows in order, then loss = l / N or l. Backward, per row: se = sum of e_i; dz_i =
  *     (clt_exp(t_i) / s) * se - e_i, then / N (the exact derivative; softmax(z) - e for one-hot e).
+ * LSTM_CELL_STATE  fwd in [z, c_prev] out [c]: one LSTM step's cell state from its gate
+ *     pre-activations z [.., 4H] (four parts of H along the last axis) and c_prev [.., H];
+ *     params.perm[0..3] the part of the input, forget, cell and output gate (Keras's and PyTorch's
+ *     order is 0, 1, 2, 3). Made by a training pass from the graph a converter writes (SLICE, three
+ *     LOGISTIC, two TANH, three MUL, one ADD): never in a file. bwd in [z, c_prev, dc, dz_in] out
+ *     [dz, dc_prev]: dz's input, forget and cell parts computed, its output part dz_in's (0 where
+ *     dz_in is -1; the graph passes LSTM_CELL_OUTPUT's dz as both dz_in and dz); dc_prev may be -1.
+ *     numerics restate the unfused ops (LOGISTIC, TANH, MUL, ADD above): i = 1 / (1 + clt_exp(-zi))
+ *     and f, g = clt_tanh(zg); c = f * c_prev + i * g (two products, one sum). Backward, from i, f,
+ *     g recomputed: dzi = (dc * g) * (i * (1 - i)); dzf = (dc * c_prev) * (f * (1 - f));
+ *     dzg = (dc * i) * (1 - g * g); dc_prev = dc * f.
+ * LSTM_CELL_OUTPUT  fwd in [z, c] out [h]: h = o * clt_tanh(c) with o = 1 / (1 + clt_exp(-zo));
+ *     params as LSTM_CELL_STATE. bwd in [z, c, dh, dc_in] out [dz, dc]: dz's output part
+ *     dzo = (dh * t) * (o * (1 - o)) with t = clt_tanh(c), its other parts 0; dc = (dh * o) *
+ *     (1 - t * t), plus dc_in where given (dc_in + that, one rounding: the graph passes c's
+ *     gradient so far as both dc_in and dc, as ACCUMULATE would add it).
+ * GRU_CELL  fwd in [xp, hp, h_prev] out [h]: one GRU step (Keras's reset_after=True, PyTorch's
+ *     form) from the input's and the state's projections xp, hp [.., 3H] (three parts of H along
+ *     the last axis) and h_prev [.., H]; params.perm[0..2] the part of the update, reset and
+ *     candidate gate in xp, perm[3..5] in hp. Made by a training pass as the LSTM cells are.
+ *     bwd in [xp, hp, h_prev, dh] out [dxp, dhp, dh_prev] (each may be -1).
+ *     numerics restate the unfused ops: z = clt_logistic(xz + hz); r = clt_logistic(xr + hr);
+ *     n = clt_tanh(xn + r * hn); h = z * h_prev + (1 - z) * n. Backward, from z, r, n
+ *     recomputed: an = (dh * (1 - z)) * (1 - n * n); ar = (an * hn) * (r * (1 - r)); az =
+ *     (dh * h_prev + -(dh * n)) * (z * (1 - z)); dxp = [az, ar, an]; dhp = [az, ar, an * r];
+ *     dh_prev = dh * z.
  * SLICE  fwd in [x] out [y]: y = x less params.pad_before[d] elements at the start and
  *     pad_after[d] at the end of each axis d (PAD's inverse), y's dims those of the crop with any
  *     of its size-1 axes dropped (same element order); bwd in [dy] out [dx]: dx = dy where x was
@@ -243,7 +269,10 @@
   X(MAXIMUM, "Maximum", 55, CLTRAIN_KIND_MODEL)                                  \
   X(MINIMUM, "Minimum", 57, CLTRAIN_KIND_MODEL)                                  \
   X(TILE, "Tile", 69, CLTRAIN_KIND_MODEL)                                        \
-  X(ACCUMULATE_BOX, "AccumulateBox", -1, CLTRAIN_KIND_GRAPH)
+  X(ACCUMULATE_BOX, "AccumulateBox", -1, CLTRAIN_KIND_GRAPH)                     \
+  X(LSTM_CELL_STATE, "LstmCellState", -1, CLTRAIN_KIND_MODEL)                    \
+  X(LSTM_CELL_OUTPUT, "LstmCellOutput", -1, CLTRAIN_KIND_MODEL)                  \
+  X(GRU_CELL, "GruCell", -1, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

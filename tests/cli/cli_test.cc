@@ -31,6 +31,11 @@ TEST_F(Cli, OpsListsEveryModelOpWithItsBuiltinCode) {
   ASSERT_EQ(r.code, 0) << r.err;
   for (const OpDescriptor* d : all_ops()) {
     if (d->kind != CLTRAIN_KIND_MODEL) continue;
+    if (d->builtin_codes.empty()) {  // made by a training pass (the LSTM cells): listed as such
+      bool listed = r.err.find(std::string("\n") + d->name + " ") != std::string::npos;
+      EXPECT_TRUE(listed) << d->name << " is not listed:\n" << r.err;
+      continue;
+    }
     // A line that starts with the op's name and holds its code ("ELU " is also inside "RELU
     // (builtin 19)", and a line of another op may come out cut where a test beside this one
     // writes to the same terminal).

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -29,6 +30,13 @@ const std::string kTorchData = CLTRAIN_TORCH_DATA;
 std::string change_of(const std::vector<Rewrite>& log, const std::string& pass) {
   for (const Rewrite& r : log)
     if (r.pass == pass) return r.change;
+  return "";
+}
+
+// The same from Engine::rewrites' lines ("pass: change").
+std::string change_of_lines(const std::vector<std::string>& lines, const std::string& pass) {
+  for (const std::string& l : lines)
+    if (l.rfind(pass + ": ", 0) == 0) return l.substr(pass.size() + 2);
   return "";
 }
 
@@ -66,7 +74,7 @@ TEST(PassList, OneListInStageOrderWithUniqueNames) {
     EXPECT_GE(static_cast<int>(p.stage), static_cast<int>(last)) << p.name << " is out of its stage's place";
     last = p.stage;
   }
-  EXPECT_EQ(names.size(), 22u);
+  EXPECT_EQ(names.size(), 24u);
 }
 
 TEST(PassList, NothingFiresOnAPlainModel) {
@@ -791,6 +799,61 @@ TEST(PadFusion, PadFoldsIntoTheConvolution) {
                            CLTRAIN_ACT_RELU);
   b2.output(b2.softmax(b2.fully_connected(b2.reshape(c2, {-1, 192}), 4, CLTRAIN_ACT_NONE)));
   EXPECT_TRUE(prepared(engine_of(b2))->rewrites().empty());
+}
+
+// An LSTM's and a GRU's steps as TensorFlow's converter and litert-torch write them become the
+// cells of cltrain_ops.h in the training graph only; the training is bitwise the unfused graph's
+// (losses and every trained weight after 3 Adam steps), on the CPU and the OpenCL backend.
+TEST(RecurrentCells, LstmAndGruStepsFuseAndTrainBitwiseAsUnfused) {
+  struct Case {
+    std::string file, pass, change;
+    int32_t op;
+    size_t cells;
+  };
+  const std::vector<Case> cases = {
+      {kData + "/text_lstm.tflite", "lstm-cells", "fused 32 LSTM steps into a cell-state and a cell-output step each",
+       CLTRAIN_OP_LSTM_CELL_STATE, 32},
+      {kData + "/while_bilstm.tflite", "lstm-cells",
+       "fused 20 LSTM steps into a cell-state and a cell-output step each", CLTRAIN_OP_LSTM_CELL_OUTPUT, 20},
+      {kData + "/text_gru.tflite", "gru-cells", "fused 32 GRU steps into one cell step each", CLTRAIN_OP_GRU_CELL, 32},
+      {kData + "/while_gru.tflite", "gru-cells", "fused 10 GRU steps into one cell step each", CLTRAIN_OP_GRU_CELL, 10},
+  };
+  for (const Case& c : cases)
+    for (const char* backend : {"cpu", "opencl"}) {
+      SCOPED_TRACE(c.file + " on " + backend);
+      std::vector<std::vector<float>> trained[2];
+      std::vector<float> losses[2];
+      for (int fused = 1; fused >= 0; --fused) {
+        if (!fused) setenv("CLTRAIN_SKIP_TRAINING_PASSES", "lstm-cells,gru-cells", 1);
+        auto e = Engine::from_file(c.file);
+        Settings s;
+        s.backends = {backend};
+        e->set_settings(s);
+        e->prepare();
+        unsetenv("CLTRAIN_SKIP_TRAINING_PASSES");
+        const TrainingGraph& g = e->session().graph();
+        const size_t cells =
+            static_cast<size_t>(std::count_if(g.steps.begin(), g.steps.begin() + g.num_forward,
+                                              [&](const cltrain_step_desc& st) { return st.op == c.op; }));
+        EXPECT_EQ(cells, fused ? c.cells : 0u);
+        EXPECT_EQ(change_of_lines(e->rewrites(), c.pass), fused ? c.change : "");
+        EXPECT_TRUE(std::none_of(e->model().rewrites.begin(), e->model().rewrites.end(),
+                                 [&](const Rewrite& r) { return r.pass == c.pass; }));  // the model is unchanged
+        const int64_t rows = e->batch();
+        std::vector<int32_t> ids(static_cast<size_t>(rows) * e->input_size());
+        for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i * 7 % 40);
+        std::vector<float> y(static_cast<size_t>(rows) * e->output_size(), 0.0f);
+        for (size_t i = 0; i < static_cast<size_t>(rows); ++i) y[i * e->output_size() + i % e->output_size()] = 1.0f;
+        e->set_input_int32(ids.data(), ids.size());
+        e->set_expected(y.data(), y.size());
+        for (int k = 0; k < 3; ++k) losses[fused].push_back(e->train_step());
+        for (const std::string& w : e->trained_weight_names()) trained[fused].push_back(e->weight(w));
+      }
+      EXPECT_EQ(losses[1], losses[0]);
+      ASSERT_EQ(trained[1].size(), trained[0].size());
+      for (size_t w = 0; w < trained[0].size(); ++w)
+        EXPECT_TRUE(std::memcmp(trained[1][w].data(), trained[0][w].data(), trained[0][w].size() * 4) == 0) << w;
+    }
 }
 
 }  // namespace
