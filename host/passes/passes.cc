@@ -31,6 +31,7 @@ std::string lora_pass(PassInput&);                  // lora.cc
 std::string pad_fusion_pass(PassInput&);            // pad_fusion.cc
 std::string lstm_cells_pass(PassInput&);            // recurrent_cells.cc
 std::string gru_cells_pass(PassInput&);             // recurrent_cells.cc
+std::string activation_fusion_pass(PassInput&);     // activation_fusion.cc
 
 const std::vector<Pass>& pass_list() {
   static const std::vector<Pass> list = {
@@ -66,6 +67,7 @@ const std::vector<Pass>& pass_list() {
       {"pad-fusion", PassStage::kTraining, pad_fusion_pass},
       {"lstm-cells", PassStage::kTraining, lstm_cells_pass},
       {"gru-cells", PassStage::kTraining, gru_cells_pass},
+      {"activation-fusion", PassStage::kTraining, activation_fusion_pass},
   };
   return list;
 }

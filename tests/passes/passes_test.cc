@@ -74,7 +74,7 @@ TEST(PassList, OneListInStageOrderWithUniqueNames) {
     EXPECT_GE(static_cast<int>(p.stage), static_cast<int>(last)) << p.name << " is out of its stage's place";
     last = p.stage;
   }
-  EXPECT_EQ(names.size(), 24u);
+  EXPECT_EQ(names.size(), 25u);
 }
 
 TEST(PassList, NothingFiresOnAPlainModel) {
@@ -801,22 +801,27 @@ TEST(PadFusion, PadFoldsIntoTheConvolution) {
   EXPECT_TRUE(prepared(engine_of(b2))->rewrites().empty());
 }
 
-// An LSTM's and a GRU's steps as TensorFlow's converter and litert-torch write them become the
-// cells of cltrain_ops.h in the training graph only; the training is bitwise the unfused graph's
-// (losses and every trained weight after 3 Adam steps), on the CPU and the OpenCL backend.
-TEST(RecurrentCells, LstmAndGruStepsFuseAndTrainBitwiseAsUnfused) {
+// The training passes that fuse: an LSTM's and a GRU's steps as TensorFlow's converter writes
+// them become the cells of cltrain_ops.h, a SimpleRNN's standalone TANH the fused activation of
+// its ADD, in the training graph only; the training is bitwise the unfused graph's (losses and
+// every trained weight after 3 Adam steps), on the CPU and the OpenCL backend.
+TEST(TrainingPasses, FusedGraphsTrainBitwiseAsUnfused) {
   struct Case {
     std::string file, pass, change;
     int32_t op;
-    size_t cells;
+    size_t fused, unfused;  // forward steps of op with and without the passes
   };
   const std::vector<Case> cases = {
       {kData + "/text_lstm.tflite", "lstm-cells", "fused 32 LSTM steps into a cell-state and a cell-output step each",
-       CLTRAIN_OP_LSTM_CELL_STATE, 32},
+       CLTRAIN_OP_LSTM_CELL_STATE, 32, 0},
       {kData + "/while_bilstm.tflite", "lstm-cells",
-       "fused 20 LSTM steps into a cell-state and a cell-output step each", CLTRAIN_OP_LSTM_CELL_OUTPUT, 20},
-      {kData + "/text_gru.tflite", "gru-cells", "fused 32 GRU steps into one cell step each", CLTRAIN_OP_GRU_CELL, 32},
-      {kData + "/while_gru.tflite", "gru-cells", "fused 10 GRU steps into one cell step each", CLTRAIN_OP_GRU_CELL, 10},
+       "fused 20 LSTM steps into a cell-state and a cell-output step each", CLTRAIN_OP_LSTM_CELL_OUTPUT, 20, 0},
+      {kData + "/text_gru.tflite", "gru-cells", "fused 32 GRU steps into one cell step each", CLTRAIN_OP_GRU_CELL, 32,
+       0},
+      {kData + "/while_gru.tflite", "gru-cells", "fused 10 GRU steps into one cell step each", CLTRAIN_OP_GRU_CELL, 10,
+       0},
+      {kData + "/while_simple_rnn.tflite", "activation-fusion",
+       "fused 10 standalone activations into the operator before each", CLTRAIN_OP_TANH, 0, 10},
   };
   for (const Case& c : cases)
     for (const char* backend : {"cpu", "opencl"}) {
@@ -824,7 +829,7 @@ TEST(RecurrentCells, LstmAndGruStepsFuseAndTrainBitwiseAsUnfused) {
       std::vector<std::vector<float>> trained[2];
       std::vector<float> losses[2];
       for (int fused = 1; fused >= 0; --fused) {
-        if (!fused) setenv("CLTRAIN_SKIP_TRAINING_PASSES", "lstm-cells,gru-cells", 1);
+        if (!fused) setenv("CLTRAIN_SKIP_TRAINING_PASSES", "lstm-cells,gru-cells,activation-fusion", 1);
         auto e = Engine::from_file(c.file);
         Settings s;
         s.backends = {backend};
@@ -835,7 +840,7 @@ TEST(RecurrentCells, LstmAndGruStepsFuseAndTrainBitwiseAsUnfused) {
         const size_t cells =
             static_cast<size_t>(std::count_if(g.steps.begin(), g.steps.begin() + g.num_forward,
                                               [&](const cltrain_step_desc& st) { return st.op == c.op; }));
-        EXPECT_EQ(cells, fused ? c.cells : 0u);
+        EXPECT_EQ(cells, fused ? c.fused : c.unfused);
         EXPECT_EQ(change_of_lines(e->rewrites(), c.pass), fused ? c.change : "");
         EXPECT_TRUE(std::none_of(e->model().rewrites.begin(), e->model().rewrites.end(),
                                  [&](const Rewrite& r) { return r.pass == c.pass; }));  // the model is unchanged

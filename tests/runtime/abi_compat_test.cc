@@ -26,11 +26,13 @@ std::string plugin_path(const char* name) {
   return std::string(CLTRAIN_TEST_PLUGIN_DIR) + "/libcltrain_" + name + ".so";
 }
 
-// x [4,6] -> FC 5 -> ReLU -> FC 3 -> Softmax, trained with Adam and CCE.
+// x [4,6] -> FC 5 -> Reshape -> ReLU -> FC 3 -> Softmax, trained with Adam and CCE (the Reshape
+// keeps the ReLU a step of its own: activation-fusion would make it the FC's activation).
 TrainingGraph relu_model_graph() {
   ModelBuilder b(7);
   int x = b.input({4, 6});
   x = b.fully_connected(x, 5, CLTRAIN_ACT_NONE);
+  x = b.reshape(x, {4, 5});
   x = b.relu(x);
   x = b.fully_connected(x, 3, CLTRAIN_ACT_NONE);
   b.output(b.softmax(x));
@@ -79,8 +81,8 @@ TEST_P(AbiCompat, HostServesThePlugin) {
   const Trained want = train(nullptr);
 
   // The ReLU's steps ran on the plugin, which checked every tensor and step it was given.
-  ASSERT_EQ(got.placement.size(), 4u);
-  EXPECT_EQ(got.placement[1], GetParam());
+  ASSERT_EQ(got.placement.size(), 5u);
+  EXPECT_EQ(got.placement[2], GetParam());
   EXPECT_EQ(got.placement[0], "cpu");
   // ReLU is exact: the same losses, bit for bit.
   ASSERT_EQ(got.losses.size(), want.losses.size());
