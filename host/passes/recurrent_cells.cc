@@ -117,6 +117,7 @@ class Matcher {
   int32_t producer(int32_t t) const { return t < 0 ? -1 : producer_[static_cast<size_t>(t)]; }
   const Operator& op_of(int32_t t) const { return t_.ops[static_cast<size_t>(producer_[static_cast<size_t>(t)])]; }
   const std::vector<size_t>& consumers(int32_t t) const { return consumers_[static_cast<size_t>(t)]; }
+  int32_t prediction() const { return t_.prediction; }
 
   // The producer of t when it is an `op` and t is computed, read once and not the prediction.
   const Operator* only_reader_of_producer(int32_t t, int32_t op) const { return producer_if(t, op, 1); }
@@ -172,7 +173,7 @@ bool match(const Matcher& mt, const std::vector<Operator>& ops, size_t add, Cell
       const Operator& t = ops[reader];
       if (t.op != CLTRAIN_OP_TANH || t.inputs.size() != 1 || t.outputs.size() != 1) continue;
       const int32_t tc = t.outputs[0];
-      if (mt.consumers(tc).size() != 1) continue;
+      if (mt.consumers(tc).size() != 1 || tc == mt.prediction()) continue;
       const size_t hm = mt.consumers(tc)[0];
       const Operator& h_mul = ops[hm];
       if (h_mul.op != CLTRAIN_OP_MUL || h_mul.inputs.size() != 2 || h_mul.params.activation != CLTRAIN_ACT_NONE ||
