@@ -204,6 +204,34 @@ TEST(CpuChecks, neg_AccumulateBoxThatIsNotTheBox) {
   EXPECT_NE(s.refusal(), "");
 }
 
+// The fused recurrent cells: gate parts that are not a permutation, gates that are not four
+// (three) parts of the state, a prior gradient of the wrong size.
+TEST(CpuChecks, neg_RecurrentCellsWithBadPartsOrShapes) {
+  Step s;
+  const int32_t z = s.tensor({2, 12}), c = s.tensor({2, 3}), h = s.tensor({2, 3}), dz = s.tensor({2, 12});
+  const int32_t odd = s.tensor({2, 10}), dc = s.tensor({2, 3}), dcp = s.tensor({2, 3});
+  s.set(CLTRAIN_OP_LSTM_CELL_STATE, CLTRAIN_PHASE_FORWARD, {z, c}, {h});
+  for (int k = 0; k < 4; ++k) s.step.params.perm[k] = k;
+  EXPECT_EQ(s.refusal(), "");
+  s.step.params.perm[3] = 1;  // two gates in one part
+  EXPECT_NE(s.refusal().find("permutation"), std::string::npos) << s.refusal();
+  s.set(CLTRAIN_OP_LSTM_CELL_OUTPUT, CLTRAIN_PHASE_FORWARD, {odd, c}, {h});
+  for (int k = 0; k < 4; ++k) s.step.params.perm[k] = k;
+  EXPECT_NE(s.refusal().find("four parts"), std::string::npos) << s.refusal();
+  s.set(CLTRAIN_OP_LSTM_CELL_OUTPUT, CLTRAIN_PHASE_BACKWARD, {z, c, dc, dz}, {dz, dcp});  // dc_in is the state's
+  for (int k = 0; k < 4; ++k) s.step.params.perm[k] = k;
+  EXPECT_NE(s.refusal().find("prior gradient"), std::string::npos) << s.refusal();
+  const int32_t xp = s.tensor({2, 9}), hp = s.tensor({2, 9}), wide = s.tensor({2, 12});
+  s.set(CLTRAIN_OP_GRU_CELL, CLTRAIN_PHASE_FORWARD, {xp, hp, c}, {h});
+  for (int k = 0; k < 6; ++k) s.step.params.perm[k] = k % 3;
+  EXPECT_EQ(s.refusal(), "");
+  s.step.params.perm[4] = 0;  // the state projection's reset part is its update part
+  EXPECT_NE(s.refusal().find("permutation"), std::string::npos) << s.refusal();
+  s.set(CLTRAIN_OP_GRU_CELL, CLTRAIN_PHASE_FORWARD, {xp, wide, c}, {h});
+  for (int k = 0; k < 6; ++k) s.step.params.perm[k] = k % 3;
+  EXPECT_NE(s.refusal().find("state projection"), std::string::npos) << s.refusal();
+}
+
 TEST(CpuChecks, neg_MeanOverAnAxisOutsideTheRank) {
   Step s;
   const int32_t x = s.tensor({2, 3}), y = s.tensor({2});

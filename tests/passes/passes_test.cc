@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -859,6 +860,43 @@ TEST(TrainingPasses, FusedGraphsTrainBitwiseAsUnfused) {
       for (size_t w = 0; w < trained[0].size(); ++w)
         EXPECT_TRUE(std::memcmp(trained[1][w].data(), trained[0][w].data(), trained[0][w].size() * 4) == 0) << w;
     }
+}
+
+// One LSTM step built by hand, its gates in the parts order (i, f, g, o) = `parts`; with
+// `leak`, the input gate is also read by the output (the step then must stay unfused).
+ModelBuilder lstm_step(std::array<int32_t, 4> parts, bool leak) {
+  ModelBuilder b;
+  const int x = b.input({2, 6});
+  const int z = b.fully_connected(x, 16, CLTRAIN_ACT_NONE);
+  const int c_prev = b.fully_connected(x, 4, CLTRAIN_ACT_NONE);
+  int gate[4];
+  for (int k = 0; k < 4; ++k) {
+    const int part = b.slice(z, {0, 4 * parts[static_cast<size_t>(k)]}, {-1, 4});
+    gate[k] = k == 2 ? b.tanh(part) : b.logistic(part);
+  }
+  const int c = b.add(b.mul(gate[1], c_prev), b.mul(gate[0], gate[2]));
+  int h = b.mul(gate[3], b.tanh(c));
+  if (leak) h = b.add(h, gate[0]);
+  b.output(b.softmax(b.fully_connected(h, 3, CLTRAIN_ACT_NONE)));
+  return b;
+}
+
+TEST(TrainingPasses, neg_AnLstmStepWhoseGateIsReadElsewhereStaysUnfused) {
+  const auto cells = [](Engine& e) {
+    const TrainingGraph& g = e.session().graph();
+    return std::count_if(g.steps.begin(), g.steps.begin() + g.num_forward,
+                         [](const cltrain_step_desc& st) { return st.op == CLTRAIN_OP_LSTM_CELL_STATE; });
+  };
+  // Parts in another order than Keras's: fused, the order in the params.
+  auto e = prepared(engine_of(lstm_step({2, 0, 3, 1}, false)));
+  EXPECT_EQ(cells(*e), 1);
+  for (const cltrain_step_desc& st : e->session().graph().steps)
+    if (st.op == CLTRAIN_OP_LSTM_CELL_OUTPUT) {
+      EXPECT_EQ(std::vector<int32_t>(st.params.perm, st.params.perm + 4), (std::vector<int32_t>{2, 0, 3, 1}));
+    }
+  auto leaked = prepared(engine_of(lstm_step({0, 1, 2, 3}, true)));
+  EXPECT_EQ(cells(*leaked), 0);
+  EXPECT_EQ(change_of_lines(leaked->rewrites(), "lstm-cells"), "");
 }
 
 }  // namespace
