@@ -32,6 +32,7 @@ std::string pad_fusion_pass(PassInput&);            // pad_fusion.cc
 std::string lstm_cells_pass(PassInput&);            // recurrent_cells.cc
 std::string gru_cells_pass(PassInput&);             // recurrent_cells.cc
 std::string activation_fusion_pass(PassInput&);     // activation_fusion.cc
+std::string sequence_projections_pass(PassInput&);  // sequence_projections.cc
 
 const std::vector<Pass>& pass_list() {
   static const std::vector<Pass> list = {
@@ -68,6 +69,7 @@ const std::vector<Pass>& pass_list() {
       {"lstm-cells", PassStage::kTraining, lstm_cells_pass},
       {"gru-cells", PassStage::kTraining, gru_cells_pass},
       {"activation-fusion", PassStage::kTraining, activation_fusion_pass},
+      {"sequence-projections", PassStage::kTraining, sequence_projections_pass},  // last: adds a tensor
   };
   return list;
 }

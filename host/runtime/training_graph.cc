@@ -127,8 +127,8 @@ class GraphBuilder {
 };
 
 void GraphBuilder::find_consumers() {
-  consumers_.assign(model_.tensors.size(), {});
-  producer_.assign(model_.tensors.size(), -1);
+  consumers_.assign(g_.tensors.size(), {});
+  producer_.assign(g_.tensors.size(), -1);
   for (size_t i = 0; i < ops_.size(); ++i) {
     if (fused_[i]) continue;
     for (int32_t t : ops_[i].inputs)
@@ -140,10 +140,23 @@ void GraphBuilder::find_consumers() {
 
 void GraphBuilder::fuse_pads() {
   fused_.assign(ops_.size(), false);
-  TrainingOps t{model_, ops_, fused_, g_.folded_into, g_.prediction};
+  TrainingOps t{model_, ops_, fused_, g_.folded_into, g_.prediction, &order_, {}};
+  t.add_tensor = [this](const std::string& name, const std::vector<int32_t>& shape) {
+    return add_tensor(name, shape, CLTRAIN_ROLE_NON_CONST, false);
+  };
   PassInput in{nullptr, model_.source};
   in.training = &t;
   g_.rewrites = run_passes(PassStage::kTraining, in);
+  // A tensor a pass added is computed: it needs a gradient where its operator's inputs do.
+  needs_grad_.resize(g_.tensors.size(), false);
+  trainable_.resize(g_.tensors.size(), false);
+  for (size_t i : order_) {
+    if (fused_[i]) continue;
+    bool any = false;
+    for (int32_t x : ops_[i].inputs) any = any || needs_grad(x);
+    for (int32_t y : ops_[i].outputs)
+      if (y >= static_cast<int32_t>(model_.tensors.size())) needs_grad_[static_cast<size_t>(y)] = any;
+  }
   find_consumers();
 }
 
@@ -172,7 +185,7 @@ class OperatorStep : public StepBuilder {
   int32_t dy() const override { return g_.grad_.at(y()); }
   bool needs_grad(int32_t t) const override { return g_.needs_grad(t); }
   int32_t grad_of(int32_t t) override {
-    if (!g_.needs_grad(t) || t == aliased) return -1;
+    if (!g_.needs_grad(t) || t == aliased || t == aliased_b) return -1;
     if (g_.is_weight(t)) weights_done.push_back(t);
     return g_.grad_target(t, &accumulate);
   }
@@ -209,7 +222,7 @@ class OperatorStep : public StepBuilder {
 
   std::vector<std::pair<int32_t, int32_t>> accumulate;  // (disposable, target) after the step
   std::vector<int32_t> weights_done;                    // weights whose gradient the step writes
-  int32_t aliased = -1;                                 // an operand whose gradient is dy's tensor
+  int32_t aliased = -1, aliased_b = -1;                 // operands whose gradient is dy's tensor
 
  private:
   GraphBuilder& g_;
@@ -261,11 +274,21 @@ void GraphBuilder::backward_step(size_t i) {
     if (needs_grad(a) && !is_weight(a) && !grad_.count(a) && a != op.inputs[1] && shape_of(a) == shape_of(y)) {
       grad_[a] = grad_.at(y);
       s.aliased = a;
+      // ADD's db is dy as well: where a and b are read by this ADD alone, no later contribution
+      // reaches either gradient, so both are dy's tensor and the step writes nothing (the sum of a
+      // recurrent step's two projections).
+      const int32_t b = op.inputs[1];
+      if (op.op == CLTRAIN_OP_ADD && needs_grad(b) && !is_weight(b) && !grad_.count(b) && shape_of(b) == shape_of(y) &&
+          consumers_[static_cast<size_t>(a)].size() == 1 && consumers_[static_cast<size_t>(b)].size() == 1) {
+        grad_[b] = grad_.at(y);
+        s.aliased_b = b;
+      }
     }
   }
   // A consumer that applied this op's activation derivative leaves it none to apply.
   if (act_applied_.count(op.outputs[0])) s.params.activation = CLTRAIN_ACT_NONE;
   d.backward(s);
+  if (std::all_of(s.out.begin(), s.out.end(), [](int32_t t) { return t < 0; })) return;  // nothing to write
   const int32_t step = add_step(op.op, CLTRAIN_PHASE_BACKWARD, fwd, s.in, s.out, s.params, -1);
   for (const auto& [disposable, target] : s.accumulate)
     add_step(CLTRAIN_OP_ACCUMULATE, CLTRAIN_PHASE_BACKWARD, fwd, {disposable}, {target}, {}, step);
@@ -415,13 +438,17 @@ TrainingGraph GraphBuilder::build() {
     for (int32_t in : op.inputs) any = any || needs_grad(in);
     for (int32_t out : op.outputs) needs_grad_[static_cast<size_t>(out)] = any;
   }
+  fuse_pads();
   // Only the operators whose outputs reach the loss run a backward step, so only they hold a
   // weight's update back: a weight also read by a branch nobody reads (a gate whose value an
-  // unrolled step does not use) is updated after its live readers, not never.
-  std::vector<bool> live(model_.tensors.size(), false);
+  // unrolled step does not use) is updated after its live readers, not never. Counted on the
+  // operators as trained (a training pass may change which operators read a weight).
+  std::vector<bool> live(g_.tensors.size(), false);
   live[static_cast<size_t>(g_.prediction)] = true;
-  for (size_t i = model_.operators.size(); i-- > 0;) {  // the model's order is a topological one
-    const Operator& op = model_.operators[i];
+  for (size_t k = order_.size(); k-- > 0;) {
+    const size_t i = order_[k];
+    if (fused_[i]) continue;
+    const Operator& op = ops_[i];
     bool reaches = false;
     for (int32_t out : op.outputs) reaches = reaches || (out >= 0 && live[static_cast<size_t>(out)]);
     if (!reaches) continue;
@@ -432,7 +459,6 @@ TrainingGraph GraphBuilder::build() {
   }
   for (const auto& [w, n] : remaining_) g_.weights.push_back(w);
 
-  fuse_pads();
   for (size_t i : order_) forward_step(i);
   g_.num_forward = static_cast<int32_t>(g_.steps.size());
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -75,7 +76,7 @@ TEST(PassList, OneListInStageOrderWithUniqueNames) {
     EXPECT_GE(static_cast<int>(p.stage), static_cast<int>(last)) << p.name << " is out of its stage's place";
     last = p.stage;
   }
-  EXPECT_EQ(names.size(), 25u);
+  EXPECT_EQ(names.size(), 26u);
 }
 
 TEST(PassList, NothingFiresOnAPlainModel) {
@@ -802,6 +803,44 @@ TEST(PadFusion, PadFoldsIntoTheConvolution) {
   EXPECT_TRUE(prepared(engine_of(b2))->rewrites().empty());
 }
 
+// Three Adam steps of a sequence model on one backend with the training passes `skip` names left
+// out: the losses, every trained weight, the forward steps of `op` and the line of `pass`.
+struct ThreeSteps {
+  std::vector<float> losses;
+  std::vector<std::vector<float>> trained;
+  size_t steps_of_op = 0;
+  std::string change;
+  size_t launches = 0;  // forward and backward steps
+};
+ThreeSteps train_three_steps(const std::string& file, const char* backend, const char* skip, int32_t op,
+                             const std::string& pass) {
+  if (*skip) setenv("CLTRAIN_SKIP_TRAINING_PASSES", skip, 1);
+  auto e = Engine::from_file(file);
+  Settings s;
+  s.backends = {backend};
+  e->set_settings(s);
+  e->prepare();
+  unsetenv("CLTRAIN_SKIP_TRAINING_PASSES");
+  ThreeSteps r;
+  const TrainingGraph& g = e->session().graph();
+  r.steps_of_op = static_cast<size_t>(std::count_if(g.steps.begin(), g.steps.begin() + g.num_forward,
+                                                    [&](const cltrain_step_desc& st) { return st.op == op; }));
+  r.launches = g.steps.size();
+  r.change = change_of_lines(e->rewrites(), pass);
+  EXPECT_TRUE(std::none_of(e->model().rewrites.begin(), e->model().rewrites.end(),
+                           [&](const Rewrite& w) { return w.pass == pass; }));  // the model is unchanged
+  const int64_t rows = e->batch();
+  std::vector<int32_t> ids(static_cast<size_t>(rows) * e->input_size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i * 7 % 40);
+  std::vector<float> y(static_cast<size_t>(rows) * e->output_size(), 0.0f);
+  for (size_t i = 0; i < static_cast<size_t>(rows); ++i) y[i * e->output_size() + i % e->output_size()] = 1.0f;
+  e->set_input_int32(ids.data(), ids.size());
+  e->set_expected(y.data(), y.size());
+  for (int k = 0; k < 3; ++k) r.losses.push_back(e->train_step());
+  for (const std::string& w : e->trained_weight_names()) r.trained.push_back(e->weight(w));
+  return r;
+}
+
 // The training passes that fuse: an LSTM's and a GRU's steps as TensorFlow's converter writes
 // them become the cells of cltrain_ops.h, a SimpleRNN's standalone TANH the fused activation of
 // its ADD, in the training graph only; the training is bitwise the unfused graph's (losses and
@@ -827,38 +866,64 @@ TEST(TrainingPasses, FusedGraphsTrainBitwiseAsUnfused) {
   for (const Case& c : cases)
     for (const char* backend : {"cpu", "opencl"}) {
       SCOPED_TRACE(c.file + " on " + backend);
-      std::vector<std::vector<float>> trained[2];
-      std::vector<float> losses[2];
-      for (int fused = 1; fused >= 0; --fused) {
-        if (!fused) setenv("CLTRAIN_SKIP_TRAINING_PASSES", "lstm-cells,gru-cells,activation-fusion", 1);
-        auto e = Engine::from_file(c.file);
-        Settings s;
-        s.backends = {backend};
-        e->set_settings(s);
-        e->prepare();
-        unsetenv("CLTRAIN_SKIP_TRAINING_PASSES");
-        const TrainingGraph& g = e->session().graph();
-        const size_t cells =
-            static_cast<size_t>(std::count_if(g.steps.begin(), g.steps.begin() + g.num_forward,
-                                              [&](const cltrain_step_desc& st) { return st.op == c.op; }));
-        EXPECT_EQ(cells, fused ? c.fused : c.unfused);
-        EXPECT_EQ(change_of_lines(e->rewrites(), c.pass), fused ? c.change : "");
-        EXPECT_TRUE(std::none_of(e->model().rewrites.begin(), e->model().rewrites.end(),
-                                 [&](const Rewrite& r) { return r.pass == c.pass; }));  // the model is unchanged
-        const int64_t rows = e->batch();
-        std::vector<int32_t> ids(static_cast<size_t>(rows) * e->input_size());
-        for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i * 7 % 40);
-        std::vector<float> y(static_cast<size_t>(rows) * e->output_size(), 0.0f);
-        for (size_t i = 0; i < static_cast<size_t>(rows); ++i) y[i * e->output_size() + i % e->output_size()] = 1.0f;
-        e->set_input_int32(ids.data(), ids.size());
-        e->set_expected(y.data(), y.size());
-        for (int k = 0; k < 3; ++k) losses[fused].push_back(e->train_step());
-        for (const std::string& w : e->trained_weight_names()) trained[fused].push_back(e->weight(w));
+      const ThreeSteps fused = train_three_steps(c.file, backend, "", c.op, c.pass);
+      const ThreeSteps unfused =
+          train_three_steps(c.file, backend, "lstm-cells,gru-cells,activation-fusion", c.op, c.pass);
+      EXPECT_EQ(fused.steps_of_op, c.fused);
+      EXPECT_EQ(unfused.steps_of_op, c.unfused);
+      EXPECT_EQ(fused.change, c.change);
+      EXPECT_EQ(unfused.change, "");
+      EXPECT_EQ(fused.losses, unfused.losses);
+      ASSERT_EQ(fused.trained.size(), unfused.trained.size());
+      for (size_t w = 0; w < fused.trained.size(); ++w)
+        EXPECT_TRUE(std::memcmp(fused.trained[w].data(), unfused.trained[w].data(), fused.trained[w].size() * 4) == 0)
+            << w;
+    }
+}
+
+// sequence-projections: the input projections of every step as one FullyConnected over the
+// sequence (with the LSTM's bias as its bias) train as the per-step projections do, within
+// rounding (dW summed over the steps in one GEMM, the bias added before the state's projection):
+// losses and trained weights of 3 Adam steps within 1e-5, on the CPU and OpenCL, with fewer steps.
+TEST(TrainingPasses, SequenceProjectionsTrainAsPerStepProjections) {
+  struct Case {
+    std::string file, change;
+    size_t fcs, fcs_unfused;  // forward FullyConnected steps with and without the pass
+  };
+  const std::vector<Case> cases = {
+      {kData + "/text_lstm.tflite",
+       "projected the inputs of 32 recurrent steps in 1 FullyConnected over the sequence (with 1 shared bias)", 34, 65},
+      {kData + "/text_gru.tflite", "projected the inputs of 32 recurrent steps in 1 FullyConnected over the sequence",
+       34, 65},
+      {kData + "/while_stacked.tflite",
+       "projected the inputs of 10 recurrent steps in 1 FullyConnected over the sequence (with 1 shared bias)", 0, 0},
+      {kData + "/while_simple_rnn.tflite",
+       "projected the inputs of 10 recurrent steps in 1 FullyConnected over the sequence", 0, 0},
+  };
+  for (const Case& c : cases)
+    for (const char* backend : {"cpu", "opencl"}) {
+      SCOPED_TRACE(c.file + " on " + backend);
+      const ThreeSteps batched =
+          train_three_steps(c.file, backend, "", CLTRAIN_OP_FULLY_CONNECTED, "sequence-projections");
+      const ThreeSteps per_step = train_three_steps(c.file, backend, "sequence-projections", CLTRAIN_OP_FULLY_CONNECTED,
+                                                    "sequence-projections");
+      EXPECT_EQ(batched.change, c.change);
+      EXPECT_EQ(per_step.change, "");
+      if (c.fcs) {
+        EXPECT_EQ(batched.steps_of_op, c.fcs);
+        EXPECT_EQ(per_step.steps_of_op, c.fcs_unfused);
       }
-      EXPECT_EQ(losses[1], losses[0]);
-      ASSERT_EQ(trained[1].size(), trained[0].size());
-      for (size_t w = 0; w < trained[0].size(); ++w)
-        EXPECT_TRUE(std::memcmp(trained[1][w].data(), trained[0][w].data(), trained[0][w].size() * 4) == 0) << w;
+      EXPECT_LT(batched.launches, per_step.launches);
+      ASSERT_EQ(batched.losses.size(), per_step.losses.size());
+      for (size_t k = 0; k < batched.losses.size(); ++k)
+        EXPECT_NEAR(batched.losses[k], per_step.losses[k], 1e-5 * std::fabs(per_step.losses[k])) << k;
+      ASSERT_EQ(batched.trained.size(), per_step.trained.size());
+      double worst = 0;
+      for (size_t w = 0; w < batched.trained.size(); ++w)
+        for (size_t i = 0; i < batched.trained[w].size(); ++i)
+          worst = std::max(worst, std::fabs(static_cast<double>(batched.trained[w][i]) - per_step.trained[w][i]) /
+                                      std::max(1.0, std::fabs(static_cast<double>(per_step.trained[w][i]))));
+      EXPECT_LE(worst, 1e-5);
     }
 }
 
