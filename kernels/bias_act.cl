@@ -2,8 +2,8 @@
 // on an output viewed as [ROWS, COLS] (COLS = output channels) with the bias along COLS.
 // Definitions: COLS; ACT (cltrain_activation); HAS_BIAS (0 or 1); storage (common.cl) of the
 // backward's operands: Y_H for y, DY_H for dy; VEC (bias_grad's lanes: 1, 4, 8 or 16, dividing
-// COLS; bias_vec() in ops/op.h). The rows are an argument: layers of one width at other batch or
-// image sizes share a program.
+// COLS; bias_vec() in ops/op.h); ACC (bias_grad adds its sums into db). The rows are an
+// argument: layers of one width at other batch or image sizes share a program.
 
 // Forward, in place on the GEMM result: y = act(acc + b). (A float16 y takes its bias and
 // activation in the GEMM's epilogue instead, gemm.cl's EPI, so that it is rounded once.)
@@ -36,5 +36,8 @@ __kernel void bias_grad(__global float* pool, uint dz_off, uint db_off, uint row
   __global const CLT_T(DY_H)* dz = CLT_PTR(DY_H) + dz_off + c;
   vfloat s = 0.0f;
   for (uint r = 0; r < rows; ++r) s = s + CLT_VLD(DY_H, dz + r * COLS);
+#if ACC
+  s = VLOAD(pool + db_off + c) + s;  // ACCUMULATE_FC_GRADS: db += the sum
+#endif
   VSTORE(s, pool + db_off + c);
 }

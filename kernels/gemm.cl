@@ -92,8 +92,10 @@
 #endif
 #if C_H
 #define C_STOREV(x, v, p) VSTORE(NARROWV(x), (v), (p))
+#define C_STOREV_BETA(x, v, p)  // a float16 C with beta != 0 stores element by element
 #else
 #define C_STOREV VSTORE
+#define C_STOREV_BETA(x, v, p) VSTORE(alpha*(x) + beta * VLOAD((v), (p)), (v), (p))
 #endif
 
 #if A_KM
@@ -225,15 +227,20 @@ static inline VEC epi_vec(VEC x, int i, int j, __global const float* pool, uint 
 #endif
 // C of the tile whose columns start at block column CS: its columns from FROM (>= CS) to the
 // tile's or the block's end, rows below M. Whole tiles of a row-major C with beta 0 store as
-// vectors (through EPI_VEC).
+// vectors (through EPI_VEC), and of a float32 C with beta != 0 too (alpha acc + beta C per lane,
+// as the element-by-element store computes it).
 #define STORE_TILE(CS, FROM)                                                                                           \
   _Pragma("unroll") for (int r = 0; r < MR; ++r) {                                                                     \
     const int i = ib + r0 + r;                                                                                         \
     if (i < M) {                                                                                                       \
-      if (!C_T && (CS) == (FROM) && (CS) + NR <= nb && beta == 0.0f) {                                                 \
+      if (!C_T && (CS) == (FROM) && (CS) + NR <= nb && (beta == 0.0f || !C_H)) {                                       \
         __global CLT_T(C_H)* cr = C + C_AT(i, jb + (CS));                                                              \
-        _Pragma("unroll") for (int v = 0; v < NV; ++v)                                                                 \
-            C_STOREV(EPI_VEC(alpha* acc[r][v], i, jb + (CS) + VW * v), v, cr);                                         \
+        if (beta == 0.0f) {                                                                                            \
+          _Pragma("unroll") for (int v = 0; v < NV; ++v)                                                               \
+              C_STOREV(EPI_VEC(alpha* acc[r][v], i, jb + (CS) + VW * v), v, cr);                                       \
+        } else {                                                                                                       \
+          _Pragma("unroll") for (int v = 0; v < NV; ++v) C_STOREV_BETA(acc[r][v], v, cr);                              \
+        }                                                                                                              \
       } else {                                                                                                         \
         _Pragma("unroll") for (int v = 0; v < NV; ++v) {                                                               \
           float out[VW];                                                                                               \

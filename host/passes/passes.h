@@ -79,8 +79,9 @@ struct TrainingOps {
   std::vector<bool>& fused;                 // per operator: folded into another (not run)
   std::map<int32_t, int32_t>& folded_into;  // folded operator -> the operator it went into
   int32_t prediction = -1;                  // the tensor the loss reads (never folded away)
-  // The operators in the order their forward steps run (a topological one; backward: reversed).
-  const std::vector<size_t>* order = nullptr;
+  // The operators in the order their forward steps run (a topological one; backward: reversed). A
+  // pass may move an operator later, before its first reader.
+  std::vector<size_t>* order = nullptr;
   // A tensor the training graph adds (float32, computed), its index after the model's: only the
   // last pass of the list may add one (the others size their tables by the model's tensors).
   std::function<int32_t(const std::string& name, const std::vector<int32_t>& shape)> add_tensor;

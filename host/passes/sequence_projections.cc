@@ -136,6 +136,14 @@ class Projections {
   std::vector<size_t> position_;
 };
 
+// Moves operator `op` to run right before `reader` (which runs after it).
+void move_before(std::vector<size_t>& order, size_t op, size_t reader) {
+  const auto from = std::find(order.begin(), order.end(), op);
+  if (from == order.end() || std::find(from, order.end(), reader) == order.end()) return;
+  order.erase(from);
+  order.insert(std::find(order.begin(), order.end(), reader), op);
+}
+
 }  // namespace
 
 std::string sequence_projections_pass(PassInput& in) {
@@ -178,6 +186,13 @@ std::string sequence_projections_pass(PassInput& in) {
     t.ops[slot].inputs = batched.inputs;
     t.ops[slot].outputs = batched.outputs;
     t.ops[slot].params = batched.params;
+    // Each step's slice runs right before the operator that reads it (after the state's
+    // projection): its backward, which adds dp_t into its box of dP, then runs before that
+    // projection's, and p_t lives one step.
+    for (const Projections::Step& st : steps) {
+      const std::vector<size_t>& r = p.readers(t.ops[st.fc].outputs[0]);
+      if (r.size() == 1) move_before(*t.order, st.fc, r[0]);
+    }
     for (const auto& [a1, a2] : adds) {  // z = (p_t + c) + q: the first ADD writes the second's sum
       t.ops[a1].outputs = t.ops[a2].outputs;
       t.ops[a1].params.activation = t.ops[a2].params.activation;

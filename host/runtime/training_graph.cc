@@ -108,6 +108,7 @@ class GraphBuilder {
   const Model& model_;
   const TrainOptions& opt_;
   std::vector<size_t> order_;
+  std::vector<size_t> position_;  // per operator: its place in order_
   // The model's operators as trained: a Pad that only feeds a VALID convolution whose SAME
   // padding is the same pad is folded into it (fused_[pad] set, the convolution reads the Pad's
   // input with SAME padding): the padded tensor is never stored.
@@ -186,6 +187,7 @@ class OperatorStep : public StepBuilder {
   bool needs_grad(int32_t t) const override { return g_.needs_grad(t); }
   int32_t grad_of(int32_t t) override {
     if (!g_.needs_grad(t) || t == aliased || t == aliased_b) return -1;
+    if (std::find(accumulated.begin(), accumulated.end(), t) != accumulated.end()) return -1;
     if (g_.is_weight(t)) weights_done.push_back(t);
     return g_.grad_target(t, &accumulate);
   }
@@ -223,6 +225,7 @@ class OperatorStep : public StepBuilder {
   std::vector<std::pair<int32_t, int32_t>> accumulate;  // (disposable, target) after the step
   std::vector<int32_t> weights_done;                    // weights whose gradient the step writes
   int32_t aliased = -1, aliased_b = -1;                 // operands whose gradient is dy's tensor
+  std::vector<int32_t> accumulated;                     // weights an ACCUMULATE_FC_GRADS step adds into
 
  private:
   GraphBuilder& g_;
@@ -274,21 +277,50 @@ void GraphBuilder::backward_step(size_t i) {
     if (needs_grad(a) && !is_weight(a) && !grad_.count(a) && a != op.inputs[1] && shape_of(a) == shape_of(y)) {
       grad_[a] = grad_.at(y);
       s.aliased = a;
-      // ADD's db is dy as well: where a and b are read by this ADD alone, no later contribution
-      // reaches either gradient, so both are dy's tensor and the step writes nothing (the sum of a
-      // recurrent step's two projections).
+      // ADD's db is dy as well where a and b are read by this ADD alone (no later contribution
+      // reaches either gradient) and the operand whose backward runs first only reads it: a SLICE
+      // whose x has a gradient, which adds dy into its box (ACCUMULATE_BOX reads a, where a backward
+      // may overwrite its dy). Then both are dy's tensor and the step writes nothing (the sum of a
+      // recurrent step's projection slice and its state's projection).
       const int32_t b = op.inputs[1];
       if (op.op == CLTRAIN_OP_ADD && needs_grad(b) && !is_weight(b) && !grad_.count(b) && shape_of(b) == shape_of(y) &&
-          consumers_[static_cast<size_t>(a)].size() == 1 && consumers_[static_cast<size_t>(b)].size() == 1) {
-        grad_[b] = grad_.at(y);
-        s.aliased_b = b;
+          consumers_[static_cast<size_t>(a)].size() == 1 && consumers_[static_cast<size_t>(b)].size() == 1 &&
+          producer_[static_cast<size_t>(a)] >= 0 && producer_[static_cast<size_t>(b)] >= 0) {
+        const size_t pa = static_cast<size_t>(producer_[static_cast<size_t>(a)]);
+        const size_t pb = static_cast<size_t>(producer_[static_cast<size_t>(b)]);
+        const Operator& first = ops_[position_[pa] > position_[pb] ? pa : pb];  // its backward runs first
+        if (first.op == CLTRAIN_OP_SLICE && needs_grad(first.inputs[0]) && grad_.count(first.inputs[0])) {
+          grad_[b] = grad_.at(y);
+          s.aliased_b = b;
+        }
       }
     }
   }
   // A consumer that applied this op's activation derivative leaves it none to apply.
   if (act_applied_.count(op.outputs[0])) s.params.activation = CLTRAIN_ACT_NONE;
+  // A FullyConnected without activation whose weight (or bias) already has a gradient (a
+  // recurrent step's shared W, U, b) adds its dW and db into it in an ACCUMULATE_FC_GRADS step
+  // before its backward, which then computes dx alone (and stays dy's last reader, as backends may
+  // overwrite dy): no disposable, no ACCUMULATE.
+  int32_t acc_w = -1, acc_b = -1;
+  if (op.op == CLTRAIN_OP_FULLY_CONNECTED && s.params.activation == CLTRAIN_ACT_NONE) {
+    const auto has_grad = [&](int32_t t) { return is_weight(t) && grad_.count(t) ? grad_.at(t) : -1; };
+    acc_w = has_grad(op.inputs[1]);
+    acc_b = op.inputs.size() > 2 ? has_grad(op.inputs[2]) : -1;
+    if (acc_w >= 0) s.accumulated.push_back(op.inputs[1]);
+    if (acc_b >= 0) s.accumulated.push_back(op.inputs[2]);
+    if (!s.accumulated.empty()) {
+      const int32_t acc = add_step(CLTRAIN_OP_ACCUMULATE_FC_GRADS, CLTRAIN_PHASE_BACKWARD, fwd,
+                                   {acc_w >= 0 ? op.inputs[0] : -1, grad_.at(op.outputs[0])}, {acc_w, acc_b}, {}, -1);
+      update_steps_after(acc, s.accumulated);
+    }
+  }
   d.backward(s);
-  if (std::all_of(s.out.begin(), s.out.end(), [](int32_t t) { return t < 0; })) return;  // nothing to write
+  // Nothing to write: ADD's operands both take dy's tensor, or a FullyConnected's weights are all
+  // accumulated and its x needs no gradient.
+  if ((s.aliased_b >= 0 || !s.accumulated.empty()) &&
+      std::none_of(s.out.begin(), s.out.end(), [](int32_t t) { return t >= 0; }))
+    return;
   const int32_t step = add_step(op.op, CLTRAIN_PHASE_BACKWARD, fwd, s.in, s.out, s.params, -1);
   for (const auto& [disposable, target] : s.accumulate)
     add_step(CLTRAIN_OP_ACCUMULATE, CLTRAIN_PHASE_BACKWARD, fwd, {disposable}, {target}, {}, step);
@@ -439,6 +471,8 @@ TrainingGraph GraphBuilder::build() {
     for (int32_t out : op.outputs) needs_grad_[static_cast<size_t>(out)] = any;
   }
   fuse_pads();
+  position_.assign(ops_.size(), 0);
+  for (size_t k = 0; k < order_.size(); ++k) position_[order_[k]] = k;
   // Only the operators whose outputs reach the loss run a backward step, so only they hold a
   // weight's update back: a weight also read by a branch nobody reads (a gate whose value an
   // unrolled step does not use) is updated after its live readers, not never. Counted on the

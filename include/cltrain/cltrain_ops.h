@@ -194,6 +194,13 @@
  *     elsewhere unchanged (read and written). The backward of a SLICE whose x already has a
  *     gradient: one step and no whole-tensor disposable where SLICE's backward and an ACCUMULATE
  *     were two (a SPLIT's or UNPACK's parts). numerics: acc + a, one rounding per element.
+ * ACCUMULATE_FC_GRADS  bwd in [x, dz] out [dW, db]: dW [M, K] += dz^T x and db [M] += the column
+ *     sums of dz, with x viewed as [N, K] and dz as [N, M] (dz: FULLY_CONNECTED's dy after its
+ *     backward applied the activation's derivative in place); dW or db may be -1. The weight
+ *     gradients of a FULLY_CONNECTED whose weight already has a gradient (a recurrent step's
+ *     shared W, U and bias): one step into the gradient, where a disposable and an ACCUMULATE
+ *     were two. numerics: each sum as FULLY_CONNECTED's dW and db (over n in increasing order),
+ *     then acc + sum, one rounding per element (what an ACCUMULATE of the disposable gave).
  * CHECK_FINITE  bwd in [x0, x1, ...] (1 to 8 float32 tensors) out [flag] (one float32 element,
  *     read and written): flag = 1 where any element of any input is NaN or +-Inf (exponent bits all
  *     set), else flag unchanged. The training graph sets flag to 0 (FILL) and checks the loss and
@@ -272,7 +279,8 @@
   X(ACCUMULATE_BOX, "AccumulateBox", -1, CLTRAIN_KIND_GRAPH)                     \
   X(LSTM_CELL_STATE, "LstmCellState", -1, CLTRAIN_KIND_MODEL)                    \
   X(LSTM_CELL_OUTPUT, "LstmCellOutput", -1, CLTRAIN_KIND_MODEL)                  \
-  X(GRU_CELL, "GruCell", -1, CLTRAIN_KIND_MODEL)
+  X(GRU_CELL, "GruCell", -1, CLTRAIN_KIND_MODEL)                                 \
+  X(ACCUMULATE_FC_GRADS, "AccumulateFcGrads", -1, CLTRAIN_KIND_GRAPH)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

@@ -111,6 +111,27 @@ std::string run_forward(const StepView& s, const cltrain_run_args&) {
   return {};
 }
 
+// dW[m,k]: chain over n of dz[n,m] x[n,k] (dw overwritten).
+void weight_grad(const float* dz, const float* x, int64_t n_total, int64_t m_total, int64_t k_total, float* dw) {
+  std::fill(dw, dw + m_total * k_total, 0.0f);
+  ChainShape c;
+  c.rows = m_total;
+  c.cols = k_total;
+  c.a_step = m_total;
+  c.a_row = 1;
+  c.b_step = k_total;
+  c.acc = dw;
+  c.acc_row = k_total;
+  chain_parallel(c, {dz, x, n_total});
+}
+
+// db[m]: the sum over n, in increasing order, of dz[n,m] (db overwritten).
+void bias_grad(const float* dz, int64_t n_total, int64_t m_total, float* db) {
+  std::fill(db, db + m_total, 0.0f);
+  for (int64_t n = 0; n < n_total; ++n)
+    for (int64_t m = 0; m < m_total; ++m) db[m] = db[m] + dz[n * m_total + m];
+}
+
 std::string run_backward(const StepView& s, const cltrain_run_args&) {
   const float* x = s.in[0].data;
   const float* w = s.in[1].data;
@@ -136,22 +157,47 @@ std::string run_backward(const StepView& s, const cltrain_run_args&) {
     c.acc_row = k_total;
     chain_parallel(c, {dz, w, m_total});
   }
-  if (dw) {  // dW[m,k]: chain over n of dz[n,m] x[n,k]
-    std::fill(dw, dw + m_total * k_total, 0.0f);
-    ChainShape c;
-    c.rows = m_total;
-    c.cols = k_total;
-    c.a_step = m_total;
-    c.a_row = 1;
-    c.b_step = k_total;
-    c.acc = dw;
-    c.acc_row = k_total;
-    chain_parallel(c, {dz, x, n_total});
+  if (dw) weight_grad(dz, x, n_total, m_total, k_total, dw);
+  if (db) bias_grad(dz, n_total, m_total, db);
+  return {};
+}
+
+// ACCUMULATE_FC_GRADS: in [x, dz] out [dW, db], dW += dz^T x and db += the column sums of dz, each
+// sum as FULLY_CONNECTED's backward makes it, then added (one rounding).
+std::string check_accumulate(const StepView& s) {
+  const TensorRef &x = s.in[0], &dz = s.in[1], &dw = s.out[0], &db = s.out[1];
+  if (std::string e = require_slots(s, 2, 2); !e.empty()) return e;
+  if (std::string e = require(dz, "dz"); !e.empty()) return e;
+  if (!dw.present() && !db.present()) return "neither dW nor db is given";
+  if (dw.present()) {
+    if (dw.rank() != 2 || dw.dim(0) <= 0 || dw.dim(1) <= 0) return "dW " + shape_string(dw) + " must be [M, K]";
+    if (std::string e = require(x, "x"); !e.empty()) return e;
+    const uint64_t m = static_cast<uint64_t>(dw.dim(0)), k = static_cast<uint64_t>(dw.dim(1));
+    if (dz.elements % m != 0 || x.elements % k != 0 || dz.elements / m != x.elements / k)
+      return "dz " + shape_string(dz) + " and x " + shape_string(x) + " do not fit dW " + shape_string(dw);
   }
-  if (db) {
-    std::fill(db, db + m_total, 0.0f);
-    for (int64_t n = 0; n < n_total; ++n)
-      for (int64_t m = 0; m < m_total; ++m) db[m] = db[m] + dz[n * m_total + m];
+  if (db.present() && (db.elements == 0 || dz.elements % db.elements != 0))
+    return "dz " + shape_string(dz) + " does not fit db " + shape_string(db);
+  if (dw.present() && db.present() && db.elements != static_cast<uint64_t>(dw.dim(0)))
+    return "db " + shape_string(db) + " does not fit dW " + shape_string(dw);
+  return {};
+}
+
+std::string run_accumulate(const StepView& s, const cltrain_run_args&) {
+  const TensorRef &x = s.in[0], &dz = s.in[1], &dw = s.out[0], &db = s.out[1];
+  const int64_t m_total = dw.present() ? dw.dim(0) : static_cast<int64_t>(db.elements);
+  const int64_t n_total = static_cast<int64_t>(dz.elements) / m_total;
+  std::vector<float> sum;
+  if (dw.present()) {
+    const int64_t k_total = dw.dim(1);
+    sum.assign(static_cast<size_t>(m_total * k_total), 0.0f);
+    weight_grad(dz.data, x.data, n_total, m_total, k_total, sum.data());
+    for (size_t i = 0; i < sum.size(); ++i) dw.data[i] += sum[i];
+  }
+  if (db.present()) {
+    sum.assign(static_cast<size_t>(m_total), 0.0f);
+    bias_grad(dz.data, n_total, m_total, sum.data());
+    for (size_t i = 0; i < sum.size(); ++i) db.data[i] += sum[i];
   }
   return {};
 }
@@ -159,6 +205,7 @@ std::string run_backward(const StepView& s, const cltrain_run_args&) {
 }  // namespace
 
 extern const CpuOp kCpuOp_FULLY_CONNECTED = {{{check_forward, run_forward}, {check_backward, run_backward}, {}}};
+extern const CpuOp kCpuOp_ACCUMULATE_FC_GRADS = {{{}, {check_accumulate, run_accumulate}, {}}};
 
 }  // namespace cpu
 }  // namespace cltrain

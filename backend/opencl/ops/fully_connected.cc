@@ -2,7 +2,8 @@
 //   forward:  GEMM y = x W^T (CLBlast), then bias_act (bias and activation, in place).
 //   backward: act_grad (dz = act'(y) applied to dy, in place on dy), bias_grad (db = column sums
 //             of dz), GEMMs dW = dz^T x and dx = dz W.
-// kernels/bias_act.cl; CLBlast's scratch is one private tensor of the step.
+// kernels/bias_act.cl; CLBlast's scratch is one private tensor of the step. ACCUMULATE_FC_GRADS
+// (below): the backward's dW and db added into gradients that have a value.
 #include <algorithm>
 
 #include "memory_plan.h"
@@ -177,8 +178,88 @@ StepRun prepare(const OpContext& c) {
   return s.step.phase == CLTRAIN_PHASE_FORWARD ? prepare_forward(c, sh) : prepare_backward(c, sh);
 }
 
+// ACCUMULATE_FC_GRADS: in [x, dz] out [dW, db], dW += dz^T x (the GEMM with beta 1: acc + sum,
+// one rounding, as an ACCUMULATE of the disposable gave) and db += the column sums of dz
+// (bias_grad with ACC).
+struct AccShape {
+  uint64_t n = 0, m = 0, k = 0;  // dz [N, M], x [N, K], dW [M, K], db [M]
+};
+
+std::string check_acc_shape(const StepView& s, AccShape& sh) {
+  if (s.step.phase != CLTRAIN_PHASE_BACKWARD) return "has no " + phase_name(s.step.phase) + " step";
+  const int32_t x = s.in(0), dz = s.in(1), dw = s.out(0), db = s.out(1);
+  std::string why;
+  if (!(why = require_tensor(s, dz, "dz")).empty()) return why;
+  if (dw < 0 && db < 0) return "neither dW nor db is given";
+  if (dw >= 0) {
+    const cltrain_tensor_desc& wt = s.tensor(dw);
+    if (wt.rank != 2 || wt.dims[0] <= 0 || wt.dims[1] <= 0) return "dW must be [M, K]";
+    sh.m = static_cast<uint64_t>(wt.dims[0]);
+    sh.k = static_cast<uint64_t>(wt.dims[1]);
+    if (!(why = require_tensor(s, x, "x")).empty()) return why;
+    if (s.count(dz) % sh.m != 0 || s.count(x) % sh.k != 0 || s.count(dz) / sh.m != s.count(x) / sh.k)
+      return "dz and x do not fit dW";
+  } else {
+    sh.m = s.count(db);
+    if (sh.m == 0 || s.count(dz) % sh.m != 0) return "dz does not fit db";
+  }
+  sh.n = s.count(dz) / sh.m;
+  if (db >= 0 && !(why = require_count(s, db, "db", sh.m)).empty()) return why;
+  if (sh.n * sh.m > UINT32_MAX || sh.n * sh.k > UINT32_MAX) return "is too large for 32-bit indexing";
+  return {};
+}
+
+std::string check_acc(const StepView& s) {
+  AccShape sh;
+  return check_acc_shape(s, sh);
+}
+
+Gemm acc_gemm(const StepView& s, const AccShape& sh) {  // dW [M, K] += dz^T [M, N] x [N, K]
+  Gemm g;
+  g.ta = clblast::Transpose::kYes;
+  g.m = sh.m, g.n = sh.k, g.k = sh.n;
+  g.a = s.in(1), g.lda = sh.m;
+  g.b = s.in(0), g.ldb = sh.k;
+  g.c = s.out(0), g.ldc = sh.k;
+  g.beta = 1.0f;
+  g.what = s.what() + " dW += dz^T x";
+  return g;
+}
+
+StepPlan plan_acc(const OpContext& c) {
+  AccShape sh;
+  check_acc_shape(c.s, sh);
+  StepPlan out;
+  if (c.s.out(0) >= 0)
+    if (const uint64_t bytes = c.gemm_temp_bytes(acc_gemm(c.s, sh)); bytes > 0) out.scratch.push_back(bytes);
+  return out;
+}
+
+StepRun prepare_acc(const OpContext& c) {
+  const StepView& s = c.s;
+  AccShape sh;
+  check_acc_shape(s, sh);
+  const int32_t dz = s.in(1), dw = s.out(0), db = s.out(1);
+  Kernel bias_grad;
+  if (db >= 0) {
+    Defines d;
+    d.set("COLS", sh.m).set("HAS_BIAS", 0).set("ACT", CLTRAIN_ACT_NONE).set("VEC", channel_lanes(sh.m)).set("ACC", 1);
+    c.storage(d, "DY_H", dz);
+    bias_grad = c.kernel(kFamily, d, "bias_grad");
+    set_args(bias_grad, c.pool(), c.offset(dz), c.offset(db), static_cast<cl_uint>(sh.n));
+  }
+  std::vector<PreparedGemm> gs;
+  if (dw >= 0) gs.push_back(c.prepare_gemm(acc_gemm(s, sh), c.num_scratch() == 0 ? -1 : c.scratch(0)));
+  const uint64_t cols = sh.m / channel_lanes(sh.m);
+  return [bias_grad, gs, cols](const Queue& q, const cltrain_run_args*) {
+    if (bias_grad) q.launch_1d(bias_grad, cols);
+    for (const PreparedGemm& g : gs) run_gemm(q, g);
+  };
+}
+
 }  // namespace
 
 const OpFamily kOp_FULLY_CONNECTED = {check, prepare, plan, true};
+const OpFamily kOp_ACCUMULATE_FC_GRADS = {check_acc, prepare_acc, plan_acc, true};
 
 }  // namespace cltrain::ocl
