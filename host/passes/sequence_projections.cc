@@ -186,12 +186,14 @@ std::string sequence_projections_pass(PassInput& in) {
     t.ops[slot].inputs = batched.inputs;
     t.ops[slot].outputs = batched.outputs;
     t.ops[slot].params = batched.params;
-    // Each step's slice runs right before the operator that reads it (after the state's
-    // projection): its backward, which adds dp_t into its box of dP, then runs before that
-    // projection's, and p_t lives one step.
+    // A step's slice that an ADD reads (an LSTM's p_t + h U) runs right before it, after the
+    // state's projection: its backward, which adds dz into its box of dP, then runs before that
+    // projection's, and the ADD's operands can both take dz (training_graph.cc). Others stay
+    // where they are (a GRU cell keeps its p_t for its backward: run late, they would keep P
+    // alive through the forward as well).
     for (const Projections::Step& st : steps) {
       const std::vector<size_t>& r = p.readers(t.ops[st.fc].outputs[0]);
-      if (r.size() == 1) move_before(*t.order, st.fc, r[0]);
+      if (r.size() == 1 && t.ops[r[0]].op == CLTRAIN_OP_ADD) move_before(*t.order, st.fc, r[0]);
     }
     for (const auto& [a1, a2] : adds) {  // z = (p_t + c) + q: the first ADD writes the second's sum
       t.ops[a1].outputs = t.ops[a2].outputs;
