@@ -91,8 +91,9 @@ namespace {
 // A training pass only fuses what the training graph would run anyway: CLTRAIN_SKIP_TRAINING_PASSES
 // (names, comma-separated) leaves those it names out, so that a difference can be bisected and a
 // test can hold a fusion to the graph without it.
-bool skipped(const Pass& p) {
+bool skipped(const Pass& p, const PassInput& in) {
   if (p.stage != PassStage::kTraining) return false;
+  if (in.skip && std::find(in.skip->begin(), in.skip->end(), p.name) != in.skip->end()) return true;
   const char* env = std::getenv("CLTRAIN_SKIP_TRAINING_PASSES");
   if (!env) return false;
   const std::string names = std::string(",") + env + ",";
@@ -104,7 +105,7 @@ bool skipped(const Pass& p) {
 std::vector<Rewrite> run_passes(PassStage stage, PassInput& in) {
   std::vector<Rewrite> log;
   for (const Pass& p : pass_list()) {
-    if (p.stage != stage || skipped(p)) continue;
+    if (p.stage != stage || skipped(p, in)) continue;
     std::string change = p.run(in);
     if (!change.empty()) log.push_back({p.name, std::move(change)});
   }

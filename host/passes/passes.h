@@ -88,13 +88,14 @@ struct TrainingOps {
 };
 
 struct PassInput {
-  Model* m;                                   // import, load, setup: the model rewritten; training: none
-  const std::string& what;                    // the model's name for errors
-  std::vector<FileOperator>* file = nullptr;  // import stage
-  const SubgraphReader* subgraphs = nullptr;  // import stage: the file's other subgraphs
-  const SetupChoices* choices = nullptr;      // setup stage
-  SetupResults* results = nullptr;            // setup stage
-  TrainingOps* training = nullptr;            // training stage
+  Model* m;                                        // import, load, setup: the model rewritten; training: none
+  const std::string& what;                         // the model's name for errors
+  std::vector<FileOperator>* file = nullptr;       // import stage
+  const SubgraphReader* subgraphs = nullptr;       // import stage: the file's other subgraphs
+  const SetupChoices* choices = nullptr;           // setup stage
+  SetupResults* results = nullptr;                 // setup stage
+  TrainingOps* training = nullptr;                 // training stage
+  const std::vector<std::string>* skip = nullptr;  // training stage: passes left out (by name)
 };
 
 // Takes the operators marked in drop out of m.operators into Model::folded_ops (the file keeps

@@ -14,6 +14,7 @@
 #include "checkpoint.h"
 #include "model/export.h"
 #include "passes/passes.h"
+#include "planner.h"
 #include "train_config.h"
 #include "trainer.h"
 
@@ -243,20 +244,41 @@ void Engine::prepare(bool dry) {
   const std::string cache_dir = cache_directory(settings_.cache_dir, &warning);
   if (!warning.empty()) warnings_.push_back(warning);
   config.cache_dir = cache_dir.empty() ? nullptr : cache_dir.c_str();
-  std::vector<std::unique_ptr<Backend>> backends;
-  for (const std::string& name : names) {
-    std::string why;
-    auto b = open_backend(name, config, &why);
-    if (b)
-      backends.push_back(std::move(b));
-    else
-      warnings_.push_back(why + "; continuing without it");
-  }
-  const bool others = backends.size() > 1;
-  auto session = std::make_unique<Session>(std::move(graph), std::move(backends));
+  const auto open_backends = [&](bool warn) {
+    std::vector<std::unique_ptr<Backend>> backends;
+    for (const std::string& name : names) {
+      std::string why;
+      auto b = open_backend(name, config, &why);
+      if (b)
+        backends.push_back(std::move(b));
+      else if (warn)
+        warnings_.push_back(why + "; continuing without it");
+    }
+    return backends;
+  };
+  const bool projections = std::any_of(graph.rewrites.begin(), graph.rewrites.end(),
+                                       [](const Rewrite& r) { return r.pass == "sequence-projections"; });
+  auto session = std::make_unique<Session>(std::move(graph), open_backends(true));
+  const bool others = session->num_backends() > 1;
   session->set_half_storage(settings_.half_storage);
   try {
-    session->prepare(settings_.memory_budget, dry);
+    try {
+      session->prepare(settings_.memory_budget, dry);
+    } catch (const MemoryBudgetError&) {
+      // The whole sequence's projections (and their gradient) live at once, where the per-step
+      // graph held one step's: under a budget they do not fit, train without them.
+      if (!projections) throw;
+      TrainOptions options = train_options(settings_);
+      options.skip_training_passes = {"sequence-projections"};
+      TrainingGraph per_step = build_training_graph(model_, options);
+      log_rewrites(per_step.rewrites);
+      session = std::make_unique<Session>(std::move(per_step), open_backends(false));
+      session->set_half_storage(settings_.half_storage);
+      session->prepare(settings_.memory_budget, dry);
+      warnings_.push_back(
+          "memory budget: the projections of whole sequences (sequence-projections) do not fit; training with "
+          "per-step projections");
+    }
   } catch (const BackendError& e) {
     // A backend that fails at prepare (a device out of memory, a driver's error) leaves the
     // training to the CPU backend, as one that cannot start does; the CPU's own failure stands.

@@ -147,6 +147,7 @@ void GraphBuilder::fuse_pads() {
   };
   PassInput in{nullptr, model_.source};
   in.training = &t;
+  in.skip = &opt_.skip_training_passes;
   g_.rewrites = run_passes(PassStage::kTraining, in);
   // A tensor a pass added is computed: it needs a gradient where its operator's inputs do.
   needs_grad_.resize(g_.tensors.size(), false);

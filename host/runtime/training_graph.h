@@ -31,6 +31,9 @@ struct TrainOptions {
   float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-7f;
   int32_t num_trainable_ops = -1;  // -1: all, 0: none, N: the last N operators
   std::vector<int32_t> op_ranks;   // per operator (kRank*); when given, overrides num_trainable_ops
+  // Training passes left out (their names; as CLTRAIN_SKIP_TRAINING_PASSES): the engine leaves
+  // out sequence-projections where its graph does not fit the memory budget.
+  std::vector<std::string> skip_training_passes;
 };
 
 struct TrainingGraph {

@@ -927,6 +927,47 @@ TEST(TrainingPasses, SequenceProjectionsTrainAsPerStepProjections) {
     }
 }
 
+// The whole sequence's projections and their gradient live at once: where that graph does not fit
+// --memory_budget, the engine trains the per-step projections, with a warning, and says which
+// least fits when neither does.
+TEST(TrainingPasses, neg_SequenceProjectionsGiveWayToTheMemoryBudget) {
+  const auto prepared_with = [](uint64_t budget) {
+    auto e = Engine::from_file(kData + "/text_lstm.tflite");
+    Settings s;
+    s.backends = {"cpu"};
+    s.batch_size = 8;
+    s.memory_budget = budget;
+    e->set_settings(s);
+    e->prepare();
+    return e;
+  };
+  const auto projected = [](const Engine& e) {
+    return change_of_lines(e.rewrites(), "sequence-projections").rfind("projected the inputs of 32", 0) == 0;
+  };
+  const auto warned = [](const Engine& e) {
+    return std::any_of(e.warnings().begin(), e.warnings().end(), [](const std::string& w) {
+      return w.find("(sequence-projections) do not fit") != std::string::npos;
+    });
+  };
+  auto roomy = prepared_with(4u << 20);
+  EXPECT_TRUE(projected(*roomy));
+  EXPECT_FALSE(warned(*roomy));
+  auto tight = prepared_with(820u << 10);  // text_lstm at batch 8: 1,098 KB projected, 825 KB per step
+  EXPECT_FALSE(projected(*tight));
+  EXPECT_TRUE(warned(*tight));
+  std::vector<int32_t> ids(8 * tight->input_size(), 3);
+  std::vector<float> y(8 * tight->output_size(), 0.25f);
+  tight->set_input_int32(ids.data(), ids.size());
+  tight->set_expected(y.data(), y.size());
+  EXPECT_TRUE(std::isfinite(tight->train_step()));
+  try {
+    prepared_with(300u << 10);
+    ADD_FAILURE() << "a budget below the per-step graph's least prepared";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("below the least this model trains in"), std::string::npos) << e.what();
+  }
+}
+
 // One LSTM step built by hand, its gates in the parts order (i, f, g, o) = `parts`; with
 // `leak`, the input gate is also read by the output (the step then must stay unfused).
 ModelBuilder lstm_step(std::array<int32_t, 4> parts, bool leak) {
