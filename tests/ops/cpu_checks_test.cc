@@ -232,6 +232,24 @@ TEST(CpuChecks, neg_RecurrentCellsWithBadPartsOrShapes) {
   EXPECT_NE(s.refusal().find("state projection"), std::string::npos) << s.refusal();
 }
 
+TEST(CpuChecks, neg_AccumulateFcGradsWithShapesThatDoNotFit) {
+  Step s;
+  const int32_t x = s.tensor({8, 5}), dz = s.tensor({8, 12}), dw = s.tensor({12, 5}), db = s.tensor({12});
+  const int32_t short_x = s.tensor({7, 5}), narrow_db = s.tensor({11}), flat_dw = s.tensor({60});
+  s.set(CLTRAIN_OP_ACCUMULATE_FC_GRADS, CLTRAIN_PHASE_BACKWARD, {x, dz}, {dw, db});
+  EXPECT_EQ(s.refusal(), "");
+  s.set(CLTRAIN_OP_ACCUMULATE_FC_GRADS, CLTRAIN_PHASE_BACKWARD, {-1, dz}, {-1, db});  // db alone needs no x
+  EXPECT_EQ(s.refusal(), "");
+  s.set(CLTRAIN_OP_ACCUMULATE_FC_GRADS, CLTRAIN_PHASE_BACKWARD, {short_x, dz}, {dw, db});  // 7 rows against 8
+  EXPECT_NE(s.refusal().find("do not fit"), std::string::npos) << s.refusal();
+  s.set(CLTRAIN_OP_ACCUMULATE_FC_GRADS, CLTRAIN_PHASE_BACKWARD, {x, dz}, {dw, narrow_db});
+  EXPECT_NE(s.refusal().find("does not fit"), std::string::npos) << s.refusal();
+  s.set(CLTRAIN_OP_ACCUMULATE_FC_GRADS, CLTRAIN_PHASE_BACKWARD, {x, dz}, {flat_dw, -1});
+  EXPECT_NE(s.refusal().find("must be [M, K]"), std::string::npos) << s.refusal();
+  s.set(CLTRAIN_OP_ACCUMULATE_FC_GRADS, CLTRAIN_PHASE_BACKWARD, {x, dz}, {-1, -1});
+  EXPECT_NE(s.refusal().find("neither"), std::string::npos) << s.refusal();
+}
+
 TEST(CpuChecks, neg_MeanOverAnAxisOutsideTheRank) {
   Step s;
   const int32_t x = s.tensor({2, 3}), y = s.tensor({2});
