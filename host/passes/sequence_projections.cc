@@ -39,18 +39,19 @@ class Projections {
     for (size_t k = 0; k < t_.order->size(); ++k) position_[(*t_.order)[k]] = k;
   }
 
-  // The steps of one sequence: the slices of X along one axis, one per index, each read by a
-  // FullyConnected alone; the FullyConnecteds share their weight, bias and activation.
+  // The steps of the layers that read one sequence: the slices of X along one axis, each read
+  // by a FullyConnected alone; per layer (the FullyConnecteds that share weight, bias and
+  // activation: the two directions of a Bidirectional layer are two) one slice per index.
   struct Step {
     size_t slice = 0, fc = 0;
   };
-  bool steps_of(int32_t x, std::vector<Step>* steps, int32_t* axis) const {
+  bool layers_of(int32_t x, std::vector<std::vector<Step>>* layers) const {
     const Tensor& xt = m_.tensors[static_cast<size_t>(x)];
     const std::vector<int32_t>& xs = xt.shape;
     if (xt.dtype != CLTRAIN_FLOAT32 || xt.is_constant() || xs.size() < 2 || x == t_.prediction) return false;
     const size_t last = xs.size() - 1;
-    std::vector<bool> seen;
-    const Operator* first = nullptr;
+    int32_t axis = -1;
+    std::vector<std::vector<bool>> seen;
     for (size_t s : readers_[static_cast<size_t>(x)]) {
       const Operator& sl = t_.ops[s];
       if (sl.op != CLTRAIN_OP_SLICE || sl.inputs[0] != x || sl.outputs.size() != 1) return false;
@@ -61,12 +62,8 @@ class Projections {
         if (a >= 0 || cut != xs[d] - 1) return false;
         a = static_cast<int32_t>(d);
       }
-      if (a < 0 || static_cast<size_t>(a) == last || (*axis >= 0 && a != *axis)) return false;
-      *axis = a;
-      seen.resize(static_cast<size_t>(xs[static_cast<size_t>(a)]), false);
-      const int32_t k = sl.params.pad_before[static_cast<size_t>(a)];
-      if (seen[static_cast<size_t>(k)]) return false;
-      seen[static_cast<size_t>(k)] = true;
+      if (a < 0 || static_cast<size_t>(a) == last || (axis >= 0 && a != axis)) return false;
+      axis = a;
       const int32_t y = sl.outputs[0];
       if (y < 0 || y == t_.prediction || readers_[static_cast<size_t>(y)].size() != 1) return false;
       const size_t f = readers_[static_cast<size_t>(y)][0];
@@ -76,15 +73,25 @@ class Projections {
       const Tensor& w = m_.tensors[static_cast<size_t>(fc.inputs[1])];
       if (w.shape.size() != 2 || w.shape[1] != xs[last] || m_.tensors[static_cast<size_t>(y)].shape.back() != xs[last])
         return false;
-      if (first && (fc.inputs[1] != first->inputs[1] || bias(*first) != bias(fc) ||
-                    fc.params.activation != first->params.activation))
-        return false;
-      first = &fc;
-      steps->push_back({s, f});
+      size_t g = 0;
+      while (g < layers->size() && !same_layer(t_.ops[(*layers)[g][0].fc], fc)) ++g;
+      if (g == layers->size()) {
+        layers->emplace_back();
+        seen.emplace_back(static_cast<size_t>(xs[static_cast<size_t>(a)]), false);
+      }
+      const size_t k = static_cast<size_t>(sl.params.pad_before[static_cast<size_t>(a)]);
+      if (seen[g][k]) return false;
+      seen[g][k] = true;
+      (*layers)[g].push_back({s, f});
     }
-    return steps->size() >= 2 && steps->size() == seen.size();
+    for (const std::vector<Step>& l : *layers)
+      if (l.size() < 2 || l.size() != seen[0].size()) return false;
+    return !layers->empty();
   }
 
+  static bool same_layer(const Operator& a, const Operator& b) {
+    return a.inputs[1] == b.inputs[1] && bias(a) == bias(b) && a.params.activation == b.params.activation;
+  }
   static int32_t bias(const Operator& fc) { return fc.inputs.size() > 2 ? fc.inputs[2] : -1; }
 
   // Where no step has a bias and each p_t is read by ADD(p_t, q) alone, whose sum is read by
@@ -153,55 +160,58 @@ std::string sequence_projections_pass(PassInput& in) {
   Projections p(t);
   int32_t layers = 0, steps_done = 0, biases = 0;
   for (size_t x = 0; x < m.tensors.size(); ++x) {
-    std::vector<Projections::Step> steps;
-    int32_t axis = -1;
-    if (p.readers(static_cast<int32_t>(x)).empty() || !p.steps_of(static_cast<int32_t>(x), &steps, &axis)) continue;
-    // The batched FullyConnected runs where the first slice ran (before every step's projection).
-    const auto first = std::min_element(steps.begin(), steps.end(), [&](const auto& a, const auto& b) {
-      return p.position(a.slice) < p.position(b.slice);
-    });
-    const size_t slot = first->slice;
-    Operator batched = t.ops[steps[0].fc];
-    const int32_t units = m.tensors[static_cast<size_t>(batched.inputs[1])].shape[0];
-    std::vector<int32_t> ps = m.tensors[x].shape;
-    ps.back() = units;
-    std::vector<std::pair<size_t, size_t>> adds;
-    const int32_t c = p.shared_bias(steps, units, &adds);
-    const int32_t projected = t.add_tensor(std::string("projection/") + m.tensors[x].name, ps);
-    batched.inputs[0] = static_cast<int32_t>(x);
-    batched.outputs = {projected};
-    if (c >= 0) batched.inputs.resize(3), batched.inputs[2] = c;
-    for (const Projections::Step& st : steps) {
-      Operator& fc = t.ops[st.fc];
-      const Operator& slice = t.ops[st.slice];
-      fc.op = CLTRAIN_OP_SLICE;
-      fc.inputs = {projected};
-      fc.params = slice.params;
-      if (st.slice != slot) {
-        t.fused[st.slice] = true;
-        t.folded_into[static_cast<int32_t>(st.slice)] = static_cast<int32_t>(slot);
+    std::vector<std::vector<Projections::Step>> layers_here;
+    if (p.readers(static_cast<int32_t>(x)).empty() || !p.layers_of(static_cast<int32_t>(x), &layers_here)) continue;
+    for (size_t l = 0; l < layers_here.size(); ++l) {
+      const std::vector<Projections::Step>& steps = layers_here[l];
+      // The batched FullyConnected runs where the first slice ran (before every step's projection).
+      const auto first = std::min_element(steps.begin(), steps.end(), [&](const auto& a, const auto& b) {
+        return p.position(a.slice) < p.position(b.slice);
+      });
+      const size_t slot = first->slice;
+      Operator batched = t.ops[steps[0].fc];
+      const int32_t units = m.tensors[static_cast<size_t>(batched.inputs[1])].shape[0];
+      std::vector<int32_t> ps = m.tensors[x].shape;
+      ps.back() = units;
+      std::vector<std::pair<size_t, size_t>> adds;
+      const int32_t c = p.shared_bias(steps, units, &adds);
+      const int32_t projected = t.add_tensor(
+          std::string("projection/") + m.tensors[x].name + (l ? "/" + std::to_string(l) : std::string()), ps);
+      batched.inputs[0] = static_cast<int32_t>(x);
+      batched.outputs = {projected};
+      if (c >= 0) batched.inputs.resize(3), batched.inputs[2] = c;
+      for (const Projections::Step& st : steps) {
+        Operator& fc = t.ops[st.fc];
+        const Operator& slice = t.ops[st.slice];
+        fc.op = CLTRAIN_OP_SLICE;
+        fc.inputs = {projected};
+        fc.params = slice.params;
+        if (st.slice != slot) {
+          t.fused[st.slice] = true;
+          t.folded_into[static_cast<int32_t>(st.slice)] = static_cast<int32_t>(slot);
+        }
       }
+      t.ops[slot].op = batched.op;
+      t.ops[slot].inputs = batched.inputs;
+      t.ops[slot].outputs = batched.outputs;
+      t.ops[slot].params = batched.params;
+      // A step's slice that an ADD reads (an LSTM's p_t + h U) runs right before it, after the
+      // state's projection: its backward, which adds dz into its box of dP, then runs before that
+      // projection's, and the ADD's operands can both take dz (training_graph.cc). Others stay
+      // where they are (a GRU cell keeps its p_t for its backward: run late, they would keep P
+      // alive through the forward as well).
+      for (const Projections::Step& st : steps) {
+        const std::vector<size_t>& r = p.readers(t.ops[st.fc].outputs[0]);
+        if (r.size() == 1 && t.ops[r[0]].op == CLTRAIN_OP_ADD) move_before(*t.order, st.fc, r[0]);
+      }
+      for (const auto& [a1, a2] : adds) {  // z = (p_t + c) + q: the first ADD writes the second's sum
+        t.ops[a1].outputs = t.ops[a2].outputs;
+        t.ops[a1].params.activation = t.ops[a2].params.activation;
+        t.fused[a2] = true;
+        t.folded_into[static_cast<int32_t>(a2)] = static_cast<int32_t>(a1);
+      }
+      ++layers, steps_done += static_cast<int32_t>(steps.size()), biases += c >= 0;
     }
-    t.ops[slot].op = batched.op;
-    t.ops[slot].inputs = batched.inputs;
-    t.ops[slot].outputs = batched.outputs;
-    t.ops[slot].params = batched.params;
-    // A step's slice that an ADD reads (an LSTM's p_t + h U) runs right before it, after the
-    // state's projection: its backward, which adds dz into its box of dP, then runs before that
-    // projection's, and the ADD's operands can both take dz (training_graph.cc). Others stay
-    // where they are (a GRU cell keeps its p_t for its backward: run late, they would keep P
-    // alive through the forward as well).
-    for (const Projections::Step& st : steps) {
-      const std::vector<size_t>& r = p.readers(t.ops[st.fc].outputs[0]);
-      if (r.size() == 1 && t.ops[r[0]].op == CLTRAIN_OP_ADD) move_before(*t.order, st.fc, r[0]);
-    }
-    for (const auto& [a1, a2] : adds) {  // z = (p_t + c) + q: the first ADD writes the second's sum
-      t.ops[a1].outputs = t.ops[a2].outputs;
-      t.ops[a1].params.activation = t.ops[a2].params.activation;
-      t.fused[a2] = true;
-      t.folded_into[static_cast<int32_t>(a2)] = static_cast<int32_t>(a1);
-    }
-    ++layers, steps_done += static_cast<int32_t>(steps.size()), biases += c >= 0;
   }
   if (!layers) return "";
   return "projected the inputs of " + std::to_string(steps_done) + " recurrent steps in " + std::to_string(layers) +

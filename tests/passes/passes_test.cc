@@ -899,6 +899,9 @@ TEST(TrainingPasses, SequenceProjectionsTrainAsPerStepProjections) {
        "projected the inputs of 10 recurrent steps in 1 FullyConnected over the sequence (with 1 shared bias)", 0, 0},
       {kData + "/while_simple_rnn.tflite",
        "projected the inputs of 10 recurrent steps in 1 FullyConnected over the sequence", 0, 0},
+      {kData + "/while_bilstm.tflite",  // a Bidirectional layer: its two directions read one sequence
+       "projected the inputs of 20 recurrent steps in 2 FullyConnecteds over the sequence (with 2 shared biases)", 0,
+       0},
   };
   for (const Case& c : cases)
     for (const char* backend : {"cpu", "opencl"}) {
