@@ -62,6 +62,19 @@ std::string check(const StepView& s) {
   return check_shape(s, shape);
 }
 
+// dW [M, K] = dz^T [M, N] x [N, K] + beta dW (beta 0: written; 1: added, ACCUMULATE_FC_GRADS).
+Gemm weight_grad_gemm(const StepView& s, const FcShape& sh, int32_t dz, int32_t x, int32_t dw, float beta) {
+  Gemm g;
+  g.ta = clblast::Transpose::kYes;
+  g.m = sh.m, g.n = sh.k, g.k = sh.n;
+  g.a = dz, g.lda = sh.m;
+  g.b = x, g.ldb = sh.k;
+  g.c = dw, g.ldc = sh.k;
+  g.beta = beta;
+  g.what = s.what() + (beta == 0.0f ? " dW = dz^T x" : " dW += dz^T x");
+  return g;
+}
+
 // The GEMMs of the step, in the order they run.
 std::vector<Gemm> gemms(const StepView& s, const FcShape& sh) {
   std::vector<Gemm> out;
@@ -77,16 +90,7 @@ std::vector<Gemm> gemms(const StepView& s, const FcShape& sh) {
     return out;
   }
   const int32_t dy = s.in(3), dx = s.out(0), dw = s.out(1);
-  if (dw >= 0) {  // dW [M, K] = dz^T [M, N] x [N, K]
-    Gemm g;
-    g.ta = clblast::Transpose::kYes;
-    g.m = sh.m, g.n = sh.k, g.k = sh.n;
-    g.a = dy, g.lda = sh.m;
-    g.b = s.in(0), g.ldb = sh.k;
-    g.c = dw, g.ldc = sh.k;
-    g.what = s.what() + " dW = dz^T x";
-    out.push_back(g);
-  }
+  if (dw >= 0) out.push_back(weight_grad_gemm(s, sh, dy, s.in(0), dw, 0.0f));
   if (dx >= 0) {  // dx [N, K] = dz [N, M] W [M, K]
     Gemm g;
     g.m = sh.n, g.n = sh.k, g.k = sh.m;
@@ -181,11 +185,8 @@ StepRun prepare(const OpContext& c) {
 // ACCUMULATE_FC_GRADS: in [x, dz] out [dW, db], dW += dz^T x (the GEMM with beta 1: acc + sum,
 // one rounding, as an ACCUMULATE of the disposable gave) and db += the column sums of dz
 // (bias_grad with ACC).
-struct AccShape {
-  uint64_t n = 0, m = 0, k = 0;  // dz [N, M], x [N, K], dW [M, K], db [M]
-};
-
-std::string check_acc_shape(const StepView& s, AccShape& sh) {
+// Its shape as FullyConnected's: dz [N, M], x [N, K], dW [M, K], db [M].
+std::string check_acc_shape(const StepView& s, FcShape& sh) {
   if (s.step.phase != CLTRAIN_PHASE_BACKWARD) return "has no " + phase_name(s.step.phase) + " step";
   const int32_t x = s.in(0), dz = s.in(1), dw = s.out(0), db = s.out(1);
   std::string why;
@@ -210,24 +211,16 @@ std::string check_acc_shape(const StepView& s, AccShape& sh) {
 }
 
 std::string check_acc(const StepView& s) {
-  AccShape sh;
+  FcShape sh;
   return check_acc_shape(s, sh);
 }
 
-Gemm acc_gemm(const StepView& s, const AccShape& sh) {  // dW [M, K] += dz^T [M, N] x [N, K]
-  Gemm g;
-  g.ta = clblast::Transpose::kYes;
-  g.m = sh.m, g.n = sh.k, g.k = sh.n;
-  g.a = s.in(1), g.lda = sh.m;
-  g.b = s.in(0), g.ldb = sh.k;
-  g.c = s.out(0), g.ldc = sh.k;
-  g.beta = 1.0f;
-  g.what = s.what() + " dW += dz^T x";
-  return g;
+Gemm acc_gemm(const StepView& s, const FcShape& sh) {
+  return weight_grad_gemm(s, sh, s.in(1), s.in(0), s.out(0), 1.0f);
 }
 
 StepPlan plan_acc(const OpContext& c) {
-  AccShape sh;
+  FcShape sh;
   check_acc_shape(c.s, sh);
   StepPlan out;
   if (c.s.out(0) >= 0)
@@ -237,7 +230,7 @@ StepPlan plan_acc(const OpContext& c) {
 
 StepRun prepare_acc(const OpContext& c) {
   const StepView& s = c.s;
-  AccShape sh;
+  FcShape sh;
   check_acc_shape(s, sh);
   const int32_t dz = s.in(1), dw = s.out(0), db = s.out(1);
   Kernel bias_grad;
