@@ -3,7 +3,9 @@
 //
 // Definitions:
 //   OP        0 ADD, 1 SUB, 2 MUL, 3 DIV, 4 SQUARED_DIFFERENCE (t = a - b, y = t * t),
-//             5 MAXIMUM (y = a >= b ? a : b), 6 MINIMUM (y = a <= b ? a : b)
+//             5 MAXIMUM (y = a >= b ? a : b), 6 MINIMUM (y = a <= b ? a : b), the comparisons
+//             (forward only, y = 1 where true, else 0): 7 GREATER (a > b), 8 GREATER_EQUAL,
+//             9 LESS, 10 LESS_EQUAL, 11 EQUAL, 12 NOT_EQUAL
 //   ACT       fused activation (cltrain_activation: 0 NONE, 1 RELU, 2 RELU_N1_TO_1, 3 RELU6, 4 TANH)
 //   Y0..Y5    y as six merged dims, outermost first (backend/opencl/ops/dims.h)
 //   YS0..YS5  strides of y; SA0..SA5, SB0..SB5: strides of a and b, 0 along a broadcast dim
@@ -25,6 +27,12 @@
 #define ARITH_SQDIFF 4
 #define ARITH_MAX 5
 #define ARITH_MIN 6
+#define ARITH_GREATER 7
+#define ARITH_GREATER_EQUAL 8
+#define ARITH_LESS 9
+#define ARITH_LESS_EQUAL 10
+#define ARITH_EQUAL 11
+#define ARITH_NOT_EQUAL 12
 // MAXIMUM, MINIMUM: whether a is the one taken (and given the gradient).
 #define ARITH_TAKES_A(a, b) (OP == ARITH_MAX ? (a) >= (b) : (a) <= (b))
 
@@ -40,6 +48,18 @@ float arith_op(float a, float b) {
   return t * t;
 #elif OP == ARITH_MAX || OP == ARITH_MIN
   return ARITH_TAKES_A(a, b) ? a : b;
+#elif OP == ARITH_GREATER
+  return a > b ? 1.0f : 0.0f;
+#elif OP == ARITH_GREATER_EQUAL
+  return a >= b ? 1.0f : 0.0f;
+#elif OP == ARITH_LESS
+  return a < b ? 1.0f : 0.0f;
+#elif OP == ARITH_LESS_EQUAL
+  return a <= b ? 1.0f : 0.0f;
+#elif OP == ARITH_EQUAL
+  return a == b ? 1.0f : 0.0f;
+#elif OP == ARITH_NOT_EQUAL
+  return a != b ? 1.0f : 0.0f;
 #else
   return a / b;
 #endif

@@ -273,10 +273,11 @@ int iface_supports(cltrain_backend* backend, const cltrain_graph_desc* graph, in
       return &it->second;
     };
     std::string e = check_step(step, tensors, graph->num_tensors);  // also checks that op is in the list
-    // A forward step that reads nothing (FILL) has nothing to train through.
+    // A forward step that reads nothing (FILL) has nothing to train through, a comparison's mask
+    // no gradient.
     if (e.empty() && training && step.phase == CLTRAIN_PHASE_FORWARD && step.num_inputs > 0 &&
         (kOpKinds[step.op] == CLTRAIN_KIND_MODEL || kOpKinds[step.op] == CLTRAIN_KIND_LOSS) &&
-        !kOps[step.op]->phase[CLTRAIN_PHASE_BACKWARD].run)
+        !kOps[step.op]->phase[CLTRAIN_PHASE_BACKWARD].run && !kOps[step.op]->piecewise_constant)
       e = std::string(cltrain_op_name(step.op)) + " has no backward step";
     if (!e.empty()) {
       if (b) b->error = "unsupported: " + e;

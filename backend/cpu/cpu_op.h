@@ -43,6 +43,9 @@ struct PhaseFns {
 
 struct CpuOp {
   PhaseFns phase[3];  // indexed by cltrain_phase
+  // A model op without a backward step that training may still run: its output is piecewise
+  // constant (a comparison's 0/1 mask), so no gradient flows through it.
+  bool piecewise_constant = false;
 };
 
 #define CLTRAIN_CPU_DECLARE_OP(e, name, code, kind) extern const CpuOp kCpuOp_##e;

@@ -1,6 +1,7 @@
 // ADD, SUB, MUL, DIV: y = act(a op b) with numpy broadcasting between equal ranks;
 // SQUARED_DIFFERENCE: y = (a - b)^2, MAXIMUM and MINIMUM, broadcasting the same way, without a
-// fused activation.
+// fused activation; the comparisons (GREATER ... NOT_EQUAL): y = a > b (...) as a 0/1 float mask,
+// broadcasting the same way, without a backward (passes/compares.cc gives them float outputs).
 #include <algorithm>
 
 #include "graph/labels.h"
@@ -153,5 +154,31 @@ OpDescriptor extreme(int32_t op) {
 
 const OpDescriptor kOpDesc_MAXIMUM = extreme(CLTRAIN_OP_MAXIMUM);
 const OpDescriptor kOpDesc_MINIMUM = extreme(CLTRAIN_OP_MINIMUM);
+
+// A compare per element of y; no backward step (piecewise constant: no gradient flows).
+OpDescriptor comparison(int32_t op, fb::BuiltinOptions options) {
+  OpDescriptor d = binary(op, options);
+  d.fused_activation = FusedActivation::kNone;
+  d.piecewise_constant = true;
+  d.backward = nullptr;
+  d.flops = [](const StepTensors& s) { return s.forward() ? s.elements(s.out(0)) : 0; };
+  return d;
+}
+
+#define CLTRAIN_COMPARISON(e, Options)                                                                           \
+  const OpDescriptor kOpDesc_##e = [] {                                                                          \
+    OpDescriptor d = comparison(CLTRAIN_OP_##e, fb::BuiltinOptions::Options);                                    \
+    d.write_options = [](flatbuffers::FlatBufferBuilder& fbb, const Model&, const Operator&) -> WrittenOptions { \
+      return {fb::BuiltinOptions::Options, fb::Create##Options(fbb).Union()};                                    \
+    };                                                                                                           \
+    return d;                                                                                                    \
+  }();
+CLTRAIN_COMPARISON(GREATER, GreaterOptions)
+CLTRAIN_COMPARISON(GREATER_EQUAL, GreaterEqualOptions)
+CLTRAIN_COMPARISON(LESS, LessOptions)
+CLTRAIN_COMPARISON(LESS_EQUAL, LessEqualOptions)
+CLTRAIN_COMPARISON(EQUAL, EqualOptions)
+CLTRAIN_COMPARISON(NOT_EQUAL, NotEqualOptions)
+#undef CLTRAIN_COMPARISON
 
 }  // namespace cltrain

@@ -72,6 +72,9 @@ struct OpDescriptor {
   FusedActivation fused_activation = FusedActivation::kNone;
   // Its float constants are fixed values, never trained (FILL's value).
   bool fixed_constants = false;
+  // Its output is piecewise constant in its inputs (a comparison's 0/1 mask): no gradient flows
+  // through it, so the training graph gives the output none and the op needs no backward.
+  bool piecewise_constant = false;
   // Every backend's kernels take float16 storage (CLTRAIN_FLOAT16) for the op's activation and
   // back-prop tensors, rounding each output element once (cltrain_backend.h, Numerics): the host
   // stores a tensor as float16 under --storage fp16 only where all its steps' ops say so.

@@ -10,6 +10,7 @@ namespace cltrain {
 std::string state_updates_pass(PassInput&);         // state_updates.cc
 std::string masks_pass(PassInput&);                 // masks.cc
 std::string while_loops_pass(PassInput&);           // while_loops.cc
+std::string compares_pass(PassInput&);              // compares.cc
 std::string selects_pass(PassInput&);               // masks.cc
 std::string index_guards_pass(PassInput&);          // index_guards.cc
 std::string shape_operators_pass(PassInput&);       // shape_ops.cc
@@ -38,12 +39,14 @@ const std::vector<Pass>& pass_list() {
   static const std::vector<Pass> list = {
       // import: variable updates left out, masks as floats, then loops unrolled (their steps are then the file's
       // operators to the rest),
-      // the guards (their operators are then no one's), then what the host computes, then the
+      // the guards (their operators are then no one's), comparisons of floats as 0/1 masks and the
+      // selects they drive, then what the host computes, then the
       // slicing operators; the rest load as their descriptor's operator.
       {"state-updates", PassStage::kImport, state_updates_pass},
       {"masks", PassStage::kImport, masks_pass},
       {"while-loops", PassStage::kImport, while_loops_pass},
       {"index-guards", PassStage::kImport, index_guards_pass},
+      {"compares", PassStage::kImport, compares_pass},
       {"selects", PassStage::kImport, selects_pass},
       {"shape-operators", PassStage::kImport, shape_operators_pass},
       {"dilated-convolutions", PassStage::kImport, dilated_convolutions_pass},

@@ -156,6 +156,7 @@ void GraphBuilder::fuse_pads() {
     if (fused_[i]) continue;
     bool any = false;
     for (int32_t x : ops_[i].inputs) any = any || needs_grad(x);
+    any = any && !find_op(ops_[i].op)->piecewise_constant;
     for (int32_t y : ops_[i].outputs)
       if (y >= static_cast<int32_t>(model_.tensors.size())) needs_grad_[static_cast<size_t>(y)] = any;
   }
@@ -469,6 +470,7 @@ TrainingGraph GraphBuilder::build() {
   for (const Operator& op : model_.operators) {
     bool any = false;
     for (int32_t in : op.inputs) any = any || needs_grad(in);
+    any = any && !find_op(op.op)->piecewise_constant;  // a comparison's mask: no gradient
     for (int32_t out : op.outputs) needs_grad_[static_cast<size_t>(out)] = any;
   }
   fuse_pads();

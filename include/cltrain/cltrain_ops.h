@@ -93,6 +93,10 @@
  *     ADD (no fused activation). bwd in [a, b, -1, dy] out [da, db]: the gradient goes to a where
  *     a >= b (a <= b), else to b, as TensorFlow's gradient does (a tie goes to a whole); summed as
  *     ADD's.
+ * GREATER, GREATER_EQUAL, LESS, LESS_EQUAL, EQUAL, NOT_EQUAL  fwd in [a, b] out [y]: y = 1 where
+ *     a > b (>=, <, <=, ==, !=), else 0, as float32 (the file's bool tensor as a 0/1 mask that
+ *     SELECT_V2 reads, passes/compares.cc), broadcasting as ADD (no fused activation). No backward:
+ *     y is piecewise constant, so no gradient flows through it (the training graph gives y none).
  * RELU, RELU6, TANH, LOGISTIC  fwd in [x] out [y]; bwd in [y, dy] out [dx]. in place: fwd y with x,
  *     bwd dx with dy. numerics: RELU dz = y > 0 ? dy : 0; RELU6 dz = (y > 0 && y < 6) ? dy : 0;
  *     TANH e = clt_exp(-2|x|), t = (1 - e) / (1 + e), y = x < 0 ? -t : t, dz = dy * (1 - y * y);
@@ -280,7 +284,13 @@
   X(LSTM_CELL_STATE, "LstmCellState", -1, CLTRAIN_KIND_MODEL)                    \
   X(LSTM_CELL_OUTPUT, "LstmCellOutput", -1, CLTRAIN_KIND_MODEL)                  \
   X(GRU_CELL, "GruCell", -1, CLTRAIN_KIND_MODEL)                                 \
-  X(ACCUMULATE_FC_GRADS, "AccumulateFcGrads", -1, CLTRAIN_KIND_GRAPH)
+  X(ACCUMULATE_FC_GRADS, "AccumulateFcGrads", -1, CLTRAIN_KIND_GRAPH)            \
+  X(GREATER, "Greater", 61, CLTRAIN_KIND_MODEL)                                  \
+  X(GREATER_EQUAL, "GreaterEqual", 62, CLTRAIN_KIND_MODEL)                       \
+  X(LESS, "Less", 58, CLTRAIN_KIND_MODEL)                                        \
+  X(LESS_EQUAL, "LessEqual", 63, CLTRAIN_KIND_MODEL)                             \
+  X(EQUAL, "Equal", 71, CLTRAIN_KIND_MODEL)                                      \
+  X(NOT_EQUAL, "NotEqual", 72, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

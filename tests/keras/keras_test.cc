@@ -196,7 +196,8 @@ std::vector<KerasCase> keras_cases() {
         "text_gru",         "stacked_lstm",   "gelu_mlp",      "vit_tiny",          "embedding_lookup",
         "conv1d_maxpool",   "pointwise_mix",  "logits_cnn",    "dilated_convs",     "tcn",
         "unet_tiny",        "lstm_fused",     "bilstm_fused",  "while_lstm",        "while_gru",
-        "while_simple_rnn", "while_bilstm",   "while_stacked", "while_masked_lstm", "while_gru_reset_before"})
+        "while_simple_rnn", "while_bilstm",   "while_stacked", "while_masked_lstm", "while_gru_reset_before",
+        "where_activations"})
     for (const char* o : {"sgd", "adam"})
       for (const char* b : {"cpu", "opencl"}) cases.push_back({m, o, b});
   return cases;

@@ -184,6 +184,17 @@ def gelu_mlp():
     return keras.Model(x, L.Dense(10, activation="softmax")(h))
 
 
+def where_activations():
+    # The Keras activations that choose per element (tf.where): the converter writes each as
+    # comparisons of floats (GREATER, LESS, LESS_EQUAL) into bool masks, ZEROS_LIKE and SELECT_V2.
+    x = keras.Input((12,))
+    h = L.Dense(16, activation="selu")(x)
+    h = L.Dense(16, activation="hard_shrink")(h)
+    h = L.Dense(16, activation="soft_shrink")(h)
+    h = L.Dense(16, activation="sparse_plus")(h)
+    return keras.Model(x, L.Dense(5, activation="softmax")(h))
+
+
 def conv1d_maxpool():
     # A text CNN's head: Conv1D (EXPAND_DIMS, CONV_2D, SQUEEZE), GlobalMaxPooling1D (REDUCE_MAX
     # over the steps), Dense.
@@ -295,7 +306,7 @@ SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_bloc
          "stacked_lstm": stacked_lstm,
          "gelu_mlp": gelu_mlp, "vit_tiny": vit_tiny, "conv1d_maxpool": conv1d_maxpool,
          "pointwise_mix": pointwise_mix, "logits_cnn": logits_cnn, "dilated_convs": dilated_convs, "tcn": tcn,
-         "unet_tiny": unet_tiny, **WHILE}
+         "unet_tiny": unet_tiny, "where_activations": where_activations, **WHILE}
 
 
 def convert(model):

@@ -68,6 +68,12 @@ inline Model every_op_model() {
   // MAXIMUM and MINIMUM of two activations, broadcast ([2,6] with the row range [2,1]).
   y = b.op(CLTRAIN_OP_MINIMUM,
            {b.op(CLTRAIN_OP_MAXIMUM, {y, b.reduce(CLTRAIN_OP_MEAN, y, {-1}, true, "row_mean0")}), y});
+  // The comparisons, each a 0/1 mask of y against its row mean (Keras's tf.where activations:
+  // selu, hard_shrink) added to y; no gradient flows through a mask.
+  const int row_mean2 = b.reduce(CLTRAIN_OP_MEAN, y, {-1}, true, "row_mean2");
+  for (int32_t op : {CLTRAIN_OP_GREATER, CLTRAIN_OP_GREATER_EQUAL, CLTRAIN_OP_LESS, CLTRAIN_OP_LESS_EQUAL,
+                     CLTRAIN_OP_EQUAL, CLTRAIN_OP_NOT_EQUAL})
+    y = b.add(y, b.op(op, {y, row_mean2}));
   // TILE as UpSampling1D writes it: [2,6] -> [2,6,1] -> x2 -> [2,6,2] -> [2,12], sliced back to [2,6].
   y = b.slice(b.reshape(b.tile(b.reshape(y, {2, 6, 1}), {1, 1, 2}), {2, 12}), {0, 0}, {-1, 6});
   y = b.op(CLTRAIN_OP_NEG, {y});

@@ -2,7 +2,8 @@
 // backward in [a, b, y, dy] out [da, db] (a, b -1 where the op does not read them). Shapes: equal,
 // [N,1,1,C] against [N,H,W,C] (squeeze-and-excite), a [1,1,1,1] operand, both operands
 // broadcast, and the same tensor as both operands (x + x, x * x: one tensor id in both inputs,
-// two gradient outputs whose sum is the gradient).
+// two gradient outputs whose sum is the gradient). The comparisons (GREATER ... NOT_EQUAL),
+// forward only, with the same broadcasting.
 #include <type_traits>
 
 #include "op_case.h"
@@ -139,6 +140,63 @@ OpCase arith_case(int32_t op, const ArithSpec& s) {
   return c;
 }
 
+const char* comparison_label(int32_t op) {
+  switch (op) {
+    case CLTRAIN_OP_GREATER: return "Greater_";
+    case CLTRAIN_OP_GREATER_EQUAL: return "GreaterEqual_";
+    case CLTRAIN_OP_LESS: return "Less_";
+    case CLTRAIN_OP_LESS_EQUAL: return "LessEqual_";
+    case CLTRAIN_OP_EQUAL: return "Equal_";
+    default: return "NotEqual_";
+  }
+}
+
+// GREATER ... NOT_EQUAL: forward in [a, b] out [y], y = 1 where the comparison holds, else 0, with
+// ADD's broadcasting; forward only (no gradient flows through a 0/1 mask). a and b on grids 0.5
+// apart that meet often (ties for the EQUAL and the _EQUAL forms). Exact.
+OpCase comparison_case(int32_t op, const std::string& tag, const std::vector<int32_t>& adims,
+                       const std::vector<int32_t>& bdims) {
+  OpCase c;
+  c.op = op;
+  c.name = comparison_label(op) + tag;
+  std::vector<int32_t> ydims(adims.size());
+  for (size_t d = 0; d < ydims.size(); ++d) ydims[d] = std::max(adims[d], bdims[d]);
+  const int32_t a = c.input("a", adims), b = c.input("b", bdims);
+  const auto grid = [&](int32_t t, uint64_t mul, uint64_t mod) {
+    c.tensors[t].fill = Fill::Values;
+    c.tensors[t].values.resize(element_count(c.tensors[t].dims));
+    for (size_t i = 0; i < c.tensors[t].values.size(); ++i)
+      c.tensors[t].values[i] = (static_cast<float>((i * mul) % mod) - static_cast<float>(mod / 2)) * 0.5f;
+  };
+  grid(a, 7, 9);
+  grid(b, 5, 7);
+  const int32_t y = c.output("y", ydims);
+  c.step(op, CLTRAIN_PHASE_FORWARD, {a, b}, {y}, cltrain_op_params{});
+  c.y = y;
+  c.fd_samples = 0;
+  c.tol.vs_cpu = 0.0;
+  c.tol.vs_reference = 0.0;
+  const std::vector<uint64_t> ia = operand_index(adims, ydims), ib = operand_index(bdims, ydims);
+  const auto ref = [=](const auto& in) {
+    using T = typename std::decay_t<decltype(in.at(a))>::value_type;
+    std::vector<T> yv(ia.size());
+    for (size_t i = 0; i < ia.size(); ++i) {
+      const T x1 = in.at(a)[ia[i]], x2 = in.at(b)[ib[i]];
+      const bool holds = op == CLTRAIN_OP_GREATER         ? x1 > x2
+                         : op == CLTRAIN_OP_GREATER_EQUAL ? x1 >= x2
+                         : op == CLTRAIN_OP_LESS          ? x1 < x2
+                         : op == CLTRAIN_OP_LESS_EQUAL    ? x1 <= x2
+                         : op == CLTRAIN_OP_EQUAL         ? x1 == x2
+                                                          : x1 != x2;
+      yv[i] = holds ? T(1) : T(0);
+    }
+    return std::decay_t<decltype(in)>{{y, yv}};
+  };
+  c.reference = ref;
+  c.exact = ref;
+  return c;
+}
+
 std::vector<OpCase> make_cases() {
   const int32_t ADD = CLTRAIN_OP_ADD, SUB = CLTRAIN_OP_SUB, MUL = CLTRAIN_OP_MUL, DIV = CLTRAIN_OP_DIV;
   const int32_t SQDIFF = CLTRAIN_OP_SQUARED_DIFFERENCE, MAX = CLTRAIN_OP_MAXIMUM, MIN = CLTRAIN_OP_MINIMUM;
@@ -182,7 +240,20 @@ std::vector<OpCase> make_cases() {
   };
 }
 
+std::vector<OpCase> make_comparison_cases() {
+  std::vector<OpCase> cases;
+  for (int32_t op : {CLTRAIN_OP_GREATER, CLTRAIN_OP_GREATER_EQUAL, CLTRAIN_OP_LESS, CLTRAIN_OP_LESS_EQUAL,
+                     CLTRAIN_OP_EQUAL, CLTRAIN_OP_NOT_EQUAL}) {
+    cases.push_back(comparison_case(op, "same_x3x4x5", {3, 4, 5}, {3, 4, 5}));
+    // Keras's selu and hard_shrink: x against a constant ([1, 1] after broadcast-ranks).
+    cases.push_back(comparison_case(op, "scalarlike_x4x6_1x1", {4, 6}, {1, 1}));
+    cases.push_back(comparison_case(op, "both_broadcast_x2x1x4_x1x3x1", {2, 1, 4}, {1, 3, 1}));
+  }
+  return cases;
+}
+
 const RegisterCases kCases(make_cases);
+const RegisterCases kComparisonCases(make_comparison_cases);
 
 }  // namespace
 }  // namespace optest

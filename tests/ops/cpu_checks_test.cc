@@ -175,6 +175,22 @@ TEST(CpuChecks, neg_MaximumBackwardWithoutBothOperands) {
   }
 }
 
+// A comparison is forward only (no gradient flows through its 0/1 mask), with ADD's broadcasting.
+TEST(CpuChecks, neg_ComparisonBackwardOrOperandsThatDoNotBroadcast) {
+  Step s;
+  const int32_t a = s.tensor({2, 3}), b = s.tensor({1, 3}), c = s.tensor({2, 4}), y = s.tensor({2, 3}),
+                dy = s.tensor({2, 3}), da = s.tensor({2, 3});
+  for (int32_t op : {CLTRAIN_OP_GREATER, CLTRAIN_OP_GREATER_EQUAL, CLTRAIN_OP_LESS, CLTRAIN_OP_LESS_EQUAL,
+                     CLTRAIN_OP_EQUAL, CLTRAIN_OP_NOT_EQUAL}) {
+    s.set(op, CLTRAIN_PHASE_FORWARD, {a, b}, {y});
+    EXPECT_EQ(s.refusal(), "");
+    s.set(op, CLTRAIN_PHASE_FORWARD, {a, c}, {y});
+    EXPECT_NE(s.refusal().find("does not broadcast"), std::string::npos) << s.refusal();
+    s.set(op, CLTRAIN_PHASE_BACKWARD, {a, b, -1, dy}, {da, -1});
+    EXPECT_NE(s.refusal().find("backward"), std::string::npos) << s.refusal();
+  }
+}
+
 // SUM over an axis the input does not have, as MEAN.
 TEST(CpuChecks, neg_SumOverAnAxisOutsideTheRank) {
   Step s;

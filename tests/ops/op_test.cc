@@ -140,6 +140,13 @@ TEST(OpCoverage, EveryOpHasACase) {
   EXPECT_EQ(missing, "") << "ops without a case in tests/ops";
 }
 
+// FILL (its operands are constants) and the comparisons (no gradient flows through a 0/1 mask)
+// have no backward step.
+bool forward_only(int32_t op) {
+  return op == CLTRAIN_OP_FILL || op == CLTRAIN_OP_GREATER || op == CLTRAIN_OP_GREATER_EQUAL || op == CLTRAIN_OP_LESS ||
+         op == CLTRAIN_OP_LESS_EQUAL || op == CLTRAIN_OP_EQUAL || op == CLTRAIN_OP_NOT_EQUAL;
+}
+
 // Model ops and losses need forward and backward steps, graph and update ops their own step.
 TEST(OpCoverage, CasesHaveTheStepsOfTheirKind) {
   static const int kinds[] = {
@@ -152,7 +159,7 @@ TEST(OpCoverage, CasesHaveTheStepsOfTheirKind) {
     ASSERT_LT(c.op, CLTRAIN_OP_COUNT);
     ASSERT_FALSE(c.steps.empty()) << c.name;
     const int kind = kinds[c.op];
-    if (c.op == CLTRAIN_OP_FILL) {  // forward only: its operands are constants
+    if (forward_only(c.op)) {
       ASSERT_EQ(c.steps.size(), 1u) << c.name;
       EXPECT_EQ(c.steps[0].phase, CLTRAIN_PHASE_FORWARD) << c.name;
       EXPECT_TRUE(c.grads.empty()) << c.name;

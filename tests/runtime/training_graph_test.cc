@@ -57,6 +57,30 @@ TEST(TrainingGraph, MlpStepsAndRoles) {
       EXPECT_TRUE(checked.count(g.steps[k].inputs[i])) << g.name_of(g.steps[k].inputs[i]);
 }
 
+// y * GREATER(y, mean(y)) (a tf.where's mask): the comparison runs forward only and its mask gets no
+// gradient; y's gradient comes through the MUL alone.
+TEST(TrainingGraph, ComparisonMasksTakeNoGradient) {
+  ModelBuilder b(5);
+  const int x = b.input({2, 4}, "input");
+  const int y = b.fully_connected(x, 3, CLTRAIN_ACT_NONE, true, "fc");
+  const int mask = b.op(CLTRAIN_OP_GREATER, {y, b.mean(y, {-1}, true, "row_mean")}, {}, "mask");
+  b.output(b.softmax(b.mul(y, mask, CLTRAIN_ACT_NONE, "gated"), 1.0f, "out"));
+  const Model m = b.build();
+  const TrainingGraph g = build_training_graph(m, TrainOptions{});
+  int forward = 0, backward = 0, mul_backward = 0;
+  for (const auto& s : g.steps) {
+    if (s.op == CLTRAIN_OP_GREATER) ++(s.phase == CLTRAIN_PHASE_FORWARD ? forward : backward);
+    if (s.op == CLTRAIN_OP_MUL && s.phase == CLTRAIN_PHASE_BACKWARD) {
+      ++mul_backward;
+      EXPECT_GE(s.outputs[0], 0);   // d(y)
+      EXPECT_EQ(s.outputs[1], -1);  // no d(mask)
+    }
+  }
+  EXPECT_EQ(forward, 1);
+  EXPECT_EQ(backward, 0);
+  EXPECT_EQ(mul_backward, 1);
+}
+
 // A session of the model on the CPU backend, prepared (nullptr if the CPU backend is missing).
 std::unique_ptr<Session> prepared_cpu_session(const Model& m) {
   std::vector<std::unique_ptr<Backend>> backends;

@@ -8,7 +8,8 @@
 // each gradient element a sum from 0 of its contributions. SQUARED_DIFFERENCE (no activation):
 // t = a - b, y = t * t; backward reads a and b, u = 2 * (a - b), da += g * u, db += -(g * u).
 // MAXIMUM (MINIMUM), no activation: y = a >= b (a <= b) ? a : b; backward reads a and b, the
-// gradient to a where a >= b (a <= b), else to b.
+// gradient to a where a >= b (a <= b), else to b. GREATER, GREATER_EQUAL, LESS, LESS_EQUAL, EQUAL,
+// NOT_EQUAL (forward only, no activation): y = 1 where a > b (>=, <, <=, ==, !=), else 0.
 #include <algorithm>
 
 #include "cpu_op.h"
@@ -17,7 +18,7 @@ namespace cltrain {
 namespace cpu {
 namespace {
 
-enum class Kind { Add, Sub, Mul, Div, SqDiff, Max, Min };
+enum class Kind { Add, Sub, Mul, Div, SqDiff, Max, Min, Greater, GreaterEqual, Less, LessEqual, Equal, NotEqual };
 
 // MAXIMUM, MINIMUM: a is the one taken (and given the gradient).
 template <Kind kKind>
@@ -133,6 +134,12 @@ float apply(float a, float b) {
     }
     case Kind::Max:
     case Kind::Min: return takes_a<kKind>(a, b) ? a : b;
+    case Kind::Greater: return a > b ? 1.0f : 0.0f;
+    case Kind::GreaterEqual: return a >= b ? 1.0f : 0.0f;
+    case Kind::Less: return a < b ? 1.0f : 0.0f;
+    case Kind::LessEqual: return a <= b ? 1.0f : 0.0f;
+    case Kind::Equal: return a == b ? 1.0f : 0.0f;
+    case Kind::NotEqual: return a != b ? 1.0f : 0.0f;
     default: return a / b;
   }
 }
@@ -195,6 +202,7 @@ std::string run_backward(const StepView& s, const cltrain_run_args&) {
         if (db) db[ib] = db[ib] + (to_a ? 0.0f : g);
         break;
       }
+      default: break;  // the comparisons have no backward step
     }
   });
   return {};
@@ -214,6 +222,19 @@ extern const CpuOp kCpuOp_DIV = arithmetic<Kind::Div>();
 extern const CpuOp kCpuOp_SQUARED_DIFFERENCE = arithmetic<Kind::SqDiff>();
 extern const CpuOp kCpuOp_MAXIMUM = arithmetic<Kind::Max>();
 extern const CpuOp kCpuOp_MINIMUM = arithmetic<Kind::Min>();
+
+// Forward only: a comparison's output is piecewise constant (no gradient flows through it).
+template <Kind kKind>
+constexpr CpuOp comparison() {
+  return {{{check_forward, run_forward<kKind>}, {}, {}}, true};
+}
+
+extern const CpuOp kCpuOp_GREATER = comparison<Kind::Greater>();
+extern const CpuOp kCpuOp_GREATER_EQUAL = comparison<Kind::GreaterEqual>();
+extern const CpuOp kCpuOp_LESS = comparison<Kind::Less>();
+extern const CpuOp kCpuOp_LESS_EQUAL = comparison<Kind::LessEqual>();
+extern const CpuOp kCpuOp_EQUAL = comparison<Kind::Equal>();
+extern const CpuOp kCpuOp_NOT_EQUAL = comparison<Kind::NotEqual>();
 
 }  // namespace cpu
 }  // namespace cltrain

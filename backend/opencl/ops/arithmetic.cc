@@ -1,5 +1,6 @@
 // ADD, SUB, MUL, DIV with numpy broadcasting and a fused activation, and SQUARED_DIFFERENCE,
-// MAXIMUM, MINIMUM (kernels/arithmetic.cl).
+// MAXIMUM, MINIMUM, and the comparisons GREATER ... NOT_EQUAL (forward only: a 0/1 mask)
+// (kernels/arithmetic.cl).
 //   forward:  in [a, b]          out [y]         arith_forward, one work-item per element of y
 //   backward: in [a, b, y, dy]   out [da, db]    arith_grad_a / arith_grad_b, one work-item per
 //             gradient element, summing over the broadcast dims in increasing flat index of y;
@@ -32,12 +33,22 @@ bool reads_b(int op, bool da, bool db) {
   return (op == CLTRAIN_OP_MUL && da) || ((op == CLTRAIN_OP_DIV || reads_both(op)) && (da || db));
 }
 
+// GREATER ... NOT_EQUAL: forward only (no gradient flows through a 0/1 mask).
+static_assert(CLTRAIN_OP_NOT_EQUAL - CLTRAIN_OP_GREATER == 5, "the comparisons are listed together");
+bool comparison(int op) { return op >= CLTRAIN_OP_GREATER && op <= CLTRAIN_OP_NOT_EQUAL; }
+
 // The kernel's OP definition (kernels/arithmetic.cl).
 int op_code(int op) {
   switch (op) {
     case CLTRAIN_OP_SQUARED_DIFFERENCE: return 4;
     case CLTRAIN_OP_MAXIMUM: return 5;
     case CLTRAIN_OP_MINIMUM: return 6;
+    case CLTRAIN_OP_GREATER: return 7;
+    case CLTRAIN_OP_GREATER_EQUAL: return 8;
+    case CLTRAIN_OP_LESS: return 9;
+    case CLTRAIN_OP_LESS_EQUAL: return 10;
+    case CLTRAIN_OP_EQUAL: return 11;
+    case CLTRAIN_OP_NOT_EQUAL: return 12;
     default: return op - CLTRAIN_OP_ADD;
   }
 }
@@ -80,7 +91,7 @@ std::string check_shape(const StepView& s, ArithShape& sh) {
     if (!(why = require_tensor(s, b, "second operand")).empty()) return why;
     y = s.out(0);
     if (!(why = require_tensor(s, y, "output")).empty()) return why;
-  } else if (s.step.phase == CLTRAIN_PHASE_BACKWARD) {
+  } else if (s.step.phase == CLTRAIN_PHASE_BACKWARD && !comparison(op)) {
     y = s.in(3);  // dy has y's shape
     da = s.out(0), db = s.out(1);
     if (!(why = require_tensor(s, y, "output gradient")).empty()) return why;
@@ -191,5 +202,11 @@ const OpFamily kOp_DIV = {check, prepare, nullptr, true};
 const OpFamily kOp_SQUARED_DIFFERENCE = {check, prepare, nullptr, true};
 const OpFamily kOp_MAXIMUM = {check, prepare, nullptr, true};
 const OpFamily kOp_MINIMUM = {check, prepare, nullptr, true};
+const OpFamily kOp_GREATER = {check, prepare, nullptr, true};
+const OpFamily kOp_GREATER_EQUAL = {check, prepare, nullptr, true};
+const OpFamily kOp_LESS = {check, prepare, nullptr, true};
+const OpFamily kOp_LESS_EQUAL = {check, prepare, nullptr, true};
+const OpFamily kOp_EQUAL = {check, prepare, nullptr, true};
+const OpFamily kOp_NOT_EQUAL = {check, prepare, nullptr, true};
 
 }  // namespace cltrain::ocl
