@@ -134,6 +134,19 @@ int ModelBuilder::conv2d(int x, int filters, int kh, int kw, int stride, int pad
             window_params(stride, padding, activation, dilation), name);
 }
 
+int ModelBuilder::transpose_conv(int x, int filters, int kh, int kw, int stride, int padding, int activation, int out_h,
+                                 int out_w, bool bias, std::string name) {
+  const std::vector<int32_t> xs = tensor(x).shape;
+  if (xs.size() != 4 || filters < 1) throw std::invalid_argument("ModelBuilder::transpose_conv: bad shape");
+  name = auto_name(name, "tconv");
+  const int64_t area = int64_t{kh} * kw;
+  const int st = int32_tensor(name + "/output_shape", {4}, {xs[0], out_h, out_w, filters});
+  const int wt = glorot_tensor(name + "/weights", {filters, kh, kw, xs[3]}, area * xs[3], area * filters);
+  std::vector<int32_t> inputs{st, wt, x};
+  if (bias) inputs.push_back(zeros_tensor(name + "/bias", filters));
+  return op(CLTRAIN_OP_TRANSPOSE_CONV, inputs, window_params(stride, padding, activation, 1), name);
+}
+
 int ModelBuilder::depthwise_conv2d(int x, int kh, int kw, int stride, int padding, int activation, int multiplier,
                                    int dilation, bool bias, std::string name) {
   const std::vector<int32_t> xs = tensor(x).shape;

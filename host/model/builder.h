@@ -44,6 +44,12 @@ class ModelBuilder {
   int conv2d(int x, int filters, int kh, int kw, int stride, int padding, int activation, int dilation = 1,
              bool bias = true, std::string name = "");
 
+  // Transposed convolution of x [N,H,W,I] to [N,out_h,out_w,filters] (Keras Conv2DTranspose):
+  // the file's operands output_shape (INT32 [4], NAME/output_shape), W [filters,kh,kw,I]
+  // (Glorot-uniform as conv2d's), optional bias [filters]. ("tconvK")
+  int transpose_conv(int x, int filters, int kh, int kw, int stride, int padding, int activation, int out_h, int out_w,
+                     bool bias = true, std::string name = "");
+
   // Depthwise convolution: W [1,kh,kw,I*multiplier], output channel c*multiplier+j reads input
   // channel c. Glorot-uniform with fan_in = kh*kw, fan_out = kh*kw*multiplier. ("dwconvK")
   int depthwise_conv2d(int x, int kh, int kw, int stride, int padding, int activation, int multiplier = 1,

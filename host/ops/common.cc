@@ -119,6 +119,16 @@ uint64_t pool_flops(const StepTensors& s, bool average) {
          activation_backward_flops(p.dx_activation) * ys;
 }
 
+uint64_t weighted_flops(const StepTensors& s, uint64_t macs, uint64_t ys) {
+  const int32_t act = s.step.params.activation;
+  if (s.forward()) return 2 * macs + (s.in(2) >= 0 ? ys : 0) + activation_forward_flops(act) * ys;
+  uint64_t f = s.in(2) >= 0 ? activation_backward_flops(act) * ys : 0;
+  if (s.out(0) >= 0) f += 2 * macs;
+  if (s.out(1) >= 0) f += 2 * macs;
+  if (s.out(2) >= 0) f += ys;
+  return f;
+}
+
 void weighted_backward(StepBuilder& s, bool applies_dx_activation) {
   const int32_t x = s.input(0), w = s.input(1), b = s.input(2);
   const int32_t dx = s.grad_of(x), dw = s.grad_of(w), db = s.grad_of(b);

@@ -28,6 +28,9 @@ void read_convolution_options(const Options& o, OptionReader& r, cltrain_op_para
 // CONV_2D and DEPTHWISE_CONV_2D: in [x, W, b] -> [y]; backward in [x, W, y, dy] -> [dx, dW, db].
 uint64_t convolution_flops(const StepTensors& s, bool depthwise);
 uint64_t pool_flops(const StepTensors& s, bool average);
+// An op read as [x, W, b] -> y with `macs` multiply-adds per product (forward, dx, dW each) over
+// ys elements of y: FullyConnected and TransposeConv.
+uint64_t weighted_flops(const StepTensors& s, uint64_t macs, uint64_t ys);
 
 // The backward step of an op read as [x, W, b] that writes [dx, dW, db]: FullyConnected and the
 // convolutions (which also take over the derivative of x's producer's activation).

@@ -53,14 +53,7 @@ uint64_t flops(const StepTensors& s) {
   const uint64_t m = static_cast<uint64_t>(s.dim(w, 0)), k = static_cast<uint64_t>(s.dim(w, 1));
   const int32_t y = s.forward() ? s.out(0) : s.in(3);
   const uint64_t ys = s.elements(y), macs = ys * k;  // rows * M * K
-  const int32_t act = s.step.params.activation;
-  if (m == 0) return 0;
-  if (s.forward()) return 2 * macs + (s.in(2) >= 0 ? ys : 0) + activation_forward_flops(act) * ys;
-  uint64_t f = s.in(2) >= 0 ? activation_backward_flops(act) * ys : 0;
-  if (s.out(0) >= 0) f += 2 * macs;
-  if (s.out(1) >= 0) f += 2 * macs;
-  if (s.out(2) >= 0) f += ys;
-  return f;
+  return m == 0 ? 0 : weighted_flops(s, macs, ys);
 }
 
 }  // namespace

@@ -42,6 +42,16 @@
  *     (n, oh, ow) of dz[n,oh,ow,o] * x[n,ih,iw,i] (outside: skipped); db[o] = sum over (n, oh, ow)
  *     of dz; dx[n,ih,iw,i] = sum over (kh, kw) in order, for the (oh, ow) that reach (ih, iw) with
  *     them, of (dot over o of dz[n,oh,ow,o] * W[o,kh,kw,i]).
+ * TRANSPOSE_CONV  fwd in [x, W, b] out [y]: x [N,H,W,I], W [O,KH,KW,I], y [N,OH,OW,O] (the
+ *     file's output_shape; b optional): the transpose of the CONV_2D from y's shape to x's with the
+ *     same weights, padding and strides (no dilation): output position oh reads input ih where
+ *     oh = ih * stride_h - pad_top + kh (pad_top as CONV_2D's over an input of OH rows). bwd in
+ *     [x, W, y, dy] out [dx, dW, db] (y only with a fused activation; x only for dW).
+ *     numerics, with dz = act'(y) dy: acc = dot over (kh, kw, i) in that nesting (i fastest) of
+ *     x[n,ih,iw,i] * W[o,kh,kw,i] over the taps whose (ih, iw) is whole and inside x; y = act(acc +
+ *     b[o]). dx[n,ih,iw,i] = dot over (kh, kw, o) (o fastest) of dz[n,oh,ow,o] * W[o,kh,kw,i],
+ *     positions outside y skipped; dW[o,kh,kw,i] = dot over (n, ih, iw) of dz[n,oh,ow,o] *
+ *     x[n,ih,iw,i] (outside y: skipped); db[o] = sum over (n, oh, ow) of dz, s = s + dz.
  * DEPTHWISE_CONV_2D  as CONV_2D with W [1,KH,KW,I*M] (M = depth_multiplier); output channel c*M + j
  *     reads input channel c. numerics: forward dot over (kh, kw); dx[n,ih,iw,c] = sum over (kh, kw)
  *     of (dot over j of dz[.., c*M+j] * W[.., c*M+j]).
@@ -290,7 +300,8 @@
   X(LESS, "Less", 58, CLTRAIN_KIND_MODEL)                                        \
   X(LESS_EQUAL, "LessEqual", 63, CLTRAIN_KIND_MODEL)                             \
   X(EQUAL, "Equal", 71, CLTRAIN_KIND_MODEL)                                      \
-  X(NOT_EQUAL, "NotEqual", 72, CLTRAIN_KIND_MODEL)
+  X(NOT_EQUAL, "NotEqual", 72, CLTRAIN_KIND_MODEL)                               \
+  X(TRANSPOSE_CONV, "TransposeConv", 67, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

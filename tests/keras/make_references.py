@@ -195,6 +195,17 @@ def where_activations():
     return keras.Model(x, L.Dense(5, activation="softmax")(h))
 
 
+def tconv_decoder():
+    # A convolutional autoencoder's decoder as users write it: Conv2DTranspose with strides 2 and
+    # SAME padding (ReLU fused), then one with the defaults (VALID, stride 1). The converter writes
+    # TRANSPOSE_CONV with its output_shape from SHAPE, STRIDED_SLICE and PACK (an open batch).
+    x = keras.Input((8, 8, 2))
+    h = L.Conv2D(4, 3, strides=2, padding="same", activation="relu")(x)
+    h = L.Conv2DTranspose(3, 3, strides=2, padding="same", activation="relu")(h)
+    h = L.Conv2DTranspose(2, 2)(h)
+    return keras.Model(x, L.Dense(5, activation="softmax")(L.Flatten()(h)))
+
+
 def conv1d_maxpool():
     # A text CNN's head: Conv1D (EXPAND_DIMS, CONV_2D, SQUEEZE), GlobalMaxPooling1D (REDUCE_MAX
     # over the steps), Dense.
@@ -306,7 +317,8 @@ SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_bloc
          "stacked_lstm": stacked_lstm,
          "gelu_mlp": gelu_mlp, "vit_tiny": vit_tiny, "conv1d_maxpool": conv1d_maxpool,
          "pointwise_mix": pointwise_mix, "logits_cnn": logits_cnn, "dilated_convs": dilated_convs, "tcn": tcn,
-         "unet_tiny": unet_tiny, "where_activations": where_activations, **WHILE}
+         "unet_tiny": unet_tiny, "where_activations": where_activations,
+         "tconv_decoder": tconv_decoder, **WHILE}
 
 
 def convert(model):
@@ -328,6 +340,8 @@ def tflite_layout(var_value, op_name, form=0):
         return v.transpose(3, 0, 1, 2)
     if op_name == "CONV_2D" and v.ndim == 3:  # a Conv1D's [K, C, N] as the CONV_2D's [N, 1, K, C]
         return v.transpose(2, 0, 1)[:, None]
+    if op_name == "TRANSPOSE_CONV" and v.ndim == 4:  # Conv2DTranspose's [KH, KW, O, I] as [O, KH, KW, I]
+        return v.transpose(2, 0, 1, 3)
     if op_name == "DEPTHWISE_CONV_2D" and v.ndim == 4:
         kh, kw, c, m = v.shape
         return v.reshape(1, kh, kw, c * m)
@@ -375,7 +389,8 @@ def weight_map(tfl, model):
                      if tflite_layout(v.numpy(), name, form).size == data.size and
                      np.array_equal(tflite_layout(v.numpy(), name, form).ravel(), data.ravel())]
             found = sorted(set(found), key=lambda f: str(f[1]))[:1] if len({i for i, _ in found}) == 1 else found
-            if name in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") and slot == 2 and kernel_var is not None \
+            if (name in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") and slot == 2 or
+                    name == "TRANSPOSE_CONV" and slot == 3) and kernel_var is not None \
                     and len(found) != 1:  # a zero bias matches every zero weight: take the layer's
                 found = [(i, 0) for i in layer_of[kernel_var] if variables[i].path.endswith("bias")]
             if len(found) != 1:
@@ -384,7 +399,9 @@ def weight_map(tfl, model):
             out["%s%d:%d" % (prefix, op_index, slot)] = (found[0][0], name, found[0][1])
             if slot == 1:
                 kernel_var = found[0][0]
-        if name in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") and (len(inputs) < 3 or inputs[2] < 0):
+        bias_slot = 3 if name == "TRANSPOSE_CONV" else 2  # after output_shape, weights, input
+        if name in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV") and \
+                (len(inputs) <= bias_slot or inputs[bias_slot] < 0):
             dropped.append((prefix + str(op_index), kernel_var, name))
     # A weight op without a bias in the file: the converter dropped its zero bias (cltrain trains
     # one with add_missing_biases), unless the layer's bias is an ADD's constant (EinsumDense).
@@ -403,7 +420,7 @@ def weight_map(tfl, model):
         if (bias[0], form) in taken:
             continue
         taken.add((bias[0], form))
-        out["%s:2" % op_index] = (bias[0], name, form)
+        out["%s:%d" % (op_index, 3 if name == "TRANSPOSE_CONV" else 2)] = (bias[0], name, form)
     return out
 
 

@@ -49,8 +49,12 @@ inline Model every_op_model() {
   const int t = b.transpose(r6, {0, 3, -3, 2}, "transpose");  // [2,12,2,3]
   // Attention's product of two activations: t t^T per leading index.
   const int bm = b.op(CLTRAIN_OP_BATCH_MATMUL, {t, b.transpose(t, {0, 1, 3, 2}, "transpose_t")}, {},
-                      "batch_matmul");     // [2,12,2,2]
-  int y = b.reshape(bm, {2, -1}, "flat");  // [2,48]
+                      "batch_matmul");  // [2,12,2,2]
+  // A Conv2DTranspose upsampling it (stride 2, SAME, ReLU), pooled back and added.
+  const int tc = b.transpose_conv(bm, 2, 3, 3, 2, CLTRAIN_PADDING_SAME, CLTRAIN_ACT_RELU, 24, 4, true,
+                                  "tconv");                                                 // [2,24,4,2]
+  const int up = b.add(bm, b.avg_pool2d(tc, 2, 2, 2, CLTRAIN_PADDING_SAME, "tconv_pool"));  // [2,12,2,2]
+  int y = b.reshape(up, {2, -1}, "flat");                                                   // [2,48]
   y = b.fully_connected(y, 6, CLTRAIN_ACT_TANH, true, "fc");
   y = b.slice(y, {0, 1}, {-1, 5}, "slice");     // [2,5]: a gate of an LSTM's SPLIT
   y = b.add(y, b.fill({2, 5}, 0.25f, "fill"));  // an RNN's initial state, here not zero
