@@ -147,6 +147,16 @@ int ModelBuilder::transpose_conv(int x, int filters, int kh, int kw, int stride,
   return op(CLTRAIN_OP_TRANSPOSE_CONV, inputs, window_params(stride, padding, activation, 1), name);
 }
 
+int ModelBuilder::resize(int32_t resize_op, int x, int out_h, int out_w, bool align_corners, bool half_pixel_centers,
+                         std::string name) {
+  name = auto_name(name, "resize");
+  const int st = int32_tensor(name + "/size", {2}, {out_h, out_w});
+  cltrain_op_params p{};
+  p.align_corners = align_corners;
+  p.half_pixel_centers = half_pixel_centers;
+  return op(resize_op, {x, st}, p, name);
+}
+
 int ModelBuilder::depthwise_conv2d(int x, int kh, int kw, int stride, int padding, int activation, int multiplier,
                                    int dilation, bool bias, std::string name) {
   const std::vector<int32_t> xs = tensor(x).shape;

@@ -50,6 +50,11 @@ class ModelBuilder {
   int transpose_conv(int x, int filters, int kh, int kw, int stride, int padding, int activation, int out_h, int out_w,
                      bool bias = true, std::string name = "");
 
+  // RESIZE_BILINEAR or RESIZE_NEAREST_NEIGHBOR (op) of x [N,H,W,C] to [N,out_h,out_w,C], the size
+  // an INT32 constant [2] operand NAME/size. ("resizeK")
+  int resize(int32_t op, int x, int out_h, int out_w, bool align_corners, bool half_pixel_centers,
+             std::string name = "");
+
   // Depthwise convolution: W [1,kh,kw,I*multiplier], output channel c*multiplier+j reads input
   // channel c. Glorot-uniform with fan_in = kh*kw, fan_out = kh*kw*multiplier. ("dwconvK")
   int depthwise_conv2d(int x, int kh, int kw, int stride, int padding, int activation, int multiplier = 1,

@@ -198,6 +198,8 @@ typedef struct cltrain_op_params {
   int32_t approximate; /* GELU: 1 = the tanh approximation, 0 = the exact (erf) form */
   float pad_value;     /* PADV2: the value around x */
   float alpha;         /* LEAKY_RELU: the slope below 0 */
+  /* RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR: 1 = the options' align_corners, half_pixel_centers */
+  int32_t align_corners, half_pixel_centers;
 } cltrain_op_params;
 
 /* One step. Its last member is params, and the struct grows only there (new params). */

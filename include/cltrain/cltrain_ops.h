@@ -52,6 +52,19 @@
  *     b[o]). dx[n,ih,iw,i] = dot over (kh, kw, o) (o fastest) of dz[n,oh,ow,o] * W[o,kh,kw,i],
  *     positions outside y skipped; dW[o,kh,kw,i] = dot over (n, ih, iw) of dz[n,oh,ow,o] *
  *     x[n,ih,iw,i] (outside y: skipped); db[o] = sum over (n, oh, ow) of dz, s = s + dz.
+ * RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR  fwd in [x] out [y]: x [N,H,W,C], y [N,OH,OW,C]
+ *     (Keras UpSampling2D(interpolation="bilinear"), tf.image.resize, PyTorch's interpolate), as
+ *     TFLite's reference kernels with params.align_corners and params.half_pixel_centers. bwd in
+ *     [dy] out [dx]. Per axis (in extent I, out extent O), in float: s = align_corners && O > 1 ?
+ *     (float)(I - 1) / (float)(O - 1) : (float)I / (float)O. BILINEAR: f = half_pixel_centers ?
+ *     ((float)o + 0.5f) * s - 0.5f : (float)o * s; lo = max(floor(f), 0), hi = min(ceil(f), I - 1),
+ *     t = f - lo; y = x[lo_h,lo_w] * (1 - t_h) * (1 - t_w) + x[hi_h,lo_w] * t_h * (1 - t_w) +
+ *     x[lo_h,hi_w] * (1 - t_h) * t_w + x[hi_h,hi_w] * t_h * t_w (left to right). NEAREST: i = (int)
+ *     (align_corners ? round : floor)(((float)o + (half_pixel_centers ? 0.5f : 0)) * s), then min(i,
+ *     I - 1) and, with half_pixel_centers, max(i, 0).
+ *     numerics: dx[n,ih,iw,c] = s + g over the output positions (oh, ow) in increasing order and,
+ *     per position, the terms above in their order whose corner is (ih, iw), g = dy[n,oh,ow,c] *
+ *     (1 - t_h or t_h) * (1 - t_w or t_w) (NEAREST: dy).
  * DEPTHWISE_CONV_2D  as CONV_2D with W [1,KH,KW,I*M] (M = depth_multiplier); output channel c*M + j
  *     reads input channel c. numerics: forward dot over (kh, kw); dx[n,ih,iw,c] = sum over (kh, kw)
  *     of (dot over j of dz[.., c*M+j] * W[.., c*M+j]).
@@ -301,7 +314,9 @@
   X(LESS_EQUAL, "LessEqual", 63, CLTRAIN_KIND_MODEL)                             \
   X(EQUAL, "Equal", 71, CLTRAIN_KIND_MODEL)                                      \
   X(NOT_EQUAL, "NotEqual", 72, CLTRAIN_KIND_MODEL)                               \
-  X(TRANSPOSE_CONV, "TransposeConv", 67, CLTRAIN_KIND_MODEL)
+  X(TRANSPOSE_CONV, "TransposeConv", 67, CLTRAIN_KIND_MODEL)                     \
+  X(RESIZE_BILINEAR, "ResizeBilinear", 23, CLTRAIN_KIND_MODEL)                   \
+  X(RESIZE_NEAREST_NEIGHBOR, "ResizeNearestNeighbor", 97, CLTRAIN_KIND_MODEL)
 
 typedef enum cltrain_op {
 #define CLTRAIN_X_ENUM(e, name, code, kind) CLTRAIN_OP_##e,

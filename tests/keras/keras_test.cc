@@ -191,13 +191,13 @@ TEST_P(MatchesKeras, FiveSteps) {
 std::vector<KerasCase> keras_cases() {
   std::vector<KerasCase> cases;
   for (const char* m :
-       {"mlp_flatten",       "cnn_pools",      "dw_block",      "dense_layernorm",   "shared_dense",
-        "permute_conv",      "embedding_pool", "transformer",   "gated_slices",      "text_lstm",
-        "text_gru",          "stacked_lstm",   "gelu_mlp",      "vit_tiny",          "embedding_lookup",
-        "conv1d_maxpool",    "pointwise_mix",  "logits_cnn",    "dilated_convs",     "tcn",
-        "unet_tiny",         "lstm_fused",     "bilstm_fused",  "while_lstm",        "while_gru",
-        "while_simple_rnn",  "while_bilstm",   "while_stacked", "while_masked_lstm", "while_gru_reset_before",
-        "where_activations", "tconv_decoder"})
+       {"mlp_flatten",       "cnn_pools",      "dw_block",           "dense_layernorm",   "shared_dense",
+        "permute_conv",      "embedding_pool", "transformer",        "gated_slices",      "text_lstm",
+        "text_gru",          "stacked_lstm",   "gelu_mlp",           "vit_tiny",          "embedding_lookup",
+        "conv1d_maxpool",    "pointwise_mix",  "logits_cnn",         "dilated_convs",     "tcn",
+        "unet_tiny",         "lstm_fused",     "bilstm_fused",       "while_lstm",        "while_gru",
+        "while_simple_rnn",  "while_bilstm",   "while_stacked",      "while_masked_lstm", "while_gru_reset_before",
+        "where_activations", "tconv_decoder",  "bilinear_upsampling"})
     for (const char* o : {"sgd", "adam"})
       for (const char* b : {"cpu", "opencl"}) cases.push_back({m, o, b});
   return cases;

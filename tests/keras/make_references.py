@@ -206,6 +206,16 @@ def tconv_decoder():
     return keras.Model(x, L.Dense(5, activation="softmax")(L.Flatten()(h)))
 
 
+def bilinear_upsampling():
+    # A segmentation head's upsampling: UpSampling2D(interpolation="bilinear") (RESIZE_BILINEAR with
+    # half_pixel_centers) between convolutions.
+    x = keras.Input((8, 8, 2))
+    h = L.Conv2D(4, 3, strides=2, padding="same", activation="relu")(x)
+    h = L.UpSampling2D(interpolation="bilinear")(h)
+    h = L.Conv2D(3, 3, padding="same")(h)
+    return keras.Model(x, L.Dense(5, activation="softmax")(L.Flatten()(h)))
+
+
 def conv1d_maxpool():
     # A text CNN's head: Conv1D (EXPAND_DIMS, CONV_2D, SQUEEZE), GlobalMaxPooling1D (REDUCE_MAX
     # over the steps), Dense.
@@ -318,7 +328,7 @@ SMALL = {"mlp_flatten": mlp_flatten, "cnn_pools": cnn_pools, "dw_block": dw_bloc
          "gelu_mlp": gelu_mlp, "vit_tiny": vit_tiny, "conv1d_maxpool": conv1d_maxpool,
          "pointwise_mix": pointwise_mix, "logits_cnn": logits_cnn, "dilated_convs": dilated_convs, "tcn": tcn,
          "unet_tiny": unet_tiny, "where_activations": where_activations,
-         "tconv_decoder": tconv_decoder, **WHILE}
+         "tconv_decoder": tconv_decoder, "bilinear_upsampling": bilinear_upsampling, **WHILE}
 
 
 def convert(model):

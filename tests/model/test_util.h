@@ -54,7 +54,12 @@ inline Model every_op_model() {
   const int tc = b.transpose_conv(bm, 2, 3, 3, 2, CLTRAIN_PADDING_SAME, CLTRAIN_ACT_RELU, 24, 4, true,
                                   "tconv");                                                 // [2,24,4,2]
   const int up = b.add(bm, b.avg_pool2d(tc, 2, 2, 2, CLTRAIN_PADDING_SAME, "tconv_pool"));  // [2,12,2,2]
-  int y = b.reshape(up, {2, -1}, "flat");                                                   // [2,48]
+  // Resized up (bilinear, half-pixel centres, as Keras's UpSampling2D) and back (nearest,
+  // aligned corners), added.
+  const int rs = b.resize(CLTRAIN_OP_RESIZE_NEAREST_NEIGHBOR,
+                          b.resize(CLTRAIN_OP_RESIZE_BILINEAR, up, 24, 4, false, true, "resize_up"), 12, 2, true, false,
+                          "resize_down");
+  int y = b.reshape(b.add(up, rs), {2, -1}, "flat");  // [2,48]
   y = b.fully_connected(y, 6, CLTRAIN_ACT_TANH, true, "fc");
   y = b.slice(y, {0, 1}, {-1, 5}, "slice");     // [2,5]: a gate of an LSTM's SPLIT
   y = b.add(y, b.fill({2, 5}, 0.25f, "fill"));  // an RNN's initial state, here not zero

@@ -94,6 +94,7 @@ typedef struct cltrain_op_params {
   int32_t approximate;
   float pad_value;
   float alpha;
+  int32_t align_corners, half_pixel_centers;
   int32_t appended; /* zero from a host that does not know it */
 } cltrain_op_params;
 
