@@ -235,17 +235,32 @@ void Planner::choose_storage() {
   }
   for (int32_t t : {graph_.input, graph_.expected, graph_.prediction, graph_.loss})  // the host's
     if (t >= 0) ok[static_cast<size_t>(t)] = 0;
+  std::vector<int32_t> user(graph_.tensors.size(), -1);  // the one backend that has it, -1: not half
   for (size_t t = 0; t < graph_.tensors.size(); ++t) {
     const cltrain_tensor_desc& g = graph_.tensors[t];
     const bool role =
         g.role == CLTRAIN_ROLE_NON_CONST || g.role == CLTRAIN_ROLE_BACK_PROP || g.role == CLTRAIN_ROLE_DISPOSABLE;
-    size_t users = 0, user = 0;
+    size_t users = 0, last = 0;
     for (size_t b = 0; b < plan_.tensors.size(); ++b)
-      if (plan_.tensors[b][t].first_step >= 0) ++users, user = b;
+      if (plan_.tensors[b][t].first_step >= 0) ++users, last = b;
     // One backend alone: a copy between backends moves the bytes as they are.
     if (ok[t] && role && !g.persistent && !g.data && g.dtype == CLTRAIN_FLOAT32 && users == 1)
-      plan_.tensors[user][t].dtype = CLTRAIN_FLOAT16;
+      user[t] = static_cast<int32_t>(last);
   }
+  // A RESHAPE copies bytes as they are: its input and output are both float16 or neither (a
+  // float32 neighbour, such as the output of an op without float16 kernels, keeps both float32).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const cltrain_step_desc& st : graph_.steps) {
+      if (st.op != CLTRAIN_OP_RESHAPE || st.num_inputs < 1 || st.num_outputs < 1) continue;
+      const int32_t a = st.inputs[0], b = st.outputs[0];
+      if (a < 0 || b < 0 || (user[static_cast<size_t>(a)] >= 0) == (user[static_cast<size_t>(b)] >= 0)) continue;
+      user[static_cast<size_t>(a)] = user[static_cast<size_t>(b)] = -1;
+      changed = true;
+    }
+  }
+  for (size_t t = 0; t < graph_.tensors.size(); ++t)
+    if (user[t] >= 0) plan_.tensors[static_cast<size_t>(user[t])][t].dtype = CLTRAIN_FLOAT16;
 }
 
 namespace {
