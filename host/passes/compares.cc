@@ -7,6 +7,8 @@
 //                that reads the mask.
 //   zeros        ZEROS_LIKE(x) of a float x becomes FILL(x's shape, 0): a tensor that needs no
 //                gradient, its dims carrying the batch.
+//   signs        SIGN(x) of a float x (litert-torch's softshrink) becomes GREATER(x, 0) -
+//                LESS(x, 0): 1, -1 or 0, exact, and no gradient through it, as PyTorch's.
 // Comparisons of int32 tensors (an embedding's index guard, an RNN's step counter) are left to
 // the passes that know them.
 #include <cstring>
@@ -22,7 +24,7 @@ namespace cltrain {
 namespace {
 
 constexpr int32_t kLess = 58, kGreater = 61, kGreaterEqual = 62, kLessEqual = 63, kEqual = 71, kNotEqual = 72,
-                  kZerosLike = 93;
+                  kZerosLike = 93, kSign = 158;
 
 bool is_comparison(int32_t code) {
   return code == kLess || code == kGreater || code == kGreaterEqual || code == kLessEqual || code == kEqual ||
@@ -39,7 +41,8 @@ std::string count_of(int n, const char* what) { return std::to_string(n) + " " +
 
 std::string compares_pass(PassInput& in) {
   Model& m = *in.m;
-  int masks = 0, zeros = 0;
+  int masks = 0, zeros = 0, signs = 0;
+  int32_t zero = -1;  // a float 0 for the signs' comparisons
   for (FileOperator& f : *in.file) {
     if (f.fate != FileOperator::Fate::kPending || f.outputs.size() != 1 || f.outputs[0] < 0) continue;
     const int32_t y = f.outputs[0];
@@ -64,11 +67,38 @@ std::string compares_pass(PassInput& in) {
       f.lowered = {part_of(f, CLTRAIN_OP_FILL, {d, v}, y)};
       f.fate = FileOperator::Fate::kLowered;
       ++zeros;
+    } else if (f.code == kSign && f.inputs.size() == 1 && float_operand(m, f.inputs[0]) && float_operand(m, y) &&
+               !m.tensors[static_cast<size_t>(y)].shape.empty()) {
+      if (zero < 0) {
+        Tensor z;
+        z.name = "sign/zero";
+        z.shape = {1};
+        z.dtype = CLTRAIN_FLOAT32;
+        z.data.assign(4, 0);  // 0.0f
+        zero = append_tensor(m, std::move(z));
+        m.fixed_constants.push_back(zero);
+      }
+      const std::string name = m.tensors[static_cast<size_t>(y)].name;
+      const std::vector<int32_t> shape = m.tensors[static_cast<size_t>(y)].shape;
+      const auto mask = [&](const char* what) {
+        Tensor t;
+        t.name = name + what;
+        t.shape = shape;
+        t.dtype = CLTRAIN_FLOAT32;
+        return append_tensor(m, std::move(t));
+      };
+      const int32_t above = mask("/above"), below = mask("/below"), x = f.inputs[0];
+      f.lowered = {part_of(f, CLTRAIN_OP_GREATER, {x, zero}, above), part_of(f, CLTRAIN_OP_LESS, {x, zero}, below),
+                   part_of(f, CLTRAIN_OP_SUB, {above, below}, y)};
+      f.fate = FileOperator::Fate::kLowered;
+      ++signs;
     }
   }
   std::string log;
   if (masks) log = "computed " + count_of(masks, "comparison") + " of floats as 0/1 masks";
   if (zeros) log += (log.empty() ? "loaded " : ", loaded ") + count_of(zeros, "ZEROS_LIKE") + " as FILL with 0";
+  if (signs)
+    log += (log.empty() ? "loaded " : ", loaded ") + count_of(signs, "SIGN") + " as GREATER(x, 0) - LESS(x, 0)";
   return log;
 }
 

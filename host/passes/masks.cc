@@ -125,7 +125,7 @@ std::string selects_pass(PassInput& in) {
     bool floats = true;
     for (int32_t t : f.inputs)
       floats = floats && t >= 0 && m.tensors[static_cast<size_t>(t)].dtype == CLTRAIN_FLOAT32 &&
-               !m.tensors[static_cast<size_t>(t)].shape.empty();
+               (!m.tensors[static_cast<size_t>(t)].shape.empty() || m.tensors[static_cast<size_t>(t)].is_constant());
     if (!floats || m.tensors[static_cast<size_t>(f.outputs[0])].dtype != CLTRAIN_FLOAT32) continue;
     if (one < 0) {
       Tensor c;

@@ -4,7 +4,8 @@ SGD steps at lr 0.01): cltrain trains each on both backends, bit for bit the sam
 losses. GELU in both forms (F.gelu, approximate="tanh"); a padded max-pool (PADV2 with -inf);
 nn.LSTM and nn.GRU, which litert-torch unrolls with adds of [B, 4H] to [1, B, 4H] (ranks aligned by
 the broadcast-ranks pass); logits trained with nn.CrossEntropyLoss (loss 3); F.log_softmax trained
-with nn.NLLLoss (loss 3 over log-probabilities)."""
+with nn.NLLLoss (loss 3 over log-probabilities); ConvTranspose2d, Upsample(bilinear), and the
+shrink activations with torch.where (comparisons, SELECT_V2 of scalars, SIGN)."""
 import json
 import os
 
@@ -29,6 +30,12 @@ BOUNDS = {
     # F.log_softmax (litert-torch's REDUCE_MAX ... SUB arithmetic, loaded as one LOG_SOFTMAX by the
     # log-softmax pass) trained with nn.NLLLoss: loss 3 over log-probabilities is NLLLoss.
     "log_softmax_mlp": (3e-7, None),
+    # nn.ConvTranspose2d(k=4, s=2, p=1) (TRANSPOSE_CONV, SAME), nn.Upsample(bilinear)
+    # (RESIZE_BILINEAR with half_pixel_centers), logits.
+    "conv_decoder": (3e-7, None),
+    # F.selu, F.hardshrink, F.softshrink and torch.where: comparisons into SELECT / SELECT_V2 with
+    # scalar constants, and SIGN (softshrink), loaded by the compares and selects passes.
+    "where_activations": (3e-7, None),
     # litert-torch folds the first time step's recurrent product with the zero initial state into
     # a constant (b_hh, or a gate's part of it, tiled over the batch) that the file holds apart from
     # b_hh; the folded-biases pass reads it as that part of b_hh, which then trains through every

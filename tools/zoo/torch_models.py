@@ -110,10 +110,34 @@ class LogSoftmaxDim0(LogitsMlp):  # log_softmax over the batch axis: not folded 
         return nn.functional.log_softmax(self.net(x), dim=0)
 
 
+class ConvDecoder(nn.Module):  # ConvTranspose2d (DCGAN's k=4, s=2, p=1), nn.Upsample(bilinear), logits
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(3, 6, 3, stride=2, padding=1)
+        self.up = nn.ConvTranspose2d(6, 4, 4, stride=2, padding=1)
+        self.resize = nn.Upsample(scale_factor=2, mode="bilinear")
+        self.fc = nn.Linear(4 * 16 * 16, 5)
+
+    def forward(self, x):
+        h = self.resize(torch.relu(self.up(torch.relu(self.down(x)))))
+        return self.fc(torch.flatten(h, 1))
+
+
+class WhereActivations(nn.Module):  # nn.SELU, nn.Hardshrink, nn.Softshrink, torch.where
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(12, 16), nn.Linear(16, 16), nn.Linear(16, 5)
+
+    def forward(self, x):
+        h = nn.functional.softshrink(nn.functional.hardshrink(nn.functional.selu(self.a(x))))
+        h = self.b(h)
+        return self.c(torch.where(h > 0, h, 0.1 * h))
+
+
 # What each model's output is, and so the loss: probabilities (softmax, cross-entropy of them),
 # logits (nn.CrossEntropyLoss) or log-probabilities (nn.NLLLoss); cltrain trains the last two
 # with loss 3 (categorical cross-entropy from logits: over log_softmax's output it is NLLLoss).
-OUTPUTS = {"mnist_example": "log_probs", "logits_mlp": "logits", "log_softmax_mlp": "log_probs", "log_softmax_dim0": "log_probs"}
+OUTPUTS = {"conv_decoder": "logits", "where_activations": "logits", "mnist_example": "log_probs", "logits_mlp": "logits", "log_softmax_mlp": "log_probs", "log_softmax_dim0": "log_probs"}
 
 MODELS = {
     "text_mean": (TextMean, lambda: torch.randint(0, 50, (BATCH, 7))),
@@ -126,6 +150,8 @@ MODELS = {
     "small_cnn": (SmallCnn, lambda: torch.rand(BATCH, 3, 12, 12)),
     "mnist_example": (MnistExample, lambda: torch.rand(BATCH, 1, 28, 28)),
     "logits_mlp": (LogitsMlp, lambda: torch.rand(BATCH, 20)),
+    "conv_decoder": (ConvDecoder, lambda: torch.rand(BATCH, 3, 8, 8)),
+    "where_activations": (WhereActivations, lambda: torch.randn(BATCH, 12)),
     "log_softmax_mlp": (LogSoftmaxMlp, lambda: torch.rand(BATCH, 20)),
     "log_softmax_dim0": (LogSoftmaxDim0, lambda: torch.rand(BATCH, 20)),
 }
